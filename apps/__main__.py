@@ -1,0 +1,3 @@
+from kubetrain.cli import run_synth
+
+raise SystemExit(run_synth("apps"))

@@ -1,0 +1,39 @@
+"""The NCCL/EFA environment of GPU jobs, and the variables that must never be set.
+
+Two sources disagree (shared/domain-facts.md section 8): the seeds' EKS guide and
+aws-ofi-nccl's own guidance. kubetrain targets images with aws-ofi-nccl >= 1.7 on the pod
+network (AWS's reference manifests), so:
+- it sets only what both sources agree helps: an interface *exclusion* list, the
+  allocator setting, a local Triton cache, and FI_PROVIDER=efa (redundant for >= 1.7, needed
+  for <= 1.5, harmless in between);
+- it rejects, with rule KT106, the variables both sources say break EFA jobs or disable the
+  AWS tuner. NCCL_NVLS_ENABLE and FI_EFA_USE_HUGE_PAGE stay the user's tuning choice.
+"""
+
+from __future__ import annotations
+
+EFA_ENV: dict[str, str] = {
+    "FI_PROVIDER": "efa",
+    # An exclusion list keeps NCCL's bootstrap off loopback and container bridges without
+    # pinning an interface name that differs between instance types.
+    "NCCL_SOCKET_IFNAME": "^lo,docker,veth,pod-id-link0",
+    "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+}
+
+GPU_ENV: dict[str, str] = {
+    # Triton's JIT cache on the node's disk, not on the shared file system or the image layer.
+    "TRITON_CACHE_DIR": "/tmp/triton-cache",
+}
+
+# name -> why it must not be set on an EFA job
+FORBIDDEN_EFA_ENV: dict[str, str] = {
+    "NCCL_ALGO": "forcing an algorithm disables the aws-ofi-nccl tuner",
+    "NCCL_PROTO": "forcing a protocol disables the aws-ofi-nccl tuner",
+    "NCCL_P2P_DISABLE": "disabling peer-to-peer cuts NVLink bandwidth inside the node",
+    "CUDA_LAUNCH_BLOCKING": "serialises every kernel launch; a debugging switch, not a setting",
+    "FI_EFA_USE_DEVICE_RDMA": "aws-ofi-nccl >= 1.7 enables device RDMA itself where the instance supports it",
+    "FI_EFA_FORK_SAFE": "aws-ofi-nccl >= 1.7 sets fork safety itself",
+}
+
+# Interfaces that must not be forced: on p4d/p5 eth0 is not the EFA path.
+FORBIDDEN_SOCKET_IFNAMES = {"eth0"}

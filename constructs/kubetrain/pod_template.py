@@ -1,0 +1,82 @@
+"""The pod every node of a training job runs: torchrun, the mounted run config, GPUs, EFA, /dev/shm.
+
+Plain data, not cdk8s objects: the job construct hands the finished manifest to cdk8s in one call.
+The launch contract (which variables torchrun reads) is the target operator's; this module only
+renders what every target shares.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain.job_props import TrainingJobProps
+from kubetrain.nccl import EFA_ENV, GPU_ENV
+
+CONFIG_MOUNT = "/etc/kubetrain"
+CONFIG_FILE = "run.yaml"
+SHM_MOUNT = "/dev/shm"
+EFA_HUGEPAGES_DEFAULT = "5120Mi"
+
+
+def torchrun_command() -> list[str]:
+    """torchrun reads --nnodes, --nproc-per-node, --node-rank and the master address from PET_* variables."""
+    return ["torchrun", "-m", "training", "--config", f"{CONFIG_MOUNT}/{CONFIG_FILE}"]
+
+
+def container_env(job: TrainingJobProps) -> list[dict[str, str]]:
+    env: dict[str, str] = {}
+    if job.resources.gpus:
+        env |= GPU_ENV
+    if job.resources.efa:
+        env |= EFA_ENV
+    env |= job.env
+    return [{"name": name, "value": value} for name, value in env.items()]
+
+
+def container_resources(job: TrainingJobProps) -> dict[str, dict[str, str]]:
+    r = job.resources
+    # No CPU limit: CFS throttling stalls data loading and collectives; CPU is still requested.
+    requests = {"cpu": r.cpu, "memory": r.memory}
+    limits = {"memory": r.memory}
+    extended = {}
+    if r.gpus:
+        extended["nvidia.com/gpu"] = str(r.gpus)
+    if r.efa:
+        extended["vpc.amazonaws.com/efa"] = str(r.efa)
+    hugepages = r.hugepages_2mi or (EFA_HUGEPAGES_DEFAULT if r.efa else None)
+    if hugepages:
+        extended["hugepages-2Mi"] = hugepages
+    # Extended resources and huge pages must be requested and limited alike.
+    return {"requests": requests | extended, "limits": limits | extended}
+
+
+def pod_template(job: TrainingJobProps, container_name: str, config_map: str,
+                 labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
+    mounts = [{"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
+              {"name": "shm", "mountPath": SHM_MOUNT}]
+    volumes: list[dict[str, Any]] = [
+        {"name": "config", "configMap": {"name": config_map}},
+        # The container runtime's 64 MB /dev/shm breaks PyTorch's shared-memory tensors.
+        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": job.resources.shm}},
+    ]
+    for v in job.volumes:
+        mounts.append({"name": v.name, "mountPath": v.mount_path, **({"readOnly": True} if v.read_only else {})})
+        volumes.append({"name": v.name, "persistentVolumeClaim": {"claimName": v.claim,
+                                                                  **({"readOnly": True} if v.read_only else {})}})
+    container: dict[str, Any] = {
+        "name": container_name,
+        "image": job.image,
+        "command": torchrun_command(),
+        "resources": container_resources(job),
+        "volumeMounts": mounts,
+    }
+    env = container_env(job)
+    if env:
+        container["env"] = env
+    spec: dict[str, Any] = {"containers": [container], "volumes": volumes}
+    if job.instance_type:
+        spec["nodeSelector"] = {"node.kubernetes.io/instance-type": job.instance_type}
+    if job.resources.gpus:
+        # GPU node pools are tainted so that only pods asking for GPUs land there.
+        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    return {"metadata": {"labels": labels, "annotations": annotations}, "spec": spec}

@@ -1,0 +1,171 @@
+"""The run config: everything a training run needs to know, validated twice.
+
+The compiler validates it when it writes the job's ConfigMap (knowing the job's world size),
+and `python -m training` validates the mounted file again when the pod starts. This module
+must stay importable without torch: the compiler imports it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from training.problems import (
+    INVALID_VALUE,
+    ConfigError,
+    Problem,
+    rule_violation,
+    validate_model,
+)
+
+
+class StrictModel(BaseModel):
+    """Unknown fields are errors: a typo must never be silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(StrictModel):
+    """A GPT-style decoder: pre-norm blocks, rotary positions, tied embeddings."""
+
+    vocab_size: int = Field(50304, gt=0, description="Tokens in the vocabulary (a multiple of 64 is fastest).")
+    dim: int = Field(768, gt=0, description="Width of the residual stream.")
+    n_layers: int = Field(12, gt=0, description="Transformer blocks.")
+    n_heads: int = Field(12, gt=0, description="Attention heads; must divide dim.")
+    mlp_ratio: float = Field(4.0, gt=0, description="Hidden width of the MLP as a multiple of dim.")
+
+    @model_validator(mode="after")
+    def _heads_divide_dim(self) -> ModelConfig:
+        if self.dim % self.n_heads:
+            raise rule_violation("KT202", f"dim {self.dim} is not divisible by n_heads {self.n_heads}",
+                                 "choose n_heads that divides dim (head_dim = dim / n_heads)", field="n_heads")
+        return self
+
+
+class DataConfig(StrictModel):
+    """Where tokens come from. Each data-parallel rank reads its own slice of the stream."""
+
+    source: Literal["synthetic", "tokens"] = Field(
+        "synthetic", description="`synthetic`: a deterministic stream from the seed; `tokens`: a uint16 .bin file.")
+    path: str | None = Field(None, description="The token file (uint16, memory-mapped); required for `tokens`.")
+    seq_len: int = Field(256, gt=0, description="Tokens per training sequence.")
+
+    @model_validator(mode="after")
+    def _path_for_tokens(self) -> DataConfig:
+        if self.source == "tokens" and not self.path:
+            raise rule_violation("KT204", "source 'tokens' needs a token file",
+                                 "set data.path to a uint16 .bin file, or use source 'synthetic'", field="path")
+        return self
+
+
+class OptimizerConfig(StrictModel):
+    """AdamW with linear warmup and cosine decay to `min_lr`."""
+
+    lr: float = Field(3e-4, gt=0, description="Peak learning rate, reached after warmup.")
+    min_lr: float = Field(3e-5, ge=0, description="Learning rate at the end of the cosine decay.")
+    warmup_steps: int = Field(100, ge=0, description="Steps of linear warmup from 0 to lr.")
+    weight_decay: float = Field(0.1, ge=0, description="Decoupled weight decay on matrices (not norms or biases).")
+    betas: tuple[float, float] = Field((0.9, 0.95), description="Adam's beta1, beta2.")
+    grad_clip: float = Field(1.0, gt=0, description="Clip the global gradient norm to this value.")
+
+    @model_validator(mode="after")
+    def _min_below_peak(self) -> OptimizerConfig:
+        if self.min_lr > self.lr:
+            raise rule_violation("KT203", f"min_lr {self.min_lr} is above lr {self.lr}",
+                                 "set min_lr at or below lr", field="min_lr")
+        return self
+
+
+class BatchConfig(StrictModel):
+    """Batch sizes in sequences. Gradient accumulation is derived, never configured."""
+
+    global_size: int = Field(..., gt=0, description="Sequences per optimizer step, summed over all ranks.")
+    micro_size: int = Field(..., gt=0, description="Sequences per rank per forward/backward pass.")
+
+
+class StrategyConfig(StrictModel):
+    """How the model is spread over ranks."""
+
+    name: Literal["ddp", "fsdp"] = Field("ddp", description="`ddp` replicates the model; `fsdp` shards it (FSDP2).")
+    activation_checkpointing: bool = Field(False, description="Recompute each block's activations in backward.")
+    compile: bool = Field(False, description="torch.compile each transformer block.")
+
+
+class CheckpointConfig(StrictModel):
+    """Distributed checkpoints (torch.distributed.checkpoint) for exact resume."""
+
+    dir: str = Field("/checkpoints", description="Folder shared by all ranks; must be on a persistent volume.")
+    interval: int = Field(100, gt=0, description="Save every this many steps.")
+    keep: int = Field(3, ge=1, description="Keep the newest this many complete checkpoints.")
+    async_save: bool = Field(False, description="Save in the background so training blocks only for the copy.")
+
+
+class RunConfig(StrictModel):
+    """One training run: the file that `python -m training --config` reads."""
+
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
+    batch: BatchConfig
+    strategy: StrategyConfig = Field(default_factory=StrategyConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    precision: Literal["fp32", "bf16"] = Field("fp32", description="`bf16`: bf16 compute, fp32 master weights.")
+    max_steps: int = Field(..., gt=0, description="Optimizer steps to train for.")
+    seed: int = Field(0, ge=0, description="Seeds model init, data and dropout; resume restores RNG states.")
+    log_interval: int = Field(1, gt=0, description="Print a metrics line every this many steps.")
+
+    def to_yaml(self) -> str:
+        """The complete config, defaults included: what the pod reads is exactly what was validated."""
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+    def grad_accum_steps(self, world_size: int) -> int:
+        """Micro-batches each rank runs per optimizer step (assumes `check_world_size` passed)."""
+        return self.batch.global_size // (self.batch.micro_size * world_size)
+
+    def check_world_size(self, world_size: int) -> list[Problem]:
+        """Rules that need the world size: known to the compiler from the job, to the pod from torchrun."""
+        per_step = self.batch.micro_size * world_size
+        if self.batch.global_size % per_step:
+            lower = max(per_step, self.batch.global_size // per_step * per_step)
+            return [Problem(
+                "KT201", "batch.global_size",
+                f"global_size {self.batch.global_size} is not a multiple of micro_size {self.batch.micro_size} "
+                f"x {world_size} ranks = {per_step}",
+                f"use a multiple of {per_step}, such as {lower} or {lower + per_step}")]
+        return []
+
+
+def load_run_config(path: str | Path, overrides: list[str] = (), where: str | None = None) -> RunConfig:
+    """Read and validate a run config file, applying `dotted.key=value` overrides (values are YAML)."""
+    where = where or str(path)
+    try:
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(where, [Problem("KT004", "", f"cannot read the config: {exc}",
+                                          "pass a readable YAML file to --config")]) from None
+    if not isinstance(raw, dict):
+        raise ConfigError(where, [Problem(INVALID_VALUE, "", "the config must be a YAML mapping",
+                                          "write the run config as key: value pairs")])
+    for override in overrides:
+        apply_override(raw, override, where)
+    return validate_model(RunConfig, raw, where)
+
+
+
+def apply_override(raw: dict[str, Any], override: str, where: str) -> None:
+    """Set `a.b.c=value` in a nested mapping; the value is parsed as YAML (so 3 is an int)."""
+    key, sep, value = override.partition("=")
+    if not sep or not key:
+        raise ConfigError(where, [Problem("KT005", "", f"override {override!r} is not key=value",
+                                          "write overrides as dotted.key=value, e.g. max_steps=30")])
+    *parents, leaf = key.split(".")
+    node = raw
+    for part in parents:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(where, [Problem("KT005", key, f"cannot set {key}: {part} is not a mapping",
+                                              "override a field inside a section, e.g. batch.micro_size=2")])
+    node[leaf] = yaml.safe_load(value)
