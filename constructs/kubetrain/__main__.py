@@ -1,0 +1,3 @@
+from kubetrain.cli import main
+
+main()

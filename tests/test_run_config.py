@@ -1,0 +1,58 @@
+"""The run config, as the pod loads it: overrides, field-path errors, world-size rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from training.config import load_run_config
+from training.problems import ConfigError
+
+BASE = "batch: {global_size: 8, micro_size: 2}\nmax_steps: 5\n"
+
+
+def config(tmp_path: Path, text: str = BASE) -> Path:
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    return path
+
+
+def codes(exc: pytest.ExceptionInfo[ConfigError]) -> list[tuple[str, str]]:
+    return [(p.code, p.path) for p in exc.value.problems]
+
+
+def test_overrides_are_parsed_as_yaml(tmp_path):
+    run = load_run_config(config(tmp_path), ["max_steps=30", "optimizer.lr=1e-3", "strategy.name=fsdp"])
+    assert run.max_steps == 30 and run.optimizer.lr == 1e-3 and run.strategy.name == "fsdp"
+
+
+def test_unknown_override_key_is_an_unknown_field(tmp_path):
+    with pytest.raises(ConfigError) as exc:
+        load_run_config(config(tmp_path), ["optimiser.lr=1"])
+    assert codes(exc) == [("KT001", "optimiser")]
+    assert "did you mean 'optimizer'?" in exc.value.problems[0].fix
+
+
+def test_missing_and_invalid_fields_name_their_paths(tmp_path):
+    with pytest.raises(ConfigError) as exc:
+        load_run_config(config(tmp_path, "batch: {micro_size: 0}\nprecision: fp8\n"))
+    assert set(codes(exc)) == {("KT002", "batch.global_size"), ("KT003", "batch.micro_size"),
+                               ("KT002", "max_steps"), ("KT003", "precision")}
+    assert str(tmp_path / "run.yaml") in exc.value.lines()[0]
+
+
+def test_unreadable_or_non_mapping_config(tmp_path):
+    with pytest.raises(ConfigError) as exc:
+        load_run_config(tmp_path / "missing.yaml")
+    assert codes(exc) == [("KT004", "")]
+    with pytest.raises(ConfigError) as exc:
+        load_run_config(config(tmp_path, "- a\n- b\n"))
+    assert codes(exc) == [("KT003", "")]
+
+
+def test_world_size_rule_and_accumulation(tmp_path):
+    run = load_run_config(config(tmp_path))
+    assert run.check_world_size(2) == [] and run.grad_accum_steps(2) == 2
+    (problem,) = run.check_world_size(3)
+    assert problem.code == "KT201" and "such as 6 or 12" in problem.fix
