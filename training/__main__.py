@@ -1,0 +1,61 @@
+"""`python -m training --config FILE [--set key=value ...]`: what every pod runs under torchrun.
+
+Alone it trains with world size 1; under torchrun each rank reads RANK/WORLD_SIZE/LOCAL_RANK.
+A bad config is reported (by rank 0) as one line per problem, and the process exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from training.config import load_run_config
+from training.problems import ConfigError
+
+EXIT_BAD_CONFIG = 2
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, help="run config YAML (the job's mounted ConfigMap)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config field, e.g. --set max_steps=30 (repeatable)")
+    parser.add_argument("--stop-after-step", type=int, default=None, metavar="N",
+                        help="stop after step N as if interrupted (drills and resume tests); "
+                             "the schedule still runs to max_steps")
+    return parser.parse_args(argv)
+
+
+def report(error: ConfigError) -> int:
+    if os.environ.get("RANK", "0") == "0":  # one copy of the report, not one per rank
+        for line in error.lines():
+            print(f"error: {line}", file=sys.stderr)
+    return EXIT_BAD_CONFIG
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        run = load_run_config(args.config, args.overrides)
+    except ConfigError as error:
+        return report(error)
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    problems = run.check_world_size(world_size)
+    if problems:
+        return report(ConfigError(args.config, problems))
+
+    # torch is imported only once the config is known to be good: bad input fails fast.
+    from training.distributed import init_world, shutdown
+    from training.trainer import Trainer
+
+    world = init_world()
+    try:
+        Trainer(run, world).train(stop_after_step=args.stop_after_step)
+    finally:
+        shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

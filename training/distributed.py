@@ -1,0 +1,64 @@
+"""The process's place in the job: rank, world, device, and the process groups it trains with."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class World:
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def device_type(self) -> str:
+        return self.device.type
+
+
+def init_world() -> World:
+    """Join the job's process group: NCCL on CUDA, gloo on CPU; world size 1 when run alone."""
+    rank = int(os.environ.get("RANK", 0))
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+        backend = "nccl"
+    else:
+        device = torch.device("cpu")
+        backend = "gloo"
+    if world_size > 1 or "MASTER_ADDR" in os.environ:
+        dist.init_process_group(backend, rank=rank, world_size=world_size,
+                                device_id=device if backend == "nccl" else None)
+    return World(rank, world_size, local_rank, device)
+
+
+def all_reduce_mean(value: torch.Tensor, world: World) -> torch.Tensor:
+    if world.world_size > 1:
+        value = value.detach().clone()
+        dist.all_reduce(value)  # SUM: gloo has no AVG
+        value /= world.world_size
+    return value
+
+
+def broadcast_object(obj, world: World):
+    if world.world_size == 1:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def shutdown() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()

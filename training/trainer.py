@@ -1,0 +1,163 @@
+"""The training loop: one Trainer for DDP and FSDP2, with exact resume from distributed checkpoints."""
+
+from __future__ import annotations
+
+import pickle
+import random
+import time
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.tensor import DTensor
+
+from training.checkpoint import CheckpointManager
+from training.config import RunConfig
+from training.data import ShardedLoader, TokenSource
+from training.distributed import World, all_reduce_mean
+from training.metrics import emit, peak_flops
+from training.model import GPT, flops_per_token
+from training.optimizer import build_optimizer, learning_rate, set_learning_rate
+from training.parallel import autocast, gradient_sync, parallelize
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class Trainer:
+    def __init__(self, run: RunConfig, world: World):
+        self.run = run
+        self.world = world
+        seed_everything(run.seed)
+        with torch.device(world.device):
+            model = GPT(run.model)
+        model.init_weights(run.seed)
+        self.n_params = sum(p.numel() for p in model.parameters())
+        self.model = parallelize(model, run, world)
+        self.optimizer = build_optimizer(self.model, run.optimizer)
+        self.accum_steps = run.grad_accum_steps(world.world_size)
+        source = TokenSource(run.data, run.model.vocab_size, run.seed)
+        self.loader = ShardedLoader(source, run.batch.micro_size, dp_rank=world.rank, dp_size=world.world_size)
+        self.checkpoints = CheckpointManager(run.checkpoint, world)
+        self.tokens_per_step = run.batch.global_size * run.data.seq_len
+        self.flops_per_token = flops_per_token(run.model, run.data.seq_len, self.n_params)
+        self.peak_flops = peak_flops(world.device)
+        self.step = 0
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def train(self, stop_after_step: int | None = None) -> dict[str, Any]:
+        self.resume()
+        run, last = self.run, None
+        mark, steps_since = time.perf_counter(), 0
+        while self.step < run.max_steps and (stop_after_step is None or self.step < stop_after_step):
+            self.step += 1
+            loss, grad_norm = self.train_step()
+            steps_since += 1
+            final = self.step == run.max_steps
+            if self.step % run.log_interval == 0 or final:
+                # The .item() below waits for the device, so the time is the steps' real time.
+                loss = all_reduce_mean(loss, self.world).item()
+                step_time = (time.perf_counter() - mark) / steps_since
+                last = self.log_step(loss, grad_norm, step_time)
+                mark, steps_since = time.perf_counter(), 0
+            if self.step % run.checkpoint.interval == 0 or final:
+                self.save()
+                mark = time.perf_counter()  # saving is not training time
+            self.checkpoints.poll()
+        self.checkpoints.wait()
+        finished = {"event": "finished", "step": self.step,
+                    **{k: v for k, v in (last or {}).items() if k not in ("event", "step")}}
+        if self.world.is_main:
+            emit(finished)
+        return finished
+
+    def train_step(self) -> tuple[torch.Tensor, torch.Tensor]:
+        set_learning_rate(self.optimizer, learning_rate(self.step, self.run.optimizer, self.run.max_steps))
+        total = torch.zeros((), device=self.world.device)
+        for micro in range(self.accum_steps):
+            inputs, targets = (t.to(self.world.device, non_blocking=True) for t in self.loader.next_batch())
+            with gradient_sync(self.model, micro == self.accum_steps - 1), autocast(self.run, self.world):
+                logits = self.model(inputs)
+                loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+                (loss / self.accum_steps).backward()
+            total += loss.detach()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.run.optimizer.grad_clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return total / self.accum_steps, grad_norm
+
+    def log_step(self, loss: float, grad_norm: torch.Tensor, step_time: float) -> dict[str, Any]:
+        if isinstance(grad_norm, DTensor):
+            grad_norm = grad_norm.full_tensor()
+        tokens_per_s = self.tokens_per_step / step_time
+        record = {"event": "step", "step": self.step, "loss": loss, "grad_norm": grad_norm.item(),
+                  "lr": self.optimizer.param_groups[0]["lr"], "tokens_per_s": tokens_per_s, "step_time_s": step_time}
+        if self.peak_flops:
+            record["mfu"] = self.flops_per_token * tokens_per_s / self.world.world_size / self.peak_flops
+        if self.world.is_main:
+            emit(record)
+        return record
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    @property
+    def _rank_key(self) -> str:
+        # Per-rank key: DCP keeps one copy of keys that are identical across ranks.
+        return f"rank{self.world.rank}"
+
+    def _rank_state(self) -> bytes:
+        rng = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+        if self.world.device_type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.world.device)
+        return pickle.dumps({"rng": rng, "data": self.loader.state_dict()})
+
+    def _restore_rank_state(self, blob: bytes) -> None:
+        state = pickle.loads(blob)
+        rng = state["rng"]
+        torch.set_rng_state(rng["torch"])
+        random.setstate(rng["python"])
+        np.random.set_state(rng["numpy"])
+        if "cuda" in rng:
+            torch.cuda.set_rng_state(rng["cuda"], self.world.device)
+        self.loader.load_state_dict(state["data"])
+
+    def save(self) -> None:
+        started = time.perf_counter()
+        model_state, optim_state = get_state_dict(self.model, self.optimizer)
+        state = {"model": model_state, "optim": optim_state,
+                 "train": {"step": self.step, "world_size": self.world.world_size},
+                 self._rank_key: self._rank_state()}
+        self.checkpoints.save(self.step, state)
+        if self.world.is_main:
+            emit({"event": "checkpoint", "step": self.step, "blocked_s": time.perf_counter() - started,
+                  "async": self.run.checkpoint.async_save})
+
+    def resume(self) -> None:
+        step = self.checkpoints.latest()
+        if step is None:
+            return
+        train = {"step": 0, "world_size": 0}
+        self.checkpoints.load(step, {"train": train})
+        same_world = train["world_size"] == self.world.world_size
+        model_state, optim_state = get_state_dict(self.model, self.optimizer)
+        state: dict[str, Any] = {"model": model_state, "optim": optim_state}
+        if same_world:
+            state[self._rank_key] = b""
+        self.checkpoints.load(step, state)
+        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        self.step = train["step"]
+        if same_world:
+            self._restore_rank_state(state[self._rank_key])
+        else:
+            # Another world size: RNG streams cannot carry over, but the data position can be
+            # recomputed, since every rank consumed an equal share of the global samples.
+            self.loader.position = self.step * self.run.batch.global_size // self.world.world_size
+        if self.world.is_main:
+            emit({"event": "resumed", "step": self.step, "from": str(self.checkpoints.step_dir(step)),
+                  "saved_world_size": train["world_size"], "world_size": self.world.world_size})
