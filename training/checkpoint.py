@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import warnings
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -30,16 +29,12 @@ class CheckpointManager:
         self.keep = cfg.keep
         self.async_save = cfg.async_save
         self.world = world
-        self._distributed = dist.is_initialized()
         self._pending: tuple[int, Future] | None = None
         # Background saves run their collectives on a gloo group of their own, so they never
         # queue behind (or block) the training collectives on the default group.
-        self._group = dist.new_group(backend="gloo") if self.async_save and self._distributed else None
+        self._group = dist.new_group(backend="gloo") if self.async_save else None
         if world.is_main:
             self.root.mkdir(parents=True, exist_ok=True)
-        if not self._distributed:
-            # Alone (world size 1), DCP warns on every call that it is saving in one process: we know.
-            warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
 
     def step_dir(self, step: int) -> Path:
         return self.root / f"step-{step:08d}"
@@ -54,17 +49,17 @@ class CheckpointManager:
     def latest(self) -> int | None:
         """The newest complete checkpoint's step, as rank 0 sees it (every rank gets the same answer)."""
         steps = self.complete_steps() if self.world.is_main else None
-        steps = broadcast_object(steps, self.world)
+        steps = broadcast_object(steps)
         return steps[-1] if steps else None
 
     def save(self, step: int, state: dict[str, Any]) -> None:
         self.wait()  # one save at a time: the previous one is finished and marked first
         path = self.step_dir(step)
         if self.async_save:
-            future = dcp.async_save(state, checkpoint_id=path, process_group=self._group, no_dist=not self._distributed)
+            future = dcp.async_save(state, checkpoint_id=path, process_group=self._group)
             self._pending = (step, future)
         else:
-            dcp.save(state, checkpoint_id=path, no_dist=not self._distributed)
+            dcp.save(state, checkpoint_id=path)
             self._mark_complete(step)
 
     def poll(self) -> None:
@@ -81,7 +76,7 @@ class CheckpointManager:
 
     def load(self, step: int, state: dict[str, Any]) -> None:
         """Fill `state` in place from the checkpoint of `step` (only the keys `state` holds)."""
-        dcp.load(state, checkpoint_id=self.step_dir(step), no_dist=not self._distributed)
+        dcp.load(state, checkpoint_id=self.step_dir(step))
 
     def _mark_complete(self, step: int) -> None:
         # DCP's save returns on every rank only after the coordinator has written the metadata,

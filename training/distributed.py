@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -37,26 +38,31 @@ def init_world() -> World:
     else:
         device = torch.device("cpu")
         backend = "gloo"
-    if world_size > 1 or "MASTER_ADDR" in os.environ:
-        dist.init_process_group(backend, rank=rank, world_size=world_size,
-                                device_id=device if backend == "nccl" else None)
+    # Alone, an in-process store gives a group of one: every code path (FSDP's device mesh,
+    # DCP's collectives) is then the same as in a job.
+    store = None if "MASTER_ADDR" in os.environ else dist.HashStore()
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
+                            device_id=device if backend == "nccl" else None)
     return World(rank, world_size, local_rank, device)
 
 
-def all_reduce_mean(value: torch.Tensor, world: World) -> torch.Tensor:
-    if world.world_size > 1:
-        value = value.detach().clone()
-        dist.all_reduce(value)  # SUM: gloo has no AVG
-        value /= world.world_size
-    return value
+def all_reduce_mean(value: torch.Tensor) -> torch.Tensor:
+    value = value.detach().clone()
+    dist.all_reduce(value)  # SUM: gloo has no AVG
+    return value / dist.get_world_size()
 
 
-def broadcast_object(obj, world: World):
-    if world.world_size == 1:
-        return obj
+def broadcast_object(obj: Any) -> Any:
+    """Rank 0's `obj`, on every rank."""
     box = [obj]
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+def all_gather_object(obj: Any) -> list[Any]:
+    gathered = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, obj)
+    return gathered
 
 
 def shutdown() -> None:

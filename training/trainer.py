@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import random
 import time
@@ -16,7 +17,7 @@ from torch.distributed.tensor import DTensor
 from training.checkpoint import CheckpointManager
 from training.config import RunConfig
 from training.data import ShardedLoader, TokenSource
-from training.distributed import World, all_reduce_mean
+from training.distributed import World, all_gather_object, all_reduce_mean
 from training.metrics import emit, peak_flops
 from training.model import GPT, flops_per_token
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
@@ -62,7 +63,7 @@ class Trainer:
             final = self.step == run.max_steps
             if self.step % run.log_interval == 0 or final:
                 # The .item() below waits for the device, so the time is the steps' real time.
-                loss = all_reduce_mean(loss, self.world).item()
+                loss = all_reduce_mean(loss).item()
                 step_time = (time.perf_counter() - mark) / steps_since
                 last = self.log_step(loss, grad_norm, step_time)
                 mark, steps_since = time.perf_counter(), 0
@@ -72,7 +73,8 @@ class Trainer:
             self.checkpoints.poll()
         self.checkpoints.wait()
         finished = {"event": "finished", "step": self.step,
-                    **{k: v for k, v in (last or {}).items() if k not in ("event", "step")}}
+                    **{k: v for k, v in (last or {}).items() if k not in ("event", "step")},
+                    "weights_sha256_per_rank": all_gather_object(self.weights_digest())}
         if self.world.is_main:
             emit(finished)
         return finished
@@ -103,6 +105,19 @@ class Trainer:
         if self.world.is_main:
             emit(record)
         return record
+
+    def weights_digest(self) -> str:
+        """A hash of the full weights, by parameter name: replicas must agree, and so must runs
+        that should have trained the same model (resumed, or reloaded at another world size)."""
+        digest = hashlib.sha256()
+        model_state, _ = get_state_dict(self.model, [])
+        for name in sorted(model_state):
+            tensor = model_state[name]
+            if isinstance(tensor, DTensor):
+                tensor = tensor.full_tensor()
+            digest.update(name.encode())
+            digest.update(tensor.detach().float().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()
 
     # -- checkpoints ------------------------------------------------------------------------------
 

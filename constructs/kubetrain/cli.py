@@ -1,4 +1,4 @@
-"""The `kubetrain` command line: synth, validate (and, with the runtime, run-local).
+"""The `kubetrain` command line: synth, validate and run-local.
 
 Bad input is the user's, not a crash: it prints one line per problem and exits 2, with no
 traceback and nothing written.
@@ -92,6 +92,29 @@ def validate(
         err.print(f"validation failed: {summary}", markup=False)
         raise typer.Exit(1)
     out.print(f"valid: {summary}", markup=False)
+
+
+@app.command("run-local")
+def run_local(
+    job: Annotated[str, typer.Argument(help="The job, as CLUSTER/JOB (or JOB when the name is unique).")],
+    steps: Annotated[Optional[int], typer.Option(help="Override the run config's max_steps.")] = None,
+    workdir: Annotated[Optional[Path], typer.Option(
+        help="Where volumes live. Default: .run-local/<job>; checkpoints there survive, so a rerun resumes.")] = None,
+    overrides: Annotated[Optional[list[str]], typer.Option(
+        "--set", help="Override a run config field, dotted.key=value (repeatable).")] = None,
+    dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
+) -> None:
+    """Run a committed PyTorchJob on this machine: one process per replica, CPU and gloo."""
+    from kubetrain.run_local import find_job, plan_pods, run_pods
+
+    try:
+        job_file = find_job(dist, job)
+        pods = plan_pods(job_file, workdir or Path(".run-local") / job.replace("/", "-"), steps, overrides or [])
+    except ConfigError as exc:
+        for line in exc.lines():
+            err.print(f"error: {line}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    raise typer.Exit(run_pods(pods))
 
 
 def main() -> None:
