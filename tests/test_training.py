@@ -42,9 +42,13 @@ def losses(records: list[dict]) -> list[float]:
     return [r["loss"] for r in records if r["event"] == "step"]
 
 
-@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
-def test_loss_falls_and_replicas_agree(tmp_path, strategy):
-    records = train(write_config(tmp_path, strategy={"name": strategy}))
+@pytest.mark.parametrize(("strategy", "precision"), [
+    ({"name": "ddp"}, "fp32"),
+    ({"name": "fsdp"}, "fp32"),
+    ({"name": "fsdp", "activation_checkpointing": True}, "bf16"),
+])
+def test_loss_falls_and_replicas_agree(tmp_path, strategy, precision):
+    records = train(write_config(tmp_path, strategy=strategy, precision=precision))
     steps = [r for r in records if r["event"] == "step"]
     assert [r["step"] for r in steps] == list(range(1, 17))
     assert {"loss", "lr", "tokens_per_s", "step_time_s", "grad_norm"} <= set(steps[0])
@@ -99,3 +103,24 @@ def test_world_size_rule_is_checked_again_at_start(tmp_path):
     result = run([sys.executable, "-m", "training", "--config", str(config)])
     assert result.returncode == 2
     assert "batch.global_size: global_size 6 is not a multiple of micro_size 4 x 1 ranks = 4 [KT201]" in result.stderr
+
+
+def test_token_file_source(tmp_path):
+    import numpy as np
+
+    tokens = (np.arange(20_000) * 7 % 256).astype(np.uint16)  # a learnable cycle
+    tokens.tofile(tmp_path / "tokens.bin")
+    config = write_config(tmp_path, data={"source": "tokens", "path": str(tmp_path / "tokens.bin"), "seq_len": 32})
+    records = train(config, 1)
+    assert losses(records)[-1] < losses(records)[0] - 1.0
+
+
+def test_learning_rate_schedule():
+    from training.config import OptimizerConfig
+    from training.optimizer import learning_rate
+
+    cfg = OptimizerConfig(lr=1.0, min_lr=0.1, warmup_steps=10)
+    assert [learning_rate(s, cfg, 110) for s in (1, 5, 10)] == [0.1, 0.5, 1.0]
+    assert learning_rate(60, cfg, 110) == pytest.approx(0.55)
+    assert learning_rate(110, cfg, 110) == pytest.approx(0.1)
+    assert learning_rate(500, cfg, 110) == pytest.approx(0.1)

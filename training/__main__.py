@@ -50,9 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     from training.trainer import Trainer
 
     world = init_world()
+    trainer = None
     try:
-        Trainer(run, world).train(stop_after_step=args.stop_after_step)
+        trainer = Trainer(run, world)
+        trainer.train(stop_after_step=args.stop_after_step)
     finally:
+        if trainer is not None:
+            trainer.close()
+        del trainer
         shutdown()
     return 0
 

@@ -10,17 +10,30 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
 
 from training.config import CheckpointConfig
 from training.distributed import World, broadcast_object
 
 MARKER = "COMPLETE"
+
+
+@dataclass
+class _PendingSave:
+    step: int
+    started: float
+    staging: Future
+    upload: Future
+    blocked_s: float  # time the training thread has spent on this save so far
+    staged: bool = False
 
 
 class CheckpointManager:
@@ -29,10 +42,18 @@ class CheckpointManager:
         self.keep = cfg.keep
         self.async_save = cfg.async_save
         self.world = world
-        self._pending: tuple[int, Future] | None = None
-        # Background saves run their collectives on a gloo group of their own, so they never
-        # queue behind (or block) the training collectives on the default group.
-        self._group = dist.new_group(backend="gloo") if self.async_save else None
+        self._pending: _PendingSave | None = None
+        self._group = self._stager = None
+        if self.async_save:
+            # Background saves run their collectives on a gloo group of their own, so they never
+            # queue behind (or block) the training collectives on the default group.
+            self._group = dist.new_group(backend="gloo")
+            # One stager for the whole run: it keeps its staging buffers, so each save is a copy
+            # into memory already faulted in, done on a background thread while the next step's
+            # forward and backward run (they only read the weights).
+            on_gpu = world.device_type == "cuda"
+            self._stager = DefaultStager(StagingOptions(use_pinned_memory=on_gpu, use_shared_memory=False,
+                                                        use_async_staging=True, use_non_blocking_copy=on_gpu))
         if world.is_main:
             self.root.mkdir(parents=True, exist_ok=True)
 
@@ -52,42 +73,65 @@ class CheckpointManager:
         steps = broadcast_object(steps)
         return steps[-1] if steps else None
 
-    def save(self, step: int, state: dict[str, Any]) -> None:
-        self.wait()  # one save at a time: the previous one is finished and marked first
+    def save(self, step: int, state: dict[str, Any]) -> dict[str, Any] | None:
+        """Save `state` as the checkpoint of `step`. Returns the save's report once it is complete
+        (at once for a synchronous save; a background save reports from `poll` or `wait`)."""
+        started = time.perf_counter()
+        report = self.wait()  # one save at a time: the previous one is finished and marked first
         path = self.step_dir(step)
-        if self.async_save:
-            future = dcp.async_save(state, checkpoint_id=path, process_group=self._group)
-            self._pending = (step, future)
-        else:
+        if not self.async_save:
             dcp.save(state, checkpoint_id=path)
-            self._mark_complete(step)
+            return self._mark_complete(step, started, blocked_s=time.perf_counter() - started)
+        response = dcp.async_save(state, checkpoint_id=path, process_group=self._group, async_stager=self._stager)
+        self._pending = _PendingSave(step, started, response.staging_completion, response.upload_completion,
+                                     blocked_s=time.perf_counter() - started)
+        return report
 
-    def poll(self) -> None:
+    def wait_for_staging(self) -> None:
+        """Block until a background save has copied the state: call before weights change."""
+        pending = self._pending
+        if pending and not pending.staged:
+            waited = time.perf_counter()
+            pending.staging.result()
+            pending.staged = True
+            pending.blocked_s += time.perf_counter() - waited
+
+    def poll(self) -> dict[str, Any] | None:
         """Finish a background save if it is done; cheap enough to call every step."""
-        if self._pending and self._pending[1].done():
-            self.wait()
+        if self._pending and self._pending.upload.done():
+            return self.wait()
+        return None
 
-    def wait(self) -> None:
-        if self._pending:
-            step, future = self._pending
-            self._pending = None
-            future.result()
-            self._mark_complete(step)
+    def wait(self) -> dict[str, Any] | None:
+        """Finish the background save, if any, and return its report."""
+        if self._pending is None:
+            return None
+        self.wait_for_staging()
+        pending, self._pending = self._pending, None
+        waited = time.perf_counter()
+        pending.upload.result()
+        return self._mark_complete(pending.step, pending.started,
+                                   blocked_s=pending.blocked_s + time.perf_counter() - waited)
+
+    def close(self) -> None:
+        if self._stager is not None:
+            self._stager.close()
 
     def load(self, step: int, state: dict[str, Any]) -> None:
         """Fill `state` in place from the checkpoint of `step` (only the keys `state` holds)."""
         dcp.load(state, checkpoint_id=self.step_dir(step))
 
-    def _mark_complete(self, step: int) -> None:
+    def _mark_complete(self, step: int, started: float, blocked_s: float) -> dict[str, Any]:
         # DCP's save returns on every rank only after the coordinator has written the metadata,
         # which it does after gathering every rank's write results: the checkpoint is whole.
-        if not self.world.is_main:
-            return
-        marker = self.step_dir(step) / MARKER
-        tmp = marker.with_suffix(".tmp")
-        tmp.write_text(f"{step}\n")
-        os.replace(tmp, marker)
-        self._prune(newest=step)
+        if self.world.is_main:
+            marker = self.step_dir(step) / MARKER
+            tmp = marker.with_suffix(".tmp")
+            tmp.write_text(f"{step}\n")
+            os.replace(tmp, marker)
+            self._prune(newest=step)
+        return {"event": "checkpoint", "step": step, "async": self.async_save,
+                "blocked_s": blocked_s, "complete_after_s": time.perf_counter() - started}
 
     def _prune(self, newest: int) -> None:
         complete = self.complete_steps()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -66,5 +67,9 @@ def all_gather_object(obj: Any) -> list[Any]:
 
 
 def shutdown() -> None:
+    # DDP's hooks and FSDP's state form reference cycles that keep process groups alive; free
+    # them now, while the interpreter is whole: gloo objects torn down during interpreter
+    # finalization can abort the process after training has finished.
+    gc.collect()
     if dist.is_initialized():
         dist.destroy_process_group()

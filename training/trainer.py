@@ -55,7 +55,7 @@ class Trainer:
     def train(self, stop_after_step: int | None = None) -> dict[str, Any]:
         self.resume()
         run, last = self.run, None
-        mark, steps_since = time.perf_counter(), 0
+        mark, steps_since, saving = time.perf_counter(), 0, 0.0
         while self.step < run.max_steps and (stop_after_step is None or self.step < stop_after_step):
             self.step += 1
             loss, grad_norm = self.train_step()
@@ -64,20 +64,26 @@ class Trainer:
             if self.step % run.log_interval == 0 or final:
                 # The .item() below waits for the device, so the time is the steps' real time.
                 loss = all_reduce_mean(loss).item()
-                step_time = (time.perf_counter() - mark) / steps_since
+                step_time = (time.perf_counter() - mark - saving) / steps_since
                 last = self.log_step(loss, grad_norm, step_time)
-                mark, steps_since = time.perf_counter(), 0
+                mark, steps_since, saving = time.perf_counter(), 0, 0.0
             if self.step % run.checkpoint.interval == 0 or final:
-                self.save()
-                mark = time.perf_counter()  # saving is not training time
-            self.checkpoints.poll()
-        self.checkpoints.wait()
+                started = time.perf_counter()
+                self.report(self.save())
+                saving += time.perf_counter() - started  # saving is not training time
+            self.report(self.checkpoints.poll())
+        self.report(self.checkpoints.wait())
         finished = {"event": "finished", "step": self.step,
                     **{k: v for k, v in (last or {}).items() if k not in ("event", "step")},
                     "weights_sha256_per_rank": all_gather_object(self.weights_digest())}
         if self.world.is_main:
             emit(finished)
         return finished
+
+    def close(self) -> None:
+        """Finish a background save and release the checkpointer's threads."""
+        self.report(self.checkpoints.wait())
+        self.checkpoints.close()
 
     def train_step(self) -> tuple[torch.Tensor, torch.Tensor]:
         set_learning_rate(self.optimizer, learning_rate(self.step, self.run.optimizer, self.run.max_steps))
@@ -90,6 +96,7 @@ class Trainer:
                 (loss / self.accum_steps).backward()
             total += loss.detach()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.run.optimizer.grad_clip)
+        self.checkpoints.wait_for_staging()  # a background save must have copied the weights first
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return total / self.accum_steps, grad_norm
@@ -142,16 +149,16 @@ class Trainer:
             torch.cuda.set_rng_state(rng["cuda"], self.world.device)
         self.loader.load_state_dict(state["data"])
 
-    def save(self) -> None:
-        started = time.perf_counter()
+    def save(self) -> dict[str, Any] | None:
         model_state, optim_state = get_state_dict(self.model, self.optimizer)
         state = {"model": model_state, "optim": optim_state,
                  "train": {"step": self.step, "world_size": self.world.world_size},
                  self._rank_key: self._rank_state()}
-        self.checkpoints.save(self.step, state)
-        if self.world.is_main:
-            emit({"event": "checkpoint", "step": self.step, "blocked_s": time.perf_counter() - started,
-                  "async": self.run.checkpoint.async_save})
+        return self.checkpoints.save(self.step, state)
+
+    def report(self, record: dict[str, Any] | None) -> None:
+        if record and self.world.is_main:
+            emit(record)
 
     def resume(self) -> None:
         step = self.checkpoints.latest()

@@ -1,0 +1,117 @@
+"""Steps/s of kubetrain's training loop against a bare hand-written DDP loop: same model, same data.
+
+    python bench/loop_overhead.py [--steps 30] [--rounds 3]
+
+Starts two gloo ranks on this machine (through torchrun) and alternates the two loops, so both
+see the same machine state; prints the median steps/s of each and their ratio (target >= 0.97).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+from training.config import RunConfig
+from training.data import ShardedLoader, TokenSource
+from training.distributed import init_world
+from training.model import GPT
+from training.trainer import Trainer
+
+
+def run_config(checkpoint_dir: str) -> RunConfig:
+    return RunConfig.model_validate({
+        "model": {"vocab_size": 4096, "dim": 192, "n_layers": 4, "n_heads": 6},
+        "data": {"seq_len": 128},
+        "batch": {"global_size": 32, "micro_size": 8},
+        # The schedule spans far more steps than we run: no final checkpoint inside the timing.
+        "max_steps": 1_000_000, "log_interval": 10,
+        "checkpoint": {"dir": checkpoint_dir, "interval": 1_000_000},
+    })
+
+
+def bare_loop(run: RunConfig, world, steps: int) -> float:
+    """The loop a careful engineer writes by hand: DDP, no_sync accumulation, clipping, AdamW."""
+    torch.manual_seed(run.seed)
+    model = GPT(run.model)
+    model.init_weights(run.seed)
+    model = DistributedDataParallel(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=run.optimizer.lr, foreach=True)
+    loader = ShardedLoader(TokenSource(run.data, run.model.vocab_size, run.seed), run.batch.micro_size,
+                           world.rank, world.world_size)
+    accum = run.grad_accum_steps(world.world_size)
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(steps):
+        for micro in range(accum):
+            inputs, targets = loader.next_batch()
+            sync = micro == accum - 1
+            with (model.no_sync() if not sync else torch.enable_grad()):
+                loss = F.cross_entropy(model(inputs).flatten(0, 1).float(), targets.flatten())
+                (loss / accum).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    loss.item()
+    dist.barrier()
+    return steps / (time.perf_counter() - start)
+
+
+def kubetrain_loop(run: RunConfig, world, steps: int) -> float:
+    trainer = Trainer(run, world)
+    dist.barrier()
+    start = time.perf_counter()
+    trainer.train(stop_after_step=steps)
+    dist.barrier()
+    return steps / (time.perf_counter() - start)
+
+
+def worker(steps: int, rounds: int, workdir: str) -> None:
+    world = init_world()
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) // world.world_size))
+    bare, ours = [], []
+    for i in range(rounds + 1):  # round 0 warms up both
+        # A fresh checkpoint folder each round: the trainer must start, not resume.
+        run = run_config(os.path.join(workdir, f"round{i}"))
+        b = bare_loop(run, world, steps)
+        with contextlib.redirect_stdout(io.StringIO()):  # the trainer's metrics lines
+            o = kubetrain_loop(run, world, steps)
+        if i:
+            bare.append(b)
+            ours.append(o)
+    if world.rank == 0:
+        b, o = statistics.median(bare), statistics.median(ours)
+        print(f"bare DDP loop:   {b:.3f} steps/s  (rounds: {', '.join(f'{x:.3f}' for x in bare)})")
+        print(f"kubetrain loop:  {o:.3f} steps/s  (rounds: {', '.join(f'{x:.3f}' for x in ours)})")
+        print(f"ratio kubetrain/bare: {o / b:.3f}  (target >= 0.97)")
+    dist.destroy_process_group()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workdir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if "RANK" in os.environ:
+        worker(args.steps, args.rounds, args.workdir)
+        return
+    with tempfile.TemporaryDirectory() as workdir:
+        sys.exit(subprocess.call([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                                  __file__, f"--steps={args.steps}", f"--rounds={args.rounds}",
+                                  f"--workdir={workdir}"]))
+
+
+if __name__ == "__main__":
+    main()
