@@ -47,7 +47,7 @@ def bare_loop(run: RunConfig, world, steps: int) -> float:
     model = GPT(run.model)
     model.init_weights(run.seed)
     model = DistributedDataParallel(model)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=run.optimizer.lr, foreach=True)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=run.optimizer.lr, fused=True)
     loader = ShardedLoader(TokenSource(run.data, run.model.vocab_size, run.seed), run.batch.micro_size,
                            world.rank, world.world_size)
     accum = run.grad_accum_steps(world.world_size)

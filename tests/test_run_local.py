@@ -31,7 +31,7 @@ def test_dev_job_trains_from_dist(tmp_path):
     digests = records[-1]["weights_sha256_per_rank"]
     assert len(digests) == 2 and len(set(digests)) == 1  # a Master and a Worker, one rank each
     checkpoints = tmp_path / "volumes" / "checkpoints" / "tiny-gpt"
-    assert sorted(p.name for p in checkpoints.iterdir()) == ["step-00000020", "step-00000030"]  # keep: 2
+    assert sorted(p.name for p in checkpoints.glob("step-*")) == ["step-00000020", "step-00000030"]  # keep: 2
     assert len(list((checkpoints / "step-00000030").glob("*.distcp"))) == 2
     assert (tmp_path / "pods" / "worker-0" / "config" / "run.yaml").is_file()
 
@@ -70,3 +70,11 @@ def test_gpu_job_is_refused_without_gpus(tmp_path):
 def test_unknown_job(tmp_path):
     result = kubetrain("run-local", "dev/nope", "--workdir", str(tmp_path), cwd=Path(ROOT))
     assert result.returncode == 2 and "no PyTorchJob named 'nope'" in result.stderr
+
+
+def test_kubernetes_variable_references_are_expanded():
+    from kubetrain.run_local import expand_env_refs
+
+    env = {"PET_MASTER_ADDR": "127.0.0.1", "PET_MASTER_PORT": "2345"}
+    assert expand_env_refs("$(PET_MASTER_ADDR):$(PET_MASTER_PORT)", env) == "127.0.0.1:2345"
+    assert expand_env_refs("$(UNDEFINED) $$(PET_MASTER_PORT)", env) == "$(UNDEFINED) $(PET_MASTER_PORT)"

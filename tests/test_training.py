@@ -59,8 +59,9 @@ def test_loss_falls_and_replicas_agree(tmp_path, strategy, precision):
     digests = finished["weights_sha256_per_rank"]
     assert len(digests) == 2 and digests[0] == digests[1]
     # Keep the newest two complete checkpoints: steps 15 and 16 (the final one).
-    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["step-00000015", "step-00000016"]
-    assert all((p / "COMPLETE").is_file() and (p / ".metadata").is_file() for p in (tmp_path / "ckpt").iterdir())
+    assert sorted(p.name for p in (tmp_path / "ckpt").glob("step-*")) == ["step-00000015", "step-00000016"]
+    assert all((p / "COMPLETE").is_file() and (p / ".metadata").is_file() for p in (tmp_path / "ckpt").glob("step-*"))
+    assert 0 < finished["ettr"] <= 1 and finished["wall_s"] >= finished["productive_s"] > 0
 
 
 @pytest.mark.parametrize("async_save", [False, True])

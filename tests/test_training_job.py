@@ -43,10 +43,13 @@ def test_pytorchjob_honours_the_operator_contract():
         pod = replica["template"]["spec"]
         (container,) = pod["containers"]
         assert container["name"] == "pytorch" and container["image"] == "img:1"
-        assert container["command"] == ["torchrun", "-m", "training", "--config", "/etc/kubetrain/run.yaml"]
+        assert container["command"] == [
+            "torchrun", "--max-restarts=3", "--rdzv-backend=c10d", "--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)",
+            "--rdzv-id=job", "-m", "training", "--config", "/etc/kubetrain/run.yaml"]
         env = {e["name"]: e["value"] for e in container["env"]}
         assert not {"MASTER_ADDR", "RANK", "WORLD_SIZE"} & set(env), "the operator owns these"
         assert env["NCCL_SOCKET_IFNAME"].startswith("^")
+        assert env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "3" and env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
         assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
         assert container["resources"]["limits"]["hugepages-2Mi"] == "5120Mi"
@@ -97,6 +100,7 @@ def test_config_change_changes_the_pod_template_hash():
     ({"run": {**RUN, "data": {"source": "tokens"}}}, ("KT204", "run.data.path")),
     ({"run": {**RUN, "data": {"source": "tokens", "path": "/elsewhere/t.bin"}}}, ("KT108", "run.data.path")),
     ({"namespace": "nope"}, ("KT109", "namespace")),
+    ({"run": {**RUN, "resilience": {"watchdog_floor_s": 300}}}, ("KT113", "run.resilience.watchdog_floor_s")),
 ])
 def test_compile_time_rules(overrides, expected):
     assert expected in problems(**overrides)
@@ -117,3 +121,8 @@ def test_cluster_props_are_validated():
     with pytest.raises(ConfigError) as info:
         Cluster(App(), "c", kubernetes_version="v1.33", namespaces=[])
     assert [p.path for p in info.value.problems] == ["kubernetes_version", "namespaces"]
+
+
+def test_restart_budget_is_rendered():
+    spec = compile_job(max_restarts=7)["c/ml/PyTorchJob.job.yaml"]["spec"]
+    assert "--max-restarts=7" in spec["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]

@@ -11,7 +11,8 @@ import os
 import sys
 
 from training.config import load_run_config
-from training.problems import ConfigError
+from training.faults import parse_faults
+from training.problems import ConfigError, Problem
 
 EXIT_BAD_CONFIG = 2
 
@@ -40,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         run = load_run_config(args.config, args.overrides)
     except ConfigError as error:
         return report(error)
+    try:
+        parse_faults(os.environ.get("KUBETRAIN_FAULT", ""))
+    except ValueError as exc:
+        return report(ConfigError("KUBETRAIN_FAULT", [Problem("KT006", "", str(exc), "fix or unset KUBETRAIN_FAULT")]))
     world_size = int(os.environ.get("WORLD_SIZE", 1))
     problems = run.check_world_size(world_size)
     if problems:
@@ -49,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     from training.distributed import init_world, shutdown
     from training.trainer import Trainer
 
-    world = init_world()
+    world = init_world(run.resilience.collective_timeout_s)
     trainer = None
     try:
         trainer = Trainer(run, world)

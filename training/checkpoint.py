@@ -18,10 +18,12 @@ from typing import Any
 
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint import FileSystemWriter
 from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
 
 from training.config import CheckpointConfig
 from training.distributed import World, broadcast_object
+from training.faults import FaultInjector
 
 MARKER = "COMPLETE"
 
@@ -36,12 +38,23 @@ class _PendingSave:
     staged: bool = False
 
 
+class _DiesAfterItsData(FileSystemWriter):
+    """Fault injection (crash-in-save): this rank's data files are written, the metadata never is."""
+
+    def write_data(self, plan, planner):
+        written = super().write_data(plan, planner)
+        written.wait()
+        FaultInjector.crash()
+        return written
+
+
 class CheckpointManager:
-    def __init__(self, cfg: CheckpointConfig, world: World):
+    def __init__(self, cfg: CheckpointConfig, world: World, faults: FaultInjector):
         self.root = Path(cfg.dir)
         self.keep = cfg.keep
         self.async_save = cfg.async_save
         self.world = world
+        self.faults = faults
         self._pending: _PendingSave | None = None
         self._group = self._stager = None
         if self.async_save:
@@ -79,10 +92,12 @@ class CheckpointManager:
         started = time.perf_counter()
         report = self.wait()  # one save at a time: the previous one is finished and marked first
         path = self.step_dir(step)
+        writer = _DiesAfterItsData(path) if self.faults.crash_in_save_due(step) else None
         if not self.async_save:
-            dcp.save(state, checkpoint_id=path)
+            dcp.save(state, checkpoint_id=path, storage_writer=writer)
             return self._mark_complete(step, started, blocked_s=time.perf_counter() - started)
-        response = dcp.async_save(state, checkpoint_id=path, process_group=self._group, async_stager=self._stager)
+        response = dcp.async_save(state, checkpoint_id=path, process_group=self._group, async_stager=self._stager,
+                                  storage_writer=writer)
         self._pending = _PendingSave(step, started, response.staging_completion, response.upload_completion,
                                      blocked_s=time.perf_counter() - started)
         return report

@@ -8,7 +8,7 @@ must stay importable without torch: the compiler imports it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -98,9 +98,26 @@ class CheckpointConfig(StrictModel):
     """Distributed checkpoints (torch.distributed.checkpoint) for exact resume."""
 
     dir: str = Field("/checkpoints", description="Folder shared by all ranks; must be on a persistent volume.")
-    interval: int = Field(100, gt=0, description="Save every this many steps.")
+    interval: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(
+        100, description="Save every this many steps; `auto`: from the measured save cost and "
+                         "resilience.mtbf_s (Young/Daly), announced in a `checkpoint_interval` event.")
     keep: int = Field(3, ge=1, description="Keep the newest this many complete checkpoints.")
     async_save: bool = Field(False, description="Save in the background so training blocks only for the copy.")
+
+
+class ResilienceConfig(StrictModel):
+    """How the run survives bad steps and hangs, and what failures cost."""
+
+    max_bad_steps: int = Field(3, ge=1, description="Consecutive non-finite steps (each skipped) before the run "
+                                                    "rolls back to the newest checkpoint and skips past those batches.")
+    max_rollbacks: int = Field(5, ge=0, description="Rollbacks before the run gives up (the data or the "
+                                                   "learning rate, not bad luck, is then the likely cause).")
+    watchdog_floor_s: float = Field(900, gt=0, description="A hang is declared no sooner than this after a step.")
+    watchdog_factor: float = Field(20, gt=1, description="...nor sooner than this many recent median step times.")
+    collective_timeout_s: float = Field(600, gt=0, description="Timeout of one collective; on NCCL the flight "
+                                                               "recorder dumps when it fires.")
+    mtbf_s: float = Field(86400, gt=0, description="Mean time between failures of the whole job, for "
+                                                   "checkpoint.interval: auto.")
 
 
 class RunConfig(StrictModel):
@@ -112,6 +129,7 @@ class RunConfig(StrictModel):
     batch: BatchConfig
     strategy: StrategyConfig = Field(default_factory=StrategyConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    resilience: ResilienceConfig = Field(default_factory=ResilienceConfig)
     precision: Literal["fp32", "bf16"] = Field("fp32", description="`bf16`: bf16 compute, fp32 master weights.")
     max_steps: int = Field(..., gt=0, description="Optimizer steps to train for.")
     seed: int = Field(0, ge=0, description="Seeds model init, data and dropout; resume restores RNG states.")

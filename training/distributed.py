@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import torch
@@ -27,7 +28,7 @@ class World:
         return self.device.type
 
 
-def init_world() -> World:
+def init_world(collective_timeout_s: float = 600) -> World:
     """Join the job's process group: NCCL on CUDA, gloo on CPU; world size 1 when run alone."""
     rank = int(os.environ.get("RANK", 0))
     world_size = int(os.environ.get("WORLD_SIZE", 1))
@@ -43,7 +44,8 @@ def init_world() -> World:
     # DCP's collectives) is then the same as in a job.
     store = None if "MASTER_ADDR" in os.environ else dist.HashStore()
     dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
-                            device_id=device if backend == "nccl" else None)
+                            device_id=device if backend == "nccl" else None,
+                            timeout=timedelta(seconds=collective_timeout_s))
     return World(rank, world_size, local_rank, device)
 
 

@@ -14,8 +14,9 @@ def build_optimizer(model: nn.Module, cfg: OptimizerConfig) -> torch.optim.AdamW
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]  # norm weights
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    # foreach: one fused kernel per group instead of one per parameter (also on CPU).
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, foreach=True)
+    # fused: one kernel for all parameters, and it honours `found_inf` on the device, which is
+    # how the trainer skips a non-finite update without waiting for the host.
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, fused=True)
 
 
 def learning_rate(step: int, cfg: OptimizerConfig, max_steps: int) -> float:

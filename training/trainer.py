@@ -17,17 +17,23 @@ from torch.distributed.tensor import DTensor
 from training.checkpoint import CheckpointManager
 from training.config import RunConfig
 from training.data import ShardedLoader, TokenSource
-from training.distributed import World, all_gather_object, all_reduce_mean
+from training.distributed import World, all_gather_object, all_reduce_mean, broadcast_object
+from training.ettr import EttrClock, daly_interval_s, first_start
+from training.faults import FaultInjector
 from training.metrics import emit, peak_flops
 from training.model import GPT, flops_per_token
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
 from training.parallel import autocast, gradient_sync, parallelize
+from training.watchdog import Watchdog
 
 
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+AUTO_FIRST_CHECKPOINT = 5  # with interval "auto": steps before the first save, which measures its cost
 
 
 class Trainer:
@@ -44,21 +50,36 @@ class Trainer:
         self.accum_steps = run.grad_accum_steps(world.world_size)
         source = TokenSource(run.data, run.model.vocab_size, run.seed)
         self.loader = ShardedLoader(source, run.batch.micro_size, dp_rank=world.rank, dp_size=world.world_size)
-        self.checkpoints = CheckpointManager(run.checkpoint, world)
+        self.faults = FaultInjector.from_env(world.rank)
+        self.checkpoints = CheckpointManager(run.checkpoint, world, self.faults)
         self.tokens_per_step = run.batch.global_size * run.data.seq_len
         self.flops_per_token = flops_per_token(run.model, run.data.seq_len, self.n_params)
         self.peak_flops = peak_flops(world.device)
+        self.choosing_interval = run.checkpoint.interval == "auto"
+        self.interval = AUTO_FIRST_CHECKPOINT if self.choosing_interval else run.checkpoint.interval
+        self.ettr = EttrClock(broadcast_object(first_start(self.checkpoints.root) if world.is_main else None))
+        self.watchdog = Watchdog(run.resilience.watchdog_floor_s, run.resilience.watchdog_factor, world.rank)
+        # Counted on the device, so that a skipped step costs no host sync; read at log steps.
+        self.bad_streak = torch.zeros((), device=world.device)
+        self.skipped = torch.zeros((), device=world.device)
+        self.rollbacks = 0
         self.step = 0
 
     # -- the loop ---------------------------------------------------------------------------------
 
     def train(self, stop_after_step: int | None = None) -> dict[str, Any]:
+        self.watchdog.start()
         self.resume()
         run, last = self.run, None
         mark, steps_since, saving = time.perf_counter(), 0, 0.0
         while self.step < run.max_steps and (stop_after_step is None or self.step < stop_after_step):
             self.step += 1
+            started = time.perf_counter()
+            self.faults.before_step(self.step)
             loss, grad_norm = self.train_step()
+            step_s = time.perf_counter() - started
+            self.ettr.step_done(step_s)
+            self.watchdog.beat(step_s)
             steps_since += 1
             final = self.step == run.max_steps
             if self.step % run.log_interval == 0 or final:
@@ -67,50 +88,66 @@ class Trainer:
                 step_time = (time.perf_counter() - mark - saving) / steps_since
                 last = self.log_step(loss, grad_norm, step_time)
                 mark, steps_since, saving = time.perf_counter(), 0, 0.0
-            if self.step % run.checkpoint.interval == 0 or final:
+                if self.bad_streak.item() >= run.resilience.max_bad_steps:
+                    self.roll_back()
+                    continue
+            if self.step % self.interval == 0 or final:
                 started = time.perf_counter()
                 self.report(self.save())
                 saving += time.perf_counter() - started  # saving is not training time
+                self.watchdog.beat()
             self.report(self.checkpoints.poll())
         self.report(self.checkpoints.wait())
+        self.watchdog.stop()
         finished = {"event": "finished", "step": self.step,
                     **{k: v for k, v in (last or {}).items() if k not in ("event", "step")},
+                    **self.ettr.report(),
                     "weights_sha256_per_rank": all_gather_object(self.weights_digest())}
         if self.world.is_main:
             emit(finished)
         return finished
 
     def close(self) -> None:
-        """Finish a background save and release the checkpointer's threads."""
+        """Finish a background save and release the checkpointer's and the watchdog's threads."""
+        self.watchdog.stop()
         self.report(self.checkpoints.wait())
         self.checkpoints.close()
 
     def train_step(self) -> tuple[torch.Tensor, torch.Tensor]:
         set_learning_rate(self.optimizer, learning_rate(self.step, self.run.optimizer, self.run.max_steps))
         total = torch.zeros((), device=self.world.device)
+        poison = self.faults.poisons_loss(self.step)
         for micro in range(self.accum_steps):
             inputs, targets = (t.to(self.world.device, non_blocking=True) for t in self.loader.next_batch())
             with gradient_sync(self.model, micro == self.accum_steps - 1), autocast(self.run, self.world):
                 logits = self.model(inputs)
                 loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+                if poison:
+                    loss = loss * float("nan")
                 (loss / self.accum_steps).backward()
             total += loss.detach()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.run.optimizer.grad_clip)
+        norm = grad_norm.full_tensor() if isinstance(grad_norm, DTensor) else grad_norm
+        # The norm is of the all-reduced gradients, so every rank reaches the same verdict. The
+        # fused optimizer reads found_inf on the device and leaves weights, moments and its step
+        # count untouched when it is 1: a skipped update without a host sync.
+        bad = (~torch.isfinite(norm)).float()
+        self.optimizer.found_inf = bad
+        self.bad_streak = (self.bad_streak + 1) * bad
+        self.skipped += bad
         self.checkpoints.wait_for_staging()  # a background save must have copied the weights first
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return total / self.accum_steps, grad_norm
+        return total / self.accum_steps, norm
 
     def log_step(self, loss: float, grad_norm: torch.Tensor, step_time: float) -> dict[str, Any]:
-        if isinstance(grad_norm, DTensor):
-            grad_norm = grad_norm.full_tensor()
         tokens_per_s = self.tokens_per_step / step_time
         record = {"event": "step", "step": self.step, "loss": loss, "grad_norm": grad_norm.item(),
-                  "lr": self.optimizer.param_groups[0]["lr"], "tokens_per_s": tokens_per_s, "step_time_s": step_time}
+                  "lr": self.optimizer.param_groups[0]["lr"], "tokens_per_s": tokens_per_s, "step_time_s": step_time,
+                  "skipped_steps": int(self.skipped.item()), "ettr": self.ettr.report()["ettr"]}
         if self.peak_flops:
             record["mfu"] = self.flops_per_token * tokens_per_s / self.world.world_size / self.peak_flops
-        if self.world.is_main:
-            emit(record)
+        self.report(record)
         return record
 
     def weights_digest(self) -> str:
@@ -152,34 +189,70 @@ class Trainer:
     def save(self) -> dict[str, Any] | None:
         model_state, optim_state = get_state_dict(self.model, self.optimizer)
         state = {"model": model_state, "optim": optim_state,
-                 "train": {"step": self.step, "world_size": self.world.world_size},
+                 "train": {"step": self.step, "world_size": self.world.world_size,
+                           "productive_s": self.ettr.checkpointed()},
                  self._rank_key: self._rank_state()}
-        return self.checkpoints.save(self.step, state)
+        report = self.checkpoints.save(self.step, state)
+        if self.choosing_interval:
+            self.choose_interval(report or self.checkpoints.wait())
+            report = None  # choose_interval has reported the save
+        return report
+
+    def choose_interval(self, first_save: dict[str, Any]) -> None:
+        """interval "auto": Daly's interval for the measured save cost and the configured MTBF."""
+        self.report(first_save)
+        self.choosing_interval = False
+        cost, mtbf = first_save["blocked_s"], self.run.resilience.mtbf_s
+        step_s = self.watchdog.median_step_s()
+        interval_s = daly_interval_s(cost, mtbf)
+        # Rank 0 decides: every rank must save at the same steps.
+        self.interval = broadcast_object(max(1, round(interval_s / step_s)) if self.world.is_main else None)
+        self.report({"event": "checkpoint_interval", "steps": self.interval, "interval_s": interval_s,
+                     "save_cost_s": cost, "step_time_s": step_s, "mtbf_s": mtbf, "method": "daly"})
 
     def report(self, record: dict[str, Any] | None) -> None:
         if record and self.world.is_main:
             emit(record)
 
-    def resume(self) -> None:
-        step = self.checkpoints.latest()
-        if step is None:
-            return
-        train = {"step": 0, "world_size": 0}
+    def load(self, step: int, with_rank_state: bool) -> dict[str, Any]:
+        """Load model, optimizer and progress from the checkpoint of `step`; returns its train state."""
+        train = {"step": 0, "world_size": 0, "productive_s": 0.0}
         self.checkpoints.load(step, {"train": train})
-        same_world = train["world_size"] == self.world.world_size
         model_state, optim_state = get_state_dict(self.model, self.optimizer)
         state: dict[str, Any] = {"model": model_state, "optim": optim_state}
-        if same_world:
+        if with_rank_state and train["world_size"] == self.world.world_size:
             state[self._rank_key] = b""
         self.checkpoints.load(step, state)
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         self.step = train["step"]
-        if same_world:
-            self._restore_rank_state(state[self._rank_key])
+        self.ettr.restored(train["productive_s"])
+        self.watchdog.beat()
+        return {**train, "rank_state": state.get(self._rank_key)}
+
+    def roll_back(self) -> None:
+        """Too many non-finite steps in a row: return to the newest checkpoint, skipping past the
+        batches that caused them (PaLM's practice): the data position is kept, not restored."""
+        self.report(self.checkpoints.wait())
+        bad_step, step = self.step, self.checkpoints.latest()
+        self.rollbacks += 1
+        if step is None or self.rollbacks > self.run.resilience.max_rollbacks:
+            raise RuntimeError(f"{int(self.bad_streak.item())} non-finite steps in a row at step {bad_step}, "
+                               f"after {self.rollbacks - 1} rollbacks; lower the learning rate or check the data")
+        self.load(step, with_rank_state=False)
+        self.bad_streak.zero_()
+        self.report({"event": "rollback", "from_step": bad_step, "to_step": step,
+                     "data_position": self.loader.position})
+
+    def resume(self) -> None:
+        step = self.checkpoints.latest()
+        if step is None:
+            return
+        train = self.load(step, with_rank_state=True)
+        if train["rank_state"] is not None:
+            self._restore_rank_state(train["rank_state"])
         else:
             # Another world size: RNG streams cannot carry over, but the data position can be
             # recomputed, since every rank consumed an equal share of the global samples.
             self.loader.position = self.step * self.run.batch.global_size // self.world.world_size
-        if self.world.is_main:
-            emit({"event": "resumed", "step": self.step, "from": str(self.checkpoints.step_dir(step)),
-                  "saved_world_size": train["world_size"], "world_size": self.world.world_size})
+        self.report({"event": "resumed", "step": self.step, "from": str(self.checkpoints.step_dir(step)),
+                     "saved_world_size": train["world_size"], "world_size": self.world.world_size})

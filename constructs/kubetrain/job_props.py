@@ -61,6 +61,8 @@ class TrainingJobProps(StrictProps):
     restart_policy: Literal["OnFailure", "Never", "ExitCode", "Always"] = Field(
         "ExitCode", description="`ExitCode`: exit codes 1-127 (bad config) fail the job, 128+ (signals) restart it.")
     backoff_limit: int = Field(3, ge=0, description="Pod restarts before the job is marked failed.")
+    max_restarts: int = Field(3, ge=0, description="Times torchrun restarts all ranks of the job after one fails, "
+                                                  "before the pod fails; each restart resumes from the newest checkpoint.")
 
     @property
     def world_size(self) -> int:

@@ -118,6 +118,15 @@ def volumes_distinct(job: TrainingJobProps) -> Iterator[Problem]:
         seen_paths.add(volume.mount_path)
 
 
+def timeouts_consistent(job: TrainingJobProps) -> Iterator[Problem]:
+    resilience = job.run.resilience
+    if job.resources.gpus and resilience.watchdog_floor_s <= resilience.collective_timeout_s:
+        yield Problem("KT113", "run.resilience.watchdog_floor_s",
+                      f"the watchdog ({resilience.watchdog_floor_s:g} s) would fire before the collective timeout "
+                      f"({resilience.collective_timeout_s:g} s) and its NCCL flight-recorder dump",
+                      f"set watchdog_floor_s above {resilience.collective_timeout_s:g}, or lower collective_timeout_s")
+
+
 def batch_divides(job: TrainingJobProps) -> Iterator[Problem]:
     for problem in job.run.check_world_size(job.world_size):
         yield replace(problem, path=f"run.{problem.path}",
@@ -126,7 +135,7 @@ def batch_divides(job: TrainingJobProps) -> Iterator[Problem]:
 
 RULES: list[Rule] = [
     name_fits_pod_names, fits_instance_type, one_process_per_gpu, env_not_owned_by_launcher,
-    env_safe_for_efa, shm_within_memory, paths_on_volumes, volumes_distinct, batch_divides,
+    env_safe_for_efa, shm_within_memory, paths_on_volumes, volumes_distinct, timeouts_consistent, batch_divides,
 ]
 
 

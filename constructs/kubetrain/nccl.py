@@ -25,6 +25,18 @@ GPU_ENV: dict[str, str] = {
     "TRITON_CACHE_DIR": "/tmp/triton-cache",
 }
 
+# Hangs and collective failures (domain-facts section 10): a timed-out or failed NCCL collective
+# aborts the process instead of hanging it, and first dumps the flight recorder's trace of the
+# last collectives of every rank. The timeout itself is the run config's
+# resilience.collective_timeout_s (the process group's timeout); rule KT113 keeps the training
+# watchdog's floor above it, so the collective timeout and its dump come first.
+NCCL_FAULT_ENV: dict[str, str] = {
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3",
+    "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+    "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
+    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "/tmp/nccl_trace_rank_",
+}
+
 # name -> why it must not be set on an EFA job
 FORBIDDEN_EFA_ENV: dict[str, str] = {
     "NCCL_ALGO": "forcing an algorithm disables the aws-ofi-nccl tuner",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.job_props import TrainingJobProps
-from kubetrain.nccl import EFA_ENV, GPU_ENV
+from kubetrain.nccl import EFA_ENV, GPU_ENV, NCCL_FAULT_ENV
 
 CONFIG_MOUNT = "/etc/kubetrain"
 CONFIG_FILE = "run.yaml"
@@ -18,15 +18,23 @@ SHM_MOUNT = "/dev/shm"
 EFA_HUGEPAGES_DEFAULT = "5120Mi"
 
 
-def torchrun_command() -> list[str]:
-    """torchrun reads --nnodes, --nproc-per-node, --node-rank and the master address from PET_* variables."""
-    return ["torchrun", "-m", "training", "--config", f"{CONFIG_MOUNT}/{CONFIG_FILE}"]
+def torchrun_command(job: TrainingJobProps) -> list[str]:
+    """torchrun reads --nnodes, --nproc-per-node and --node-rank from the PET_* variables.
+
+    A restart budget needs c10d rendezvous: when a rank dies, its node's agent restarts its
+    workers and re-rendezvouses, and c10d makes the agents of the other nodes notice and restart
+    theirs (static rendezvous cannot). The master pod hosts the rendezvous store; Kubernetes
+    expands $(VAR) from the variables the operator injects.
+    """
+    return ["torchrun", f"--max-restarts={job.max_restarts}", "--rdzv-backend=c10d",
+            "--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)", f"--rdzv-id={job.name}",
+            "-m", "training", "--config", f"{CONFIG_MOUNT}/{CONFIG_FILE}"]
 
 
 def container_env(job: TrainingJobProps) -> list[dict[str, str]]:
     env: dict[str, str] = {}
     if job.resources.gpus:
-        env |= GPU_ENV
+        env |= GPU_ENV | NCCL_FAULT_ENV
     if job.resources.efa:
         env |= EFA_ENV
     env |= job.env
@@ -66,7 +74,7 @@ def pod_template(job: TrainingJobProps, container_name: str, config_map: str,
     container: dict[str, Any] = {
         "name": container_name,
         "image": job.image,
-        "command": torchrun_command(),
+        "command": torchrun_command(job),
         "resources": container_resources(job),
         "volumeMounts": mounts,
     }

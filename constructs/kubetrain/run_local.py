@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import socket
@@ -60,6 +61,14 @@ def _map_path(path: str, mounts: dict[str, Path]) -> str:
     return path
 
 
+_ENV_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+def expand_env_refs(arg: str, env: dict[str, str]) -> str:
+    """Kubernetes' $(VAR) expansion in command and args: defined variables only; $$ escapes."""
+    return _ENV_REF.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), arg)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -89,13 +98,14 @@ def plan_pods(job_file: Path, workdir: Path, steps: int | None, overrides: list[
         _check_resources(container, where)
         mounts = _materialize_volumes(template["spec"].get("volumes", []), container, job_file, workdir / "pods" /
                                       pod_name, workdir / "volumes", where)
-        env = {**os.environ, **{e["name"]: e["value"] for e in container.get("env", []) if "value" in e},
-               **operator_env, "RANK": str(node_rank), "PET_NODE_RANK": str(node_rank)}
-        command = [_map_path(arg, mounts) for arg in [*container.get("command", []), *container.get("args", [])]]
+        pod_env = {**{e["name"]: e["value"] for e in container.get("env", []) if "value" in e},
+                   **operator_env, "RANK": str(node_rank), "PET_NODE_RANK": str(node_rank)}
+        command = [_map_path(expand_env_refs(arg, pod_env), mounts)
+                   for arg in [*container.get("command", []), *container.get("args", [])]]
         if command[:1] == ["torchrun"]:
             command = [sys.executable, "-m", "torch.distributed.run", *command[1:]]
         command += _config_overrides(command, mounts, steps, overrides, where)
-        pods.append(LocalPod(pod_name, node_rank, command, env, mounts))
+        pods.append(LocalPod(pod_name, node_rank, command, {**os.environ, **pod_env}, mounts))
     return pods
 
 

@@ -1,0 +1,67 @@
+"""Effective training time ratio (ETTR), kept across restarts, and the checkpoint interval it implies.
+
+ETTR = productive time / wall time since the job first started. Productive time is the time of
+steps whose results were kept: it is saved in every checkpoint, so a restart resumes with the
+productive time of the checkpoint it loads, and the steps it must recompute count as lost. The
+job's first start is recorded once, beside the checkpoints (`ettr.json`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+FILE = "ettr.json"
+
+
+def first_start(checkpoint_dir: Path) -> float:
+    """When the job first started (epoch seconds); recorded by the first attempt, read by the rest."""
+    path = checkpoint_dir / FILE
+    if path.is_file():
+        return json.loads(path.read_text())["first_start"]
+    now = time.time()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"first_start": now}) + "\n")
+    os.replace(tmp, path)
+    return now
+
+
+class EttrClock:
+    """Productive time: committed (in the newest checkpoint) plus the steps done since."""
+
+    def __init__(self, first_start_s: float):
+        self.first_start_s = first_start_s
+        self.committed_s = 0.0
+        self.uncommitted_s = 0.0
+
+    def step_done(self, seconds: float) -> None:
+        self.uncommitted_s += seconds
+
+    def productive_s(self) -> float:
+        return self.committed_s + self.uncommitted_s
+
+    def checkpointed(self) -> float:
+        """The steps so far are now safe; returns the productive time to store in the checkpoint."""
+        self.committed_s += self.uncommitted_s
+        self.uncommitted_s = 0.0
+        return self.committed_s
+
+    def restored(self, committed_s: float) -> None:
+        """Resumed or rolled back to a checkpoint: what was done after it is lost."""
+        self.committed_s, self.uncommitted_s = committed_s, 0.0
+
+    def report(self) -> dict[str, float]:
+        wall = max(time.time() - self.first_start_s, 1e-9)
+        productive = self.productive_s()
+        return {"ettr": productive / wall, "wall_s": wall, "productive_s": productive, "lost_s": wall - productive}
+
+
+def daly_interval_s(save_cost_s: float, mtbf_s: float) -> float:
+    """Daly's optimal time between checkpoints (refining Young's sqrt(2 * cost * MTBF))."""
+    if save_cost_s >= 2 * mtbf_s:
+        return mtbf_s
+    ratio = save_cost_s / (2 * mtbf_s)
+    return math.sqrt(2 * save_cost_s * mtbf_s) * (1 + math.sqrt(ratio) / 3 + ratio / 9) - save_cost_s
