@@ -16,22 +16,21 @@ from test_training import losses, train, write_config
 torch = pytest.importorskip("torch", reason="the training runtime needs torch")
 
 
-def run_local(workdir: Path, fault: str | None = None, *sets: str) -> list[dict]:
-    result = kubetrain("run-local", "dev/tiny-gpt", "--steps", "20", "--workdir", str(workdir),
-                       "--set", "checkpoint.interval=5", *(a for s in sets for a in ("--set", s)),
-                       env={"KUBETRAIN_FAULT": fault} if fault else {"KUBETRAIN_FAULT": ""})
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    prefix = "[master-0] {"
-    return [json.loads(line[len(prefix) - 1:]) for line in result.stdout.splitlines() if line.startswith(prefix)]
+def train_with_fault(config: Path, fault: str | None, nproc: int = 2) -> list[dict]:
+    """Two ranks under one torchrun agent with a restart budget, as each pod runs them."""
+    result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+                  "--max-restarts=3", "-m", "training", "--config", str(config)], env={"KUBETRAIN_FAULT": fault or ""})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
 @pytest.fixture(scope="module")
 def fault_free(tmp_path_factory) -> list[dict]:
-    return run_local(tmp_path_factory.mktemp("fault-free"))
+    return train_with_fault(write_config(tmp_path_factory.mktemp("fault-free")), None)
 
 
 def test_crashed_rank_recovers_to_the_exact_fault_free_result(fault_free, tmp_path):
-    records = run_local(tmp_path, "crash:step=13:rank=1")
+    records = train_with_fault(write_config(tmp_path), "crash:step=13:rank=1")
     resumed = [r for r in records if r["event"] == "resumed"]
     assert [r["step"] for r in resumed] == [10]
     finished, expected = records[-1], fault_free[-1]
@@ -41,7 +40,7 @@ def test_crashed_rank_recovers_to_the_exact_fault_free_result(fault_free, tmp_pa
 
 
 def test_crash_while_saving_falls_back_to_the_previous_checkpoint(fault_free, tmp_path):
-    records = run_local(tmp_path, "crash-in-save:step=10:rank=1")
+    records = train_with_fault(write_config(tmp_path), "crash-in-save:step=10:rank=1")
     # The step-10 checkpoint of the first attempt had data but no metadata and no marker.
     assert [r["step"] for r in records if r["event"] == "resumed"] == [5]
     assert records[-1]["loss"] == fault_free[-1]["loss"]
@@ -88,13 +87,6 @@ def test_repeated_bad_steps_roll_back_and_skip_the_batches(tmp_path):
     assert records[-1]["step"] == 16 and math.isfinite(records[-1]["loss"])
 
 
-def train_with_fault(config: Path, fault: str, nproc: int = 2) -> list[dict]:
-    result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-                  "-m", "training", "--config", str(config)], env={"KUBETRAIN_FAULT": fault})
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-
-
 def test_hang_is_ended_by_the_watchdog_with_stacks(tmp_path):
     config = write_config(tmp_path, resilience={"watchdog_floor_s": 3})
     started = time.monotonic()
@@ -124,3 +116,21 @@ def test_auto_interval_is_chosen_and_announced(tmp_path):
     interval = chosen["steps"]
     assert saves == [5, *range((5 // interval + 1) * interval, 16, interval), 16]
     assert losses(records)
+
+
+def test_dev_job_survives_a_crash_through_run_local(tmp_path):
+    """The committed dev job, two pods with one torchrun agent each, as the operator would run it."""
+
+    def run_local(workdir: Path, fault: str) -> list[dict]:
+        result = kubetrain("run-local", "dev/tiny-gpt", "--steps", "20", "--workdir", str(workdir),
+                           "--set", "checkpoint.interval=5", env={"KUBETRAIN_FAULT": fault})
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+        prefix = "[master-0] "
+        return [json.loads(line[len(prefix):]) for line in result.stdout.splitlines()
+                if line.startswith(prefix + "{")]
+
+    expected = run_local(tmp_path / "fault-free", "")
+    records = run_local(tmp_path / "crash", "crash:step=13:rank=1")
+    assert [r["step"] for r in records if r["event"] == "resumed"] == [10]
+    assert records[-1]["loss"] == expected[-1]["loss"]
+    assert records[-1]["weights_sha256_per_rank"] == expected[-1]["weights_sha256_per_rank"]

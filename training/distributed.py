@@ -40,13 +40,26 @@ def init_world(collective_timeout_s: float = 600) -> World:
     else:
         device = torch.device("cpu")
         backend = "gloo"
-    # Alone, an in-process store gives a group of one: every code path (FSDP's device mesh,
-    # DCP's collectives) is then the same as in a job.
-    store = None if "MASTER_ADDR" in os.environ else dist.HashStore()
-    dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
+    dist.init_process_group(backend, store=_store(world_size, collective_timeout_s), rank=rank, world_size=world_size,
                             device_id=device if backend == "nccl" else None,
                             timeout=timedelta(seconds=collective_timeout_s))
     return World(rank, world_size, local_rank, device)
+
+
+def _store(world_size: int, timeout_s: float) -> dist.Store | None:
+    """The key-value store the process group meets in."""
+    if "MASTER_ADDR" not in os.environ:
+        # Alone, an in-process store gives a group of one: every code path (FSDP's device mesh,
+        # DCP's collectives) is then the same as in a job.
+        return dist.HashStore()
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None  # env:// as usual
+    # Under torchrun every attempt meets in the agent's store, which outlives the attempts: a
+    # restarted rank could read a dead peer's address left by the attempt before and fail to
+    # connect. Keys of each attempt get a prefix of their own.
+    agent_store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size,
+                                is_master=False, timeout=timedelta(seconds=timeout_s))
+    return dist.PrefixStore(f"kubetrain/attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", agent_store)
 
 
 def all_reduce_mean(value: torch.Tensor) -> torch.Tensor:

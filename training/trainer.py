@@ -61,6 +61,7 @@ class Trainer:
         self.watchdog = Watchdog(run.resilience.watchdog_floor_s, run.resilience.watchdog_factor, world.rank)
         # Counted on the device, so that a skipped step costs no host sync; read at log steps.
         self.bad_streak = torch.zeros((), device=world.device)
+        self.worst_streak = torch.zeros((), device=world.device)  # since the last log step
         self.skipped = torch.zeros((), device=world.device)
         self.rollbacks = 0
         self.step = 0
@@ -88,9 +89,10 @@ class Trainer:
                 step_time = (time.perf_counter() - mark - saving) / steps_since
                 last = self.log_step(loss, grad_norm, step_time)
                 mark, steps_since, saving = time.perf_counter(), 0, 0.0
-                if self.bad_streak.item() >= run.resilience.max_bad_steps:
+                if self.worst_streak.item() >= run.resilience.max_bad_steps:
                     self.roll_back()
                     continue
+                self.worst_streak.zero_()
             if self.step % self.interval == 0 or final:
                 started = time.perf_counter()
                 self.report(self.save())
@@ -134,6 +136,7 @@ class Trainer:
         bad = (~torch.isfinite(norm)).float()
         self.optimizer.found_inf = bad
         self.bad_streak = (self.bad_streak + 1) * bad
+        self.worst_streak = torch.maximum(self.worst_streak, self.bad_streak)
         self.skipped += bad
         self.checkpoints.wait_for_staging()  # a background save must have copied the weights first
         self.optimizer.step()
@@ -236,10 +239,11 @@ class Trainer:
         bad_step, step = self.step, self.checkpoints.latest()
         self.rollbacks += 1
         if step is None or self.rollbacks > self.run.resilience.max_rollbacks:
-            raise RuntimeError(f"{int(self.bad_streak.item())} non-finite steps in a row at step {bad_step}, "
+            raise RuntimeError(f"{int(self.worst_streak.item())} non-finite steps in a row at step {bad_step}, "
                                f"after {self.rollbacks - 1} rollbacks; lower the learning rate or check the data")
         self.load(step, with_rank_state=False)
         self.bad_streak.zero_()
+        self.worst_streak.zero_()
         self.report({"event": "rollback", "from_step": bad_step, "to_step": step,
                      "data_position": self.loader.position})
 

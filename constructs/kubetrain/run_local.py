@@ -178,6 +178,8 @@ def run_pods(pods: list[LocalPod]) -> int:
     for thread in threads:
         thread.start()
     status = 0
+    # `kubectl delete` or a CI timeout sends SIGTERM: stop the pods too (they have sessions of their own).
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         pending = list(processes)
         while pending:
@@ -197,6 +199,10 @@ def run_pods(pods: list[LocalPod]) -> int:
     for thread in threads:
         thread.join()
     return status
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _terminate(processes: list[subprocess.Popen]) -> None:
