@@ -1,6 +1,6 @@
 """Steps/s of kubetrain's training loop against a bare hand-written DDP loop: same model, same data.
 
-    python bench/loop_overhead.py [--steps 30] [--rounds 3]
+    python bench/loop_overhead.py [--steps 30] [--rounds 4]
 
 Starts two gloo ranks on this machine (through torchrun) and alternates the two loops, so both
 see the same machine state; prints the median steps/s of each and their ratio (target >= 0.97).
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import os
 import statistics
@@ -84,9 +85,21 @@ def worker(steps: int, rounds: int, workdir: str) -> None:
     for i in range(rounds + 1):  # round 0 warms up both
         # A fresh checkpoint folder each round: the trainer must start, not resume.
         run = run_config(os.path.join(workdir, f"round{i}"))
-        b = bare_loop(run, world, steps)
-        with contextlib.redirect_stdout(io.StringIO()):  # the trainer's metrics lines
-            o = kubetrain_loop(run, world, steps)
+
+        def ours() -> float:
+            with contextlib.redirect_stdout(io.StringIO()):  # the trainer's metrics lines
+                return kubetrain_loop(run, world, steps)
+
+        def theirs() -> float:
+            return bare_loop(run, world, steps)
+
+        # Alternate which loop goes first, and free the last one's model first, so neither
+        # inherits the other's garbage or a warmer machine.
+        results = {}
+        for name, loop in ([("bare", theirs), ("ours", ours)] if i % 2 else [("ours", ours), ("bare", theirs)]):
+            gc.collect()
+            results[name] = loop()
+        b, o = results["bare"], results["ours"]
         if i:
             bare.append(b)
             ours.append(o)
@@ -101,7 +114,7 @@ def worker(steps: int, rounds: int, workdir: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if "RANK" in os.environ:
