@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import kubetrain, run
+from conftest import run
 from test_training import losses, train, write_config
 
 torch = pytest.importorskip("torch", reason="the training runtime needs torch")
@@ -117,20 +117,3 @@ def test_auto_interval_is_chosen_and_announced(tmp_path):
     assert saves == [5, *range((5 // interval + 1) * interval, 16, interval), 16]
     assert losses(records)
 
-
-def test_dev_job_survives_a_crash_through_run_local(tmp_path):
-    """The committed dev job, two pods with one torchrun agent each, as the operator would run it."""
-
-    def run_local(workdir: Path, fault: str) -> list[dict]:
-        result = kubetrain("run-local", "dev/tiny-gpt", "--steps", "20", "--workdir", str(workdir),
-                           "--set", "checkpoint.interval=5", env={"KUBETRAIN_FAULT": fault})
-        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-        prefix = "[master-0] "
-        return [json.loads(line[len(prefix):]) for line in result.stdout.splitlines()
-                if line.startswith(prefix + "{")]
-
-    expected = run_local(tmp_path / "fault-free", "")
-    records = run_local(tmp_path / "crash", "crash:step=13:rank=1")
-    assert [r["step"] for r in records if r["event"] == "resumed"] == [10]
-    assert records[-1]["loss"] == expected[-1]["loss"]
-    assert records[-1]["weights_sha256_per_rank"] == expected[-1]["weights_sha256_per_rank"]
