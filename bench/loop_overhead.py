@@ -86,17 +86,18 @@ def worker(steps: int, rounds: int, workdir: str) -> None:
         # A fresh checkpoint folder each round: the trainer must start, not resume.
         run = run_config(os.path.join(workdir, f"round{i}"))
 
-        def ours() -> float:
+        def run_ours() -> float:
             with contextlib.redirect_stdout(io.StringIO()):  # the trainer's metrics lines
                 return kubetrain_loop(run, world, steps)
 
-        def theirs() -> float:
+        def run_bare() -> float:
             return bare_loop(run, world, steps)
 
         # Alternate which loop goes first, and free the last one's model first, so neither
         # inherits the other's garbage or a warmer machine.
         results = {}
-        for name, loop in ([("bare", theirs), ("ours", ours)] if i % 2 else [("ours", ours), ("bare", theirs)]):
+        order = [("bare", run_bare), ("ours", run_ours)]
+        for name, loop in (order if i % 2 else order[::-1]):
             gc.collect()
             results[name] = loop()
         b, o = results["bare"], results["ours"]
