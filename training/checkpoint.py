@@ -73,12 +73,12 @@ class CheckpointManager:
     def step_dir(self, step: int) -> Path:
         return self.root / f"step-{step:08d}"
 
+    def _folders(self) -> dict[int, bool]:
+        """Every checkpoint folder's step, and whether it is complete (marked)."""
+        return {int(p.name.removeprefix("step-")): (p / MARKER).is_file() for p in self.root.glob("step-*")}
+
     def complete_steps(self) -> list[int]:
-        steps = []
-        for path in self.root.glob("step-*"):
-            if (path / MARKER).is_file():
-                steps.append(int(path.name.removeprefix("step-")))
-        return sorted(steps)
+        return sorted(step for step, complete in self._folders().items() if complete)
 
     def latest(self) -> int | None:
         """The newest complete checkpoint's step, as rank 0 sees it (every rank gets the same answer)."""
@@ -149,11 +149,11 @@ class CheckpointManager:
                 "blocked_s": blocked_s, "complete_after_s": time.perf_counter() - started}
 
     def _prune(self, newest: int) -> None:
-        complete = self.complete_steps()
+        folders = self._folders()
+        complete = sorted(step for step, done in folders.items() if done)
         doomed = set(complete[:-self.keep])
         # Folders without a marker older than the newest complete one are debris of a crash.
-        doomed |= {int(p.name.removeprefix("step-")) for p in self.root.glob("step-*")
-                   if not (p / MARKER).is_file() and int(p.name.removeprefix("step-")) < newest}
+        doomed |= {step for step, done in folders.items() if not done and step < newest}
         for step in sorted(doomed):
             # The marker goes first: a crash halfway through leaves an invisible folder, never
             # a marked one with files missing.
