@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import socket
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import run
+from conftest import ROOT, kubetrain, run
 from test_training import losses, train, write_config
 
 torch = pytest.importorskip("torch", reason="the training runtime needs torch")
@@ -117,3 +122,82 @@ def test_auto_interval_is_chosen_and_announced(tmp_path):
     assert saves == [5, *range((5 // interval + 1) * interval, 16, interval), 16]
     assert losses(records)
 
+
+@pytest.mark.parametrize("job", ["tiny-gpt", "tiny-gpt-elastic"])
+def test_dev_job_survives_a_crash_through_run_local(tmp_path, job):
+    """A committed dev job, two pods with one torchrun agent each, as the operator would run it:
+    a Master and a Worker, or two elastic Workers whose ranks each rendezvous assigns."""
+
+    def run_local(workdir: Path, fault: str) -> list[dict]:
+        result = kubetrain("run-local", f"dev/{job}", "--steps", "20", "--workdir", str(workdir),
+                           "--set", "checkpoint.interval=5", env={"KUBETRAIN_FAULT": fault})
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+        # Rank 0 writes the metrics, from whichever pod it landed in.
+        return [json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines()
+                if line.split("] ", 1)[-1].startswith("{")]
+
+    expected = run_local(tmp_path / "fault-free", "")
+    records = run_local(tmp_path / "crash", "crash:step=13:rank=1")
+    assert [r["step"] for r in records if r["event"] == "resumed"] == [10]
+    assert records[-1]["loss"] == expected[-1]["loss"]
+    assert records[-1]["weights_sha256_per_rank"] == expected[-1]["weights_sha256_per_rank"]
+
+
+def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
+    """Two agents with --nnodes=1:2, as an elastic job's pods run them. The pod that does not host
+    the rendezvous (in a cluster: any but the first worker) stalls at step 12 and is then lost for
+    good. The survivor re-rendezvouses alone and resumes the 2-rank checkpoint at world size 1."""
+    config = write_config(tmp_path, max_steps=24, resilience={"watchdog_floor_s": 600})
+    port = str(_free_port())
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'constructs'}{os.pathsep}{ROOT}",
+           "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+    survivor, lost = (subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes=1:2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+         f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-conf=is_host={is_host}", "--rdzv-id=elastic",
+         "--max-restarts=3", "-m", "training", "--config", str(config)],
+        env={**env, "KUBETRAIN_FAULT": fault}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for is_host, fault in (("true", ""), ("false", "hang:step=12")))
+    records: list[dict] = []
+    output: list[str] = []
+    stalled = threading.Event()
+
+    def read(agent: subprocess.Popen) -> None:  # rank 0, in either pod, prints the metrics
+        for line in agent.stdout:
+            output.append(line)
+            if line.startswith("{"):
+                records.append(json.loads(line))
+                stalled.set() if records[-1].get("step") == 11 else None
+
+    readers = [threading.Thread(target=read, args=(agent,), daemon=True) for agent in (survivor, lost)]
+    for reader in readers:
+        reader.start()
+    try:
+        assert stalled.wait(timeout=120), "".join(output[-50:])
+        kill_pod(lost.pid)
+        assert survivor.wait(timeout=240) == 0, "".join(output[-50:])
+        readers[0].join(timeout=10)
+    finally:
+        for agent in (survivor, lost):
+            kill_pod(agent.pid)
+    (resumed,) = [r for r in records if r["event"] == "resumed"]
+    assert (resumed["step"], resumed["saved_world_size"], resumed["world_size"]) == (10, 2, 1)
+    assert records[-1]["event"] == "finished" and records[-1]["step"] == 24
+    assert len(records[-1]["weights_sha256_per_rank"]) == 1 and math.isfinite(records[-1]["loss"])
+
+
+def kill_pod(pid: int) -> None:
+    """SIGKILL a process and all its descendants, as deleting its pod would (torchrun starts its
+    workers in sessions of their own, so a process group is not enough)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        os.kill(pid, signal.SIGKILL)
+    except (FileNotFoundError, ProcessLookupError):
+        return
+    for child in children:
+        kill_pod(int(child))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import os
 import sys
 from pathlib import Path
 
@@ -51,6 +52,17 @@ def test_pods_get_the_operator_environment_and_the_callers(tmp_path, monkeypatch
         sets = [pod.command[i + 1] for i, arg in enumerate(pod.command) if arg == "--set"]
         assert sets == [f"checkpoint.dir={(tmp_path / 'volumes' / 'checkpoints').resolve()}/tiny-gpt",
                         "max_steps=5", "seed=3"]
+
+
+def test_elastic_pods_get_the_rendezvous_and_no_ranks(tmp_path):
+    pods = plan_pods(find_job(ROOT / "dist", "dev/tiny-gpt-elastic"), tmp_path, steps=5, overrides=[])
+    assert [p.name for p in pods] == ["worker-0", "worker-1"]
+    for pod in pods:
+        assert pod.env["PET_NNODES"] == "1:2" and pod.env["PET_RDZV_BACKEND"] == "c10d"
+        assert pod.env["PET_RDZV_ENDPOINT"] == pods[0].env["PET_RDZV_ENDPOINT"]
+        assert pod.env["PET_MAX_RESTARTS"] == "3"
+        # No Master: ranks come from each rendezvous, not from the pod index.
+        assert not {"RANK", "PET_NODE_RANK", "MASTER_ADDR", "WORLD_SIZE"} & set(pod.env) - set(os.environ)
 
 
 def test_bad_override_fails_the_job(tmp_path):

@@ -9,6 +9,7 @@ import yaml
 
 from kubetrain import App, Cluster, ConfigError, TrainingJob
 from kubetrain.manifests import render
+from kubetrain.validate import CrdSchemas, validate_manifests
 from training.config import RunConfig, load_run_config
 
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
@@ -66,7 +67,8 @@ def test_single_node_job_has_no_workers_and_cpu_job_no_gpu_extras():
     spec = objects["c/ml/PyTorchJob.job.yaml"]["spec"]
     assert set(spec["pytorchReplicaSpecs"]) == {"Master"}
     pod = spec["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
-    assert "tolerations" not in pod and "nodeSelector" not in pod and "env" not in pod["containers"][0]
+    assert "tolerations" not in pod and "nodeSelector" not in pod
+    assert pod["containers"][0]["env"] == [{"name": "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "value": "1"}]
 
 
 def test_config_map_round_trips_through_the_runtime_loader(tmp_path):
@@ -101,6 +103,10 @@ def test_config_change_changes_the_pod_template_hash():
     ({"run": {**RUN, "data": {"source": "tokens", "path": "/elsewhere/t.bin"}}}, ("KT108", "run.data.path")),
     ({"namespace": "nope"}, ("KT109", "namespace")),
     ({"run": {**RUN, "resilience": {"watchdog_floor_s": 300}}}, ("KT113", "run.resilience.watchdog_floor_s")),
+    ({"elastic": {"min_nodes": 3}}, ("KT114", "elastic.min_nodes")),
+    ({"elastic": {"min_nodes": 1, "max_nodes": 1}}, ("KT114", "elastic.max_nodes")),
+    # 16 / (1 x 8 x 3) does not divide: a world size inside the elastic range.
+    ({"elastic": {"min_nodes": 1, "max_nodes": 4}}, ("KT201", "run.batch.global_size")),
 ])
 def test_compile_time_rules(overrides, expected):
     assert expected in problems(**overrides)
@@ -126,3 +132,17 @@ def test_cluster_props_are_validated():
 def test_restart_budget_is_rendered():
     spec = compile_job(max_restarts=7)["c/ml/PyTorchJob.job.yaml"]["spec"]
     assert "--max-restarts=7" in spec["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]
+
+
+def test_elastic_job_has_workers_only_and_an_elastic_policy(crds, tmp_path):
+    objects = compile_job(nodes=2, elastic={"min_nodes": 1, "max_nodes": 4}, max_restarts=5,
+                          run={**RUN, "batch": {"global_size": 96, "micro_size": 1}})
+    job = objects["c/ml/PyTorchJob.job.yaml"]
+    spec = job["spec"]
+    assert spec["elasticPolicy"] == {"rdzvBackend": "c10d", "minReplicas": 1, "maxReplicas": 4, "maxRestarts": 5}
+    assert set(spec["pytorchReplicaSpecs"]) == {"Worker"} and spec["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
+    command = spec["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]
+    # The operator sets PET_RDZV_ENDPOINT and PET_NNODES=1:4 but, without a Master, no PET_NPROC_PER_NODE.
+    assert "--nproc-per-node=8" in command and not any(arg.startswith("--rdzv-endpoint") for arg in command)
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    assert validate_manifests([tmp_path / "job.yaml"], CrdSchemas(crds), "1.33") == (1, [])

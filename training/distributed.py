@@ -53,10 +53,14 @@ def _store(world_size: int, timeout_s: float) -> dist.Store | None:
         # DCP's collectives) is then the same as in a job.
         return dist.HashStore()
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        return None  # env:// as usual
-    # Under torchrun every attempt meets in the agent's store, which outlives the attempts: a
-    # restarted rank could read a dead peer's address left by the attempt before and fail to
-    # connect. Keys of each attempt get a prefix of their own.
+        # env://: rank 0 hosts a store of this attempt's own. Synthesized pods take this path
+        # (TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1, see kubetrain's pod_template).
+        return None
+    # torchrun's default shares the agent's store, which outlives the attempts: a restarted rank
+    # could read a dead peer's address left by the attempt before and fail to connect. Keys of
+    # each attempt get a prefix of their own. The restart count names the attempt only while
+    # every agent counts the same restarts, which holds for one agent (one node), not always
+    # for several: an agent restarted by a peer's re-rendezvous does not count it.
     agent_store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size,
                                 is_master=False, timeout=timedelta(seconds=timeout_s))
     return dist.PrefixStore(f"kubetrain/attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", agent_store)

@@ -45,13 +45,26 @@ class VolumeProps(StrictProps):
     read_only: bool = Field(False, description="Mount read-only (data sets).")
 
 
+class ElasticProps(StrictProps):
+    """Elastic membership: the job trains on any number of pods from `min_nodes` to `max_nodes`.
+
+    Pods meet in c10d rendezvous. When one is lost for good, the others restart and resume from
+    the newest checkpoint at the smaller world size; a pod that comes back joins at the next
+    rendezvous. Every world size in the range must divide the global batch (KT201).
+    """
+
+    min_nodes: int = Field(..., ge=1, description="Fewest pods the job keeps training with.")
+    max_nodes: int | None = Field(None, ge=1, description="Most pods that may join. Default: the job's `nodes`.")
+
+
 class TrainingJobProps(StrictProps):
     """A distributed PyTorch training job: `nodes` pods, each running `torchrun` with `procs_per_node` ranks."""
 
     name: Dns1035Label = Field(..., description="Job name; pods and Services are named after it.")
     namespace: Dns1123Label | None = Field(None, description="Default: the cluster's first namespace.")
     image: str = Field(..., min_length=1, description="Container image with kubetrain's `training` package.")
-    nodes: int = Field(..., ge=1, description="Pods (one per node): a Master and nodes - 1 Workers.")
+    nodes: int = Field(..., ge=1, description="Pods (one per node): a Master and nodes - 1 Workers; "
+                                              "`nodes` Workers when elastic.")
     procs_per_node: int = Field(..., ge=1, description="Training processes per pod; equals `resources.gpus` on GPUs.")
     instance_type: str | None = Field(None, description="EC2 instance type to pin pods to; enables capacity checks.")
     resources: NodeResources
@@ -63,7 +76,15 @@ class TrainingJobProps(StrictProps):
     backoff_limit: int = Field(3, ge=0, description="Pod restarts before the job is marked failed.")
     max_restarts: int = Field(3, ge=0, description="Times torchrun restarts all ranks of the job after one fails, "
                                                   "before the pod fails; each restart resumes from the newest checkpoint.")
+    elastic: ElasticProps | None = Field(None, description="Default: not elastic; all `nodes` pods or none.")
 
     @property
     def world_size(self) -> int:
         return self.nodes * self.procs_per_node
+
+    @property
+    def node_range(self) -> range:
+        """Every pod count the job may train with."""
+        if self.elastic is None:
+            return range(self.nodes, self.nodes + 1)
+        return range(self.elastic.min_nodes, (self.elastic.max_nodes or self.nodes) + 1)

@@ -27,7 +27,9 @@ OPERATOR_ENV_PREFIXES = ("PET_", "TORCHELASTIC_")
 
 def name_fits_pod_names(job: TrainingJobProps) -> Iterator[Problem]:
     # The operator names pods and Services "<job>-worker-<i>"; a Service name is a 63-char label.
-    suffix = f"-worker-{job.nodes - 2}" if job.nodes > 1 else "-master-0"
+    # Elastic jobs have only Workers, as many as max_nodes (KT114 checks the range itself).
+    workers = max(job.nodes, job.elastic.max_nodes or 0) if job.elastic else job.nodes - 1
+    suffix = f"-worker-{workers - 1}" if workers else "-master-0"
     limit = 63 - len(suffix)
     if len(job.name) > limit:
         yield Problem("KT101", "name", f"{len(job.name)} characters is too long: the operator's pod and Service "
@@ -127,15 +129,28 @@ def timeouts_consistent(job: TrainingJobProps) -> Iterator[Problem]:
                       f"set watchdog_floor_s above {resilience.collective_timeout_s:g}, or lower collective_timeout_s")
 
 
+def elastic_range_holds_nodes(job: TrainingJobProps) -> Iterator[Problem]:
+    if job.elastic is None:
+        return
+    low, high = job.elastic.min_nodes, job.elastic.max_nodes or job.nodes
+    if not low <= job.nodes <= high:
+        field = "min_nodes" if low > job.nodes else "max_nodes"
+        yield Problem("KT114", f"elastic.{field}", f"the job starts {job.nodes} pods, outside its elastic range "
+                      f"{low}..{high}", f"set elastic.min_nodes <= nodes ({job.nodes}) <= elastic.max_nodes")
+
+
 def batch_divides(job: TrainingJobProps) -> Iterator[Problem]:
-    for problem in job.run.check_world_size(job.world_size):
-        yield replace(problem, path=f"run.{problem.path}",
-                      message=f"{problem.message} (world size = {job.nodes} nodes x {job.procs_per_node})")
+    # An elastic job may train at any size in its range: every one of them must divide the batch.
+    for nodes in job.node_range:
+        for problem in job.run.check_world_size(nodes * job.procs_per_node):
+            yield replace(problem, path=f"run.{problem.path}",
+                          message=f"{problem.message} (world size = {nodes} nodes x {job.procs_per_node})")
 
 
 RULES: list[Rule] = [
     name_fits_pod_names, fits_instance_type, one_process_per_gpu, env_not_owned_by_launcher,
-    env_safe_for_efa, shm_within_memory, paths_on_volumes, volumes_distinct, timeouts_consistent, batch_divides,
+    env_safe_for_efa, shm_within_memory, paths_on_volumes, volumes_distinct, timeouts_consistent,
+    elastic_range_holds_nodes, batch_divides,
 ]
 
 

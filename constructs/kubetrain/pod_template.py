@@ -17,22 +17,36 @@ CONFIG_FILE = "run.yaml"
 SHM_MOUNT = "/dev/shm"
 EFA_HUGEPAGES_DEFAULT = "5120Mi"
 
+# torchrun's agents otherwise hand their workers one TCPStore that outlives every restart: keys
+# left by the attempt before (a dead peer's address) are read by the next one, and agents that
+# restarted for different reasons (a failure, or a peer's re-rendezvous) disagree on the attempt
+# number that could tell them apart. With sharing off, rank 0 of every attempt hosts a fresh store
+# on a port its agent picks.
+LAUNCH_ENV: dict[str, str] = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+
 
 def torchrun_command(job: TrainingJobProps) -> list[str]:
-    """torchrun reads --nnodes, --nproc-per-node and --node-rank from the PET_* variables.
+    """torchrun reads what the operator injects, PET_<OPTION>, as the default of --<option>.
 
     A restart budget needs c10d rendezvous: when a rank dies, its node's agent restarts its
     workers and re-rendezvouses, and c10d makes the agents of the other nodes notice and restart
-    theirs (static rendezvous cannot). The master pod hosts the rendezvous store; Kubernetes
-    expands $(VAR) from the variables the operator injects.
+    theirs (static rendezvous cannot).
+
+    Fixed-size jobs: the master pod hosts the rendezvous store (Kubernetes expands $(VAR) from the
+    operator's variables); PET_NNODES and PET_NPROC_PER_NODE come from the operator.
+    Elastic jobs: the operator sets PET_RDZV_ENDPOINT (the first worker), PET_RDZV_BACKEND and
+    PET_NNODES=min:max, but PET_NPROC_PER_NODE only when there is a Master, so it is given here.
     """
-    return ["torchrun", f"--max-restarts={job.max_restarts}", "--rdzv-backend=c10d",
-            "--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)", f"--rdzv-id={job.name}",
+    if job.elastic:
+        launch = ["--rdzv-backend=c10d", f"--nproc-per-node={job.procs_per_node}"]
+    else:
+        launch = ["--rdzv-backend=c10d", "--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)"]
+    return ["torchrun", f"--max-restarts={job.max_restarts}", *launch, f"--rdzv-id={job.name}",
             "-m", "training", "--config", f"{CONFIG_MOUNT}/{CONFIG_FILE}"]
 
 
 def container_env(job: TrainingJobProps) -> list[dict[str, str]]:
-    env: dict[str, str] = {}
+    env = dict(LAUNCH_ENV)
     if job.resources.gpus:
         env |= GPU_ENV | NCCL_FAULT_ENV
     if job.resources.efa:

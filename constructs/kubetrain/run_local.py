@@ -85,12 +85,7 @@ def plan_pods(job_file: Path, workdir: Path, steps: int | None, overrides: list[
     replicas = [(kind.lower(), i, spec["pytorchReplicaSpecs"][kind]["template"])
                 for kind in ("Master", "Worker") if kind in spec["pytorchReplicaSpecs"]
                 for i in range(spec["pytorchReplicaSpecs"][kind].get("replicas", 1))]
-    port = _free_port()
-    # What the operator injects (domain-facts section 1), with the master's Service name
-    # replaced by loopback: all "pods" share this machine's network.
-    operator_env = {"PYTHONUNBUFFERED": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                    "PET_MASTER_ADDR": "127.0.0.1", "PET_MASTER_PORT": str(port), "PET_NNODES": str(len(replicas)),
-                    "PET_NPROC_PER_NODE": str(nproc), "WORLD_SIZE": str(len(replicas) * int(nproc))}
+    operator_env, has_master = _operator_env(spec, len(replicas))
     pods = []
     for node_rank, (kind, index, template) in enumerate(replicas):
         pod_name = f"{kind}-{index}"
@@ -98,8 +93,9 @@ def plan_pods(job_file: Path, workdir: Path, steps: int | None, overrides: list[
         _check_resources(container, where)
         mounts = _materialize_volumes(template["spec"].get("volumes", []), container, job_file, workdir / "pods" /
                                       pod_name, workdir / "volumes", where)
-        pod_env = {**{e["name"]: e["value"] for e in container.get("env", []) if "value" in e},
-                   **operator_env, "RANK": str(node_rank), "PET_NODE_RANK": str(node_rank)}
+        pod_env = {**{e["name"]: e["value"] for e in container.get("env", []) if "value" in e}, **operator_env}
+        if has_master:  # ranks by pod index; elastic jobs get theirs from each rendezvous
+            pod_env |= {"RANK": str(node_rank), "PET_NODE_RANK": str(node_rank)}
         command = [_map_path(expand_env_refs(arg, pod_env), mounts)
                    for arg in [*container.get("command", []), *container.get("args", [])]]
         if command[:1] == ["torchrun"]:
@@ -107,6 +103,29 @@ def plan_pods(job_file: Path, workdir: Path, steps: int | None, overrides: list[
         command += _config_overrides(command, mounts, steps, overrides, where)
         pods.append(LocalPod(pod_name, node_rank, command, {**os.environ, **pod_env}, mounts))
     return pods
+
+
+def _operator_env(spec: dict[str, Any], pods: int) -> tuple[dict[str, str], bool]:
+    """What the operator injects into every pod (domain-facts section 1), with Service names
+    replaced by loopback: all "pods" share this machine's network."""
+    env = {"PYTHONUNBUFFERED": "1"}
+    nproc = str(spec.get("nprocPerNode", "auto"))
+    has_master = "Master" in spec["pytorchReplicaSpecs"]
+    if has_master:
+        port = str(_free_port())
+        env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "PET_MASTER_ADDR": "127.0.0.1",
+                "PET_MASTER_PORT": port, "PET_NPROC_PER_NODE": nproc, "WORLD_SIZE": str(pods * int(nproc))}
+    elastic = spec.get("elasticPolicy")
+    if elastic is None:
+        env["PET_NNODES"] = str(pods)
+        return env, has_master
+    # The rendezvous lives on the first worker; its port is a second one here, as it is on
+    # another pod in a cluster.
+    env |= {"PET_RDZV_ENDPOINT": f"127.0.0.1:{_free_port()}", "PET_RDZV_BACKEND": elastic.get("rdzvBackend", "c10d"),
+            "PET_NNODES": f"{elastic.get('minReplicas', pods)}:{elastic.get('maxReplicas', pods)}"}
+    if "maxRestarts" in elastic:
+        env["PET_MAX_RESTARTS"] = str(elastic["maxRestarts"])
+    return env, has_master
 
 
 def _check_resources(container: dict[str, Any], where: str) -> None:

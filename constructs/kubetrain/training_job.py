@@ -51,16 +51,23 @@ class TrainingJob(Construct):
 
 
 def pytorch_job_spec(job: TrainingJobProps, template: dict[str, Any]) -> dict[str, Any]:
-    """The PyTorchJob spec (training operator v1.9): a Master, nodes - 1 Workers, torchrun in each.
+    """The PyTorchJob spec (training operator v1.9), torchrun in every pod.
 
-    The operator injects PET_NNODES, PET_NPROC_PER_NODE (from nprocPerNode), PET_NODE_RANK and
-    PET_MASTER_ADDR/PORT into every pod, which torchrun reads as its defaults.
+    Fixed size: a Master and nodes - 1 Workers; the operator injects PET_NNODES,
+    PET_NPROC_PER_NODE (from nprocPerNode), PET_NODE_RANK and PET_MASTER_ADDR/PORT.
+    Elastic: `nodes` Workers and an elasticPolicy; there is no Master, because ranks are assigned
+    by each rendezvous, not by pod index, and the first worker hosts the rendezvous.
     """
-    replicas = {"Master": {"replicas": 1, "restartPolicy": job.restart_policy, "template": template}}
-    if job.nodes > 1:
-        replicas["Worker"] = {"replicas": job.nodes - 1, "restartPolicy": job.restart_policy, "template": template}
-    return {
-        "nprocPerNode": str(job.procs_per_node),
-        "runPolicy": {"backoffLimit": job.backoff_limit},
-        "pytorchReplicaSpecs": replicas,
-    }
+    spec: dict[str, Any] = {"nprocPerNode": str(job.procs_per_node),
+                            "runPolicy": {"backoffLimit": job.backoff_limit}}
+    if job.elastic:
+        spec["elasticPolicy"] = {"rdzvBackend": "c10d", "minReplicas": job.node_range[0],
+                                 "maxReplicas": job.node_range[-1], "maxRestarts": job.max_restarts}
+        replicas = {"Worker": {"replicas": job.nodes, "restartPolicy": job.restart_policy, "template": template}}
+    else:
+        replicas = {"Master": {"replicas": 1, "restartPolicy": job.restart_policy, "template": template}}
+        if job.nodes > 1:
+            replicas["Worker"] = {"replicas": job.nodes - 1, "restartPolicy": job.restart_policy,
+                                  "template": template}
+    spec["pytorchReplicaSpecs"] = replicas
+    return spec
