@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, kubetrain, run
+from kubetrain.run_local import kill_pod
 from test_training import losses, train, write_config
 
 torch = pytest.importorskip("torch", reason="the training runtime needs torch")
@@ -183,18 +184,6 @@ def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
     assert (resumed["step"], resumed["saved_world_size"], resumed["world_size"]) == (10, 2, 1)
     assert records[-1]["event"] == "finished" and records[-1]["step"] == 24
     assert len(records[-1]["weights_sha256_per_rank"]) == 1 and math.isfinite(records[-1]["loss"])
-
-
-def kill_pod(pid: int) -> None:
-    """SIGKILL a process and all its descendants, as deleting its pod would (torchrun starts its
-    workers in sessions of their own, so a process group is not enough)."""
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        os.kill(pid, signal.SIGKILL)
-    except (FileNotFoundError, ProcessLookupError):
-        return
-    for child in children:
-        kill_pod(int(child))
 
 
 def _free_port() -> int:

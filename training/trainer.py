@@ -78,9 +78,7 @@ class Trainer:
             started = time.perf_counter()
             self.faults.before_step(self.step)
             loss, grad_norm = self.train_step()
-            step_s = time.perf_counter() - started
-            self.ettr.step_done(step_s)
-            self.watchdog.beat(step_s)
+            self.watchdog.beat(time.perf_counter() - started)
             steps_since += 1
             final = self.step == run.max_steps
             if self.step % run.log_interval == 0 or final:
@@ -93,6 +91,9 @@ class Trainer:
                     self.roll_back()
                     continue
                 self.worst_streak.zero_()
+            # Productive: the step and its logging, the time that moved training on. Checkpoint
+            # saves are not: they are the price of resilience, which ETTR is there to show.
+            self.ettr.step_done(time.perf_counter() - started)
             if self.step % self.interval == 0 or final:
                 started = time.perf_counter()
                 self.report(self.save())

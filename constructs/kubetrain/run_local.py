@@ -10,6 +10,7 @@ the run config (checkpoint.dir, data.path) are rewritten through the same mappin
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -232,4 +233,20 @@ def _terminate(processes: list[subprocess.Popen]) -> None:
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            kill_pod(process.pid)
+
+
+def kill_pod(pid: int) -> None:
+    """SIGKILL a process and all its descendants, as deleting its pod would. torchrun starts its
+    workers in sessions of their own, so killing the agent's process group would orphan them."""
+    if not Path("/proc/self/task").is_dir():  # no procfs: the pod's process group will have to do
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        return
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        os.kill(pid, signal.SIGKILL)
+    except (FileNotFoundError, ProcessLookupError):
+        return
+    for child in children:
+        kill_pod(int(child))
