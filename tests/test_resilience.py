@@ -124,24 +124,29 @@ def test_auto_interval_is_chosen_and_announced(tmp_path):
     assert losses(records)
 
 
+def run_local(job: str, workdir: Path, fault: str) -> list[dict]:
+    result = kubetrain("run-local", f"dev/{job}", "--steps", "20", "--workdir", str(workdir),
+                       "--set", "checkpoint.interval=5", env={"KUBETRAIN_FAULT": fault})
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    # Rank 0 writes the metrics, from whichever pod it landed in.
+    return [json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines()
+            if line.split("] ", 1)[-1].startswith("{")]
+
+
+@pytest.fixture(scope="module")
+def dev_fault_free(tmp_path_factory) -> list[dict]:
+    return run_local("tiny-gpt", tmp_path_factory.mktemp("dev-fault-free"), "")
+
+
 @pytest.mark.parametrize("job", ["tiny-gpt", "tiny-gpt-elastic"])
-def test_dev_job_survives_a_crash_through_run_local(tmp_path, job):
+def test_dev_job_survives_a_crash_through_run_local(dev_fault_free, tmp_path, job):
     """A committed dev job, two pods with one torchrun agent each, as the operator would run it:
-    a Master and a Worker, or two elastic Workers whose ranks each rendezvous assigns."""
-
-    def run_local(workdir: Path, fault: str) -> list[dict]:
-        result = kubetrain("run-local", f"dev/{job}", "--steps", "20", "--workdir", str(workdir),
-                           "--set", "checkpoint.interval=5", env={"KUBETRAIN_FAULT": fault})
-        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-        # Rank 0 writes the metrics, from whichever pod it landed in.
-        return [json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines()
-                if line.split("] ", 1)[-1].startswith("{")]
-
-    expected = run_local(tmp_path / "fault-free", "")
-    records = run_local(tmp_path / "crash", "crash:step=13:rank=1")
+    a Master and a Worker, or two elastic Workers whose ranks each rendezvous assigns. Both jobs
+    have the same run config, so both must end exactly where the fault-free fixed-size run does."""
+    records = run_local(job, tmp_path, "crash:step=13:rank=1")
     assert [r["step"] for r in records if r["event"] == "resumed"] == [10]
-    assert records[-1]["loss"] == expected[-1]["loss"]
-    assert records[-1]["weights_sha256_per_rank"] == expected[-1]["weights_sha256_per_rank"]
+    assert records[-1]["loss"] == dev_fault_free[-1]["loss"]
+    assert records[-1]["weights_sha256_per_rank"] == dev_fault_free[-1]["weights_sha256_per_rank"]
 
 
 def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
