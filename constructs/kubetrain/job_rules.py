@@ -132,11 +132,11 @@ def timeouts_consistent(job: TrainingJobProps) -> Iterator[Problem]:
 def elastic_range_holds_nodes(job: TrainingJobProps) -> Iterator[Problem]:
     if job.elastic is None:
         return
-    low, high = job.elastic.min_nodes, job.elastic.max_nodes or job.nodes
-    if not low <= job.nodes <= high:
-        field = "min_nodes" if low > job.nodes else "max_nodes"
+    if job.nodes not in job.node_range:
+        field = "min_nodes" if job.elastic.min_nodes > job.nodes else "max_nodes"
         yield Problem("KT114", f"elastic.{field}", f"the job starts {job.nodes} pods, outside its elastic range "
-                      f"{low}..{high}", f"set elastic.min_nodes <= nodes ({job.nodes}) <= elastic.max_nodes")
+                      f"{job.node_range.start}..{job.node_range.stop - 1}",
+                      f"set elastic.min_nodes <= nodes ({job.nodes}) <= elastic.max_nodes")
 
 
 def batch_divides(job: TrainingJobProps) -> Iterator[Problem]:

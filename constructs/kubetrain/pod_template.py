@@ -37,11 +37,9 @@ def torchrun_command(job: TrainingJobProps) -> list[str]:
     Elastic jobs: the operator sets PET_RDZV_ENDPOINT (the first worker), PET_RDZV_BACKEND and
     PET_NNODES=min:max, but PET_NPROC_PER_NODE only when there is a Master, so it is given here.
     """
-    if job.elastic:
-        launch = ["--rdzv-backend=c10d", f"--nproc-per-node={job.procs_per_node}"]
-    else:
-        launch = ["--rdzv-backend=c10d", "--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)"]
-    return ["torchrun", f"--max-restarts={job.max_restarts}", *launch, f"--rdzv-id={job.name}",
+    launch = (f"--nproc-per-node={job.procs_per_node}" if job.elastic
+              else "--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)")
+    return ["torchrun", f"--max-restarts={job.max_restarts}", "--rdzv-backend=c10d", launch, f"--rdzv-id={job.name}",
             "-m", "training", "--config", f"{CONFIG_MOUNT}/{CONFIG_FILE}"]
 
 
