@@ -6,7 +6,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, kubetrain, run
-from kubetrain.run_local import kill_pod
+from kubetrain.run_local import free_port, kill_pod
 from test_training import losses, train, write_config
 
 torch = pytest.importorskip("torch", reason="the training runtime needs torch")
@@ -154,7 +153,7 @@ def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
     the rendezvous (in a cluster: any but the first worker) stalls at step 12 and is then lost for
     good. The survivor re-rendezvouses alone and resumes the 2-rank checkpoint at world size 1."""
     config = write_config(tmp_path, max_steps=24, resilience={"watchdog_floor_s": 600})
-    port = str(_free_port())
+    port = str(free_port())
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'constructs'}{os.pathsep}{ROOT}",
            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
     survivor, lost = (subprocess.Popen(
@@ -189,9 +188,3 @@ def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
     assert (resumed["step"], resumed["saved_world_size"], resumed["world_size"]) == (10, 2, 1)
     assert records[-1]["event"] == "finished" and records[-1]["step"] == 24
     assert len(records[-1]["weights_sha256_per_rank"]) == 1 and math.isfinite(records[-1]["loss"])
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -70,7 +70,8 @@ def expand_env_refs(arg: str, env: dict[str, str]) -> str:
     return _ENV_REF.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), arg)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port nobody listens on now, for a local rendezvous or store."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -113,7 +114,7 @@ def _operator_env(spec: dict[str, Any], pods: int) -> tuple[dict[str, str], bool
     nproc = str(spec.get("nprocPerNode", "auto"))
     has_master = "Master" in spec["pytorchReplicaSpecs"]
     if has_master:
-        port = str(_free_port())
+        port = str(free_port())
         env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "PET_MASTER_ADDR": "127.0.0.1",
                 "PET_MASTER_PORT": port, "PET_NPROC_PER_NODE": nproc, "WORLD_SIZE": str(pods * int(nproc))}
     elastic = spec.get("elasticPolicy")
@@ -122,7 +123,7 @@ def _operator_env(spec: dict[str, Any], pods: int) -> tuple[dict[str, str], bool
         return env, has_master
     # The rendezvous lives on the first worker; its port is a second one here, as it is on
     # another pod in a cluster.
-    env |= {"PET_RDZV_ENDPOINT": f"127.0.0.1:{_free_port()}", "PET_RDZV_BACKEND": elastic.get("rdzvBackend", "c10d"),
+    env |= {"PET_RDZV_ENDPOINT": f"127.0.0.1:{free_port()}", "PET_RDZV_BACKEND": elastic.get("rdzvBackend", "c10d"),
             "PET_NNODES": f"{elastic.get('minReplicas', pods)}:{elastic.get('maxReplicas', pods)}"}
     if "maxRestarts" in elastic:
         env["PET_MAX_RESTARTS"] = str(elastic["maxRestarts"])
