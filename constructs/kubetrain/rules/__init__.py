@@ -1,0 +1,1 @@
+"""Rules: the registry of every check, and the checks shared by every job."""
