@@ -1,15 +1,26 @@
 """The dev cluster: CPU only, small enough that its jobs run on a laptop (`kubetrain run-local dev/tiny-gpt`)."""
 
-from typing import Any
-
-from kubetrain import App, Cluster, TrainingJob, k8s
+from kubetrain import (
+    App,
+    ClaimVolume,
+    Cluster,
+    Command,
+    Elastic,
+    NodeResources,
+    RunConfig,
+    Trainer,
+    TrainingJob,
+    TrainingJobProps,
+    k8s,
+)
 
 NAMESPACE = "ml-dev"
+IMAGE = "ghcr.io/kubetrain/kubetrain:0.1.0"  # this repository's image: training/ and examples/
 
 
-def tiny_gpt_run(checkpoint_dir: str) -> dict[str, Any]:
+def tiny_gpt_run(checkpoint_dir: str) -> RunConfig:
     """A GPT small enough to train on two CPU cores, learning the synthetic stream in ~100 steps."""
-    return {
+    return RunConfig.model_validate({
         "model": {"vocab_size": 512, "dim": 64, "n_layers": 2, "n_heads": 4},
         "data": {"source": "synthetic", "seq_len": 64},
         "optimizer": {"lr": 3e-3, "min_lr": 3e-4, "warmup_steps": 10},
@@ -18,7 +29,7 @@ def tiny_gpt_run(checkpoint_dir: str) -> dict[str, Any]:
         "checkpoint": {"dir": checkpoint_dir, "interval": 10, "keep": 2},
         "max_steps": 100,
         "seed": 1234,
-    }
+    })
 
 
 def define(app: App) -> Cluster:
@@ -29,14 +40,21 @@ def define(app: App) -> Cluster:
                                       access_modes=["ReadWriteMany"],
                                       resources=k8s.VolumeResourceRequirements(
                                           requests={"storage": k8s.Quantity.from_string("10Gi")})))
-    pod = {
-        "image": "ghcr.io/kubetrain/kubetrain:0.1.0",
-        "procs_per_node": 1,
-        "resources": {"cpu": "2", "memory": "4Gi", "shm": "512Mi"},
-        "volumes": [{"name": "checkpoints", "claim": "checkpoints", "mount_path": "/checkpoints"}],
-    }
-    TrainingJob(cluster, "tiny-gpt", nodes=2, run=tiny_gpt_run("/checkpoints/tiny-gpt"), **pod)  # Master + Worker
+    checkpoints = ClaimVolume(name="checkpoints", claim="checkpoints", mount_path="/checkpoints")
+    laptop = NodeResources(cpu="2", memory="4Gi", shm="512Mi")
+
+    # A Master and a Worker, one rank each.
+    TrainingJob(cluster, "tiny-gpt", TrainingJobProps(
+        name="tiny-gpt", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],
+        workload=Trainer(run=tiny_gpt_run("/checkpoints/tiny-gpt"))))
     # Two Workers that keep training if one is lost for good: batch 16 divides at 1 and 2 ranks.
-    TrainingJob(cluster, "tiny-gpt-elastic", nodes=2, elastic={"min_nodes": 1},
-                run=tiny_gpt_run("/checkpoints/tiny-gpt-elastic"), **pod)
+    TrainingJob(cluster, "tiny-gpt-elastic", TrainingJobProps(
+        name="tiny-gpt-elastic", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],
+        elastic=Elastic(min_nodes=1), workload=Trainer(run=tiny_gpt_run("/checkpoints/tiny-gpt-elastic"))))
+    # The user's own torchrun script: kubetrain writes torchrun's flags and appends the command.
+    TrainingJob(cluster, "ddp-minimal", TrainingJobProps(
+        name="ddp-minimal", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],
+        workload=Command(command=["examples/ddp_minimal.py", "--steps", "20",
+                                  "--checkpoint-dir", "/checkpoints/ddp-minimal"],
+                         checkpoint_dir="/checkpoints/ddp-minimal")))
     return cluster

@@ -16,18 +16,19 @@ from kubetrain import App, Cluster, TrainingJob
 def build():
     app = App()
     dev = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"])
-    TrainingJob(dev, {name!r}, image="img", nodes={nodes}, procs_per_node={procs}, instance_type="p5.48xlarge",
-                resources={{"cpu": "4", "memory": "64Gi", "gpus": {gpus}}}, {extra}
+    TrainingJob(dev, {name!r}, image="img:1", nodes={nodes}, procs_per_node={procs}, instance_type="p5.48xlarge",
+                resources={{"cpu": "4", "memory": "64Gi", "accelerators": {gpus}, "efa": 32}}, {extra}
                 volumes=[{{"name": "ckpt", "claim": "ckpt", "mount_path": "/checkpoints"}}],
-                run={{"batch": {{"global_size": 64, "micro_size": 1}}, "max_steps": 10 {run_extra}}})
+                workload={{"kind": "trainer", "run": {{"batch": {{"global_size": 64, "micro_size": 1}},
+                                                      "max_steps": 10 {run_extra}}}}})
     return app
 '''
 
 
-def fleet(tmp_path: Path, name="job", nodes=2, procs=8, gpus=8, extra="", run_extra="") -> Path:
+def fleet(tmp_path: Path, name="job", nodes=2, procs=8, gpus=8, extra="", run_extra="", source=None) -> Path:
     package = tmp_path / "fleet"
     package.mkdir()
-    (package / "__init__.py").write_text(textwrap.dedent(BAD_FLEET.format(
+    (package / "__init__.py").write_text(textwrap.dedent(source or BAD_FLEET.format(
         name=name, nodes=nodes, procs=procs, gpus=gpus, extra=extra, run_extra=run_extra)))
     existing = tmp_path / "dist" / "dev" / "keep.yaml"
     existing.parent.mkdir(parents=True)
@@ -35,9 +36,9 @@ def fleet(tmp_path: Path, name="job", nodes=2, procs=8, gpus=8, extra="", run_ex
     return tmp_path
 
 
-def synth_fails(project: Path) -> list[str]:
+def synth_fails(project: Path, *args: str) -> list[str]:
     before = read_tree(project / "dist")
-    result = kubetrain("synth", "--app", "fleet", cwd=project)
+    result = kubetrain("synth", "--app", "fleet", *args, cwd=project)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert read_tree(project / "dist") == before, "dist/ changed although synth failed"
@@ -49,38 +50,97 @@ def test_valid_fleet_synthesizes(tmp_path):
     project = fleet(tmp_path)
     result = kubetrain("synth", "--app", "fleet", cwd=project)
     assert result.returncode == 0, result.stderr
-    assert sorted(read_tree(project / "dist")) == [
+    assert sorted(p for p in read_tree(project / "dist") if p.endswith(".yaml")) == [
         "dev/_cluster/Namespace.ml.yaml", "dev/ml/ConfigMap.job-config.yaml", "dev/ml/PyTorchJob.job.yaml"]
 
 
 @pytest.mark.parametrize(("kwargs", "expected"), [
     ({"name": "Job_1"}, "error: dev/Job_1: name: 'Job_1' is not a DNS-1035 label [KT003] fix: use at most 63"),
-    ({"name": "j" * 60}, f"error: dev/{'j' * 60}: name: 60 characters is too long"),
+    ({"name": "j" * 60}, f"error: dev/ml/{'j' * 60}: name: 60 characters is too long"),
     ({"nodes": 0}, "error: dev/job: nodes: Input should be greater than or equal to 1 (got 0) [KT003] "
                    "fix: use a value of at least 1"),
     ({"extra": "node=2,"}, "error: dev/job: node: unknown field [KT001] fix: did you mean 'nodes'?"),
-    ({"gpus": 16, "procs": 16}, "error: dev/job: resources.gpus: 16 GPUs requested but p5.48xlarge has 8 [KT102] "
-                                "fix: request at most 8 GPUs per node"),
-    ({"run_extra": ', "optimizer": {"lr": -1}'}, "error: dev/job: run.optimizer.lr: Input should be greater than 0"),
-    ({"run_extra": ', "model": {"dim": 100, "n_heads": 3}'}, "error: dev/job: run.model.n_heads: dim 100 is not "
-                                                             "divisible by n_heads 3 [KT202]"),
-    ({"procs": 8, "nodes": 3}, "error: dev/job: run.batch.global_size: global_size 64 is not a multiple of "
+    ({"gpus": 16, "procs": 16}, "error: dev/ml/job: resources.accelerators: 16 nvidia.com/gpu requested but "
+                                "p5.48xlarge has 8 [KT102]"),
+    ({"run_extra": ', "optimizer": {"lr": -1}'}, "error: dev/job: workload.run.optimizer.lr: Input should be "
+                                                 "greater than 0"),
+    ({"run_extra": ', "model": {"dim": 100, "n_heads": 3}'}, "error: dev/job: workload.run.model.n_heads: dim "
+                                                             "100 is not divisible by n_heads 3 [KT202]"),
+    ({"procs": 8, "nodes": 3}, "error: dev/ml/job: workload.run.batch.global_size: global_size 64 is not a multiple of "
                                "micro_size 1 x 24 ranks = 24"),
-    ({"extra": 'env={"NCCL_ALGO": "Ring"}, '}, None),  # no EFA requested: allowed
+    ({"extra": 'env={"NCCL_ALGO": "Ring"}, '}, "error: dev/ml/job: env.NCCL_ALGO: NCCL_ALGO=Ring must not be set"),
+    ({"extra": 'namespace="kube-system", '}, "error: dev/ml/job: namespace: namespace 'kube-system' is not owned"),
+    ({"extra": 'image="ghcr.io/org/img:", '}, "error: dev/job: image: 'ghcr.io/org/img:' is not a container image"),
+    ({"extra": 'elastic={"min_nodes": 1, "max_nodes": 2**31}, '},
+     "error: dev/job: elastic.max_nodes: Input should be less than or equal to 2147483647"),
 ])
 def test_each_problem_is_one_clear_line(tmp_path, kwargs, expected):
-    project = fleet(tmp_path, **kwargs)
-    if expected is None:
-        assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0
-        return
-    lines = synth_fails(project)
+    lines = synth_fails(fleet(tmp_path, **kwargs))
     assert any(line.startswith(expected) for line in lines), lines
 
 
 def test_all_problems_of_a_job_are_reported_together(tmp_path):
     project = fleet(tmp_path, nodes=0, extra="colour='red',", run_extra=', "seed": -1')
     lines = synth_fails(project)
-    assert [line.split(": ")[2] for line in lines] == ["nodes", "run.seed", "colour"]
+    assert [line.split(": ")[2] for line in lines] == ["nodes", "workload.run.seed", "colour"]
+
+
+def test_problems_of_every_job_and_rule_come_in_one_round(tmp_path):
+    source = BAD_FLEET.replace("    return app", '''    TrainingJob(dev, "second", image="img:1", nodes=1, procs_per_node=2, resources={"cpu": "1", "memory": "1Gi",
+                "shm": "2Gi"}, workload={"kind": "command", "command": ["t.py"]}, env={"RANK": "0"})
+    return app''').format(name="first", nodes=3, procs=8, gpus=8, extra="", run_extra="")
+    lines = synth_fails(fleet(tmp_path, source=source))
+    codes = sorted(line.split("[")[1].split("]")[0] for line in lines)
+    assert codes == ["KT105", "KT107", "KT201"], lines
+
+
+def test_warnings_do_not_stop_synth_unless_strict(tmp_path):
+    project = fleet(tmp_path, extra='image="ghcr.io/org/img:latest", ')
+    result = kubetrain("synth", "--app", "fleet", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "warning: dev/ml/job: image: 'ghcr.io/org/img:latest' has the tag latest [KT119]" in result.stderr
+    assert (project / "dist" / "dev" / "ml" / "PyTorchJob.job.yaml").is_file()
+    (project / "dist").rename(project / "dist.ok")
+    (project / "dist").mkdir()
+    (project / "dist" / "dev").mkdir()
+    (project / "dist" / "dev" / "keep.yaml").write_text("kind: Untouched\n")
+    lines = synth_fails(project, "--strict")
+    assert any("[KT119]" in line for line in lines)
+
+
+@pytest.mark.parametrize(("source", "app", "expected"), [
+    (None, "nope", "error: --app nope: no module named 'nope'"),
+    ("x = 1\n", "fleet", "error: --app fleet: module 'fleet' has no build() function"),
+    ("def build():\n    pass\n", "fleet", "error: --app fleet: build() returned NoneType, not a cdk8s App"),
+    (None, "fleet/__init__.py", "error: --app fleet/__init__.py: --app takes a module name, not a file path "
+                                "[KT020] fix: use --app fleet.__init__"),
+    ("from kubetrain import App, TrainingJob\ndef build():\n    app = App()\n    TrainingJob(app, 'j')\n    return app\n",
+     "fleet", "error: j: scope: a job must be created inside a Cluster, not in App"),
+    ("from kubetrain import App, Cluster\ndef build():\n    app = App()\n"
+     "    Cluster(app, 'c', kubernetes_version='1.33', namespaces=['a'])\n"
+     "    Cluster(app, 'c', kubernetes_version='1.33', namespaces=['b'])\n    return app\n",
+     "fleet", "error: c: name: another construct in the same scope already has this id [KT010]"),
+    ("from kubetrain import App, Cluster\ndef build():\n    app = App()\n"
+     "    Cluster(app, 'c', kubernetes_version='1.33', namespaces=['ml', 'ml'])\n    return app\n",
+     "fleet", "error: c: namespaces: Value error, namespaces must be unique"),
+])
+def test_cli_slips_are_one_line(tmp_path, source, app, expected):
+    project = fleet(tmp_path, source=source or "x = 1\n")
+    before = read_tree(project / "dist")
+    result = kubetrain("synth", "--app", app, cwd=project)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert any(line.startswith(expected) for line in result.stderr.splitlines()), result.stderr
+    assert read_tree(project / "dist") == before
+
+
+def test_an_exception_in_the_fleet_code_shows_its_own_traceback(tmp_path):
+    project = fleet(tmp_path, source="def build():\n    return helper()\n\ndef helper():\n    return 1 / 0\n")
+    result = kubetrain("synth", "--app", "fleet", cwd=project)
+    assert result.returncode == 2
+    first, *rest = result.stderr.splitlines()
+    assert first.startswith("error: the fleet module 'fleet' raised ZeroDivisionError: division by zero")
+    trace = "\n".join(rest)
+    assert "fleet/__init__.py\", line 5, in helper" in trace and "kubetrain/" not in trace
 
 
 def test_python_m_apps_reports_the_same_way(tmp_path):

@@ -1,24 +1,29 @@
-"""`kubetrain run-local` trains the committed dev job from dist/, as the operator would run it."""
+"""`kubetrain run-local` runs committed jobs from dist/ as their operator would: pods, environment, restarts."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import ROOT, kubetrain
-from kubetrain.run_local import find_job, plan_pods
+from kubetrain.jobs.launch import EXIT_RETRY
+from kubetrain.local.run_local import expand_env_refs, find_job, plan_job
 
-pytest.importorskip("torch", reason="run-local starts the training runtime, which needs torch")
+pytest.importorskip("torch", reason="run-local starts torchrun, which needs torch")
 
 
-def metrics(stdout: str, pod: str = "master-0") -> list[dict]:
-    prefix = f"[{pod}] {{"
-    return [json.loads(line[len(pod) + 3:]) for line in stdout.splitlines() if line.startswith(prefix)]
+def metrics(stdout: str) -> list[dict]:
+    """The trainer's JSON lines, from whichever pod hosts rank 0 (c10d rendezvous picks it)."""
+    return [json.loads(line.split("] ", 1)[1]) for line in stdout.splitlines()
+            if line.startswith("[") and "] {" in line]
 
 
 def test_dev_job_trains_from_dist(tmp_path):
@@ -33,60 +38,130 @@ def test_dev_job_trains_from_dist(tmp_path):
     assert len(digests) == 2 and len(set(digests)) == 1  # a Master and a Worker, one rank each
     checkpoints = tmp_path / "volumes" / "checkpoints" / "tiny-gpt"
     assert sorted(p.name for p in checkpoints.glob("step-*")) == ["step-00000020", "step-00000030"]  # keep: 2
-    assert len(list((checkpoints / "step-00000030").glob("*.distcp"))) == 2
-    assert (tmp_path / "pods" / "worker-0" / "config" / "run.yaml").is_file()
+    assert (tmp_path / "pods" / "worker-0" / "kubetrain-config" / "run.yaml").is_file()
+
+
+def test_dev_command_job_trains_from_dist(tmp_path):
+    result = kubetrain("run-local", "dev/ddp-minimal", "--workdir", str(tmp_path))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    losses = [float(line.split()[4]) for line in result.stdout.splitlines() if " step " in line and " loss " in line]
+    assert len(losses) == 20 and losses[-1] < losses[0] / 2
+    assert (tmp_path / "volumes" / "checkpoints" / "ddp-minimal" / "latest.pt").is_file()
 
 
 def test_pods_get_the_operator_environment_and_the_callers(tmp_path, monkeypatch):
     monkeypatch.setenv("KUBETRAIN_CALLER_MARK", "kept")
-    pods = plan_pods(find_job(ROOT / "dist", "tiny-gpt"), tmp_path, steps=5, overrides=["seed=3"])
-    assert [p.name for p in pods] == ["master-0", "worker-0"]
-    for rank, pod in enumerate(pods):
-        assert pod.env["KUBETRAIN_CALLER_MARK"] == "kept"
+    job = plan_job(find_job(ROOT / "dist", "tiny-gpt"), tmp_path, steps=5, overrides=["seed=3"])
+    assert [p.name for p in job.pods] == ["master-0", "worker-0"] and job.backoff_limit == 3
+    for rank, pod in enumerate(job.pods):
+        assert pod.env["KUBETRAIN_CALLER_MARK"] == "kept" and pod.restart_policy == "ExitCode"
         assert pod.env["PET_NODE_RANK"] == pod.env["RANK"] == str(rank)
         assert pod.env["PET_NNODES"] == "2" and pod.env["PET_NPROC_PER_NODE"] == "1" and pod.env["WORLD_SIZE"] == "2"
-        assert pod.env["MASTER_PORT"] == pods[0].env["MASTER_PORT"]
-        assert pod.command[:3] == [sys.executable, "-m", "torch.distributed.run"]
-        config = pod.command[pod.command.index("--config") + 1]
-        assert config == str((tmp_path / "pods" / pod.name / "config" / "run.yaml").resolve())
+        assert pod.env["MASTER_PORT"] == job.pods[0].env["MASTER_PORT"]
+        assert pod.env["KUBETRAIN_RUN_CONFIG"] == str(tmp_path.resolve() / "pods" / pod.name / "kubetrain-config" /
+                                                      "run.yaml")
+        assert pod.command[:2] == ["/bin/sh", "-c"]
+        assert f"--rdzv-endpoint=127.0.0.1:{pod.env['MASTER_PORT']}" in pod.command
         sets = [pod.command[i + 1] for i, arg in enumerate(pod.command) if arg == "--set"]
-        assert sets == [f"checkpoint.dir={(tmp_path / 'volumes' / 'checkpoints').resolve()}/tiny-gpt",
-                        "max_steps=5", "seed=3"]
+        assert sets == ["seed=3", "max_steps=5",
+                        f"checkpoint.dir={(tmp_path / 'volumes' / 'checkpoints').resolve()}/tiny-gpt"]
 
 
 def test_elastic_pods_get_the_rendezvous_and_no_ranks(tmp_path):
-    pods = plan_pods(find_job(ROOT / "dist", "dev/tiny-gpt-elastic"), tmp_path, steps=5, overrides=[])
-    assert [p.name for p in pods] == ["worker-0", "worker-1"]
-    for pod in pods:
+    job = plan_job(find_job(ROOT / "dist", "dev/tiny-gpt-elastic"), tmp_path, steps=5, overrides=[])
+    assert [p.name for p in job.pods] == ["worker-0", "worker-1"]
+    for pod in job.pods:
         assert pod.env["PET_NNODES"] == "1:2" and pod.env["PET_RDZV_BACKEND"] == "c10d"
-        assert pod.env["PET_RDZV_ENDPOINT"] == pods[0].env["PET_RDZV_ENDPOINT"]
+        assert pod.env["PET_RDZV_ENDPOINT"] == job.pods[0].env["PET_RDZV_ENDPOINT"]
         assert pod.env["PET_MAX_RESTARTS"] == "3"
         # No Master: ranks come from each rendezvous, not from the pod index.
         assert not {"RANK", "PET_NODE_RANK", "MASTER_ADDR", "WORLD_SIZE"} & set(pod.env) - set(os.environ)
 
 
-def test_bad_override_fails_the_job(tmp_path):
-    result = kubetrain("run-local", "dev/tiny-gpt", "--workdir", str(tmp_path), "--set", "optimizer.lr=-1")
-    assert result.returncode != 0
-    assert "optimizer.lr: Input should be greater than 0" in result.stdout
+def test_bad_override_is_reported_before_any_pod_starts(tmp_path):
+    result = kubetrain("run-local", "dev/tiny-gpt", "--workdir", str(tmp_path), "--set", "optimizer.lr=-1",
+                       "--set", "batch.micro_size=abc")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "optimizer.lr: Input should be greater than 0" in result.stderr
+    assert "batch.micro_size" in result.stderr
+    assert result.stdout == "" and not (tmp_path / "pods").exists() or not any((tmp_path / "pods").iterdir()), \
+        "no pod may start"
+
+
+def test_set_is_refused_for_command_jobs(tmp_path):
+    result = kubetrain("run-local", "dev/ddp-minimal", "--workdir", str(tmp_path), "--set", "max_steps=3")
+    assert result.returncode == 2 and "this job runs its own command" in result.stderr
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has GPUs")
 def test_gpu_job_is_refused_without_gpus(tmp_path):
     result = kubetrain("run-local", "prod/gpt-1b-fsdp", "--workdir", str(tmp_path))
     assert result.returncode == 2
-    assert "each pod requests 8 GPUs and this machine has none" in result.stderr
+    assert "each pod requests 8 nvidia.com/gpu and this machine has none" in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_unknown_job(tmp_path):
-    result = kubetrain("run-local", "dev/nope", "--workdir", str(tmp_path), cwd=Path(ROOT))
-    assert result.returncode == 2 and "no PyTorchJob named 'nope'" in result.stderr
+def test_unknown_job_and_broken_manifest(tmp_path):
+    result = kubetrain("run-local", "dev/nope", "--workdir", str(tmp_path))
+    assert result.returncode == 2 and "no job named 'nope'" in result.stderr
+    dist = tmp_path / "dist"
+    shutil.copytree(ROOT / "dist" / "dev", dist / "dev")
+    job = dist / "dev" / "ml-dev" / "PyTorchJob.tiny-gpt.yaml"
+    job.write_text("<<<<<<< HEAD\n" + job.read_text() + "=======\n>>>>>>> branch\n")
+    result = kubetrain("run-local", "dev/tiny-gpt", "--workdir", str(tmp_path / "w"), "--dist", str(dist))
+    assert result.returncode == 2 and "Traceback" not in result.stderr and "cannot read" in result.stderr
 
 
 def test_kubernetes_variable_references_are_expanded():
-    from kubetrain.run_local import expand_env_refs
-
     env = {"PET_MASTER_ADDR": "127.0.0.1", "PET_MASTER_PORT": "2345"}
     assert expand_env_refs("$(PET_MASTER_ADDR):$(PET_MASTER_PORT)", env) == "127.0.0.1:2345"
     assert expand_env_refs("$(UNDEFINED) $$(PET_MASTER_PORT)", env) == "$(UNDEFINED) $(PET_MASTER_PORT)"
+
+
+RESTART_FLEET = '''
+from kubetrain import App, Cluster, TrainingJob
+
+def build():
+    app = App()
+    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    TrainingJob(cluster, "crashy", image="img:1", nodes=1, procs_per_node=1, max_restarts=0, backoff_limit=1,
+                resources={"cpu": "1", "memory": "2Gi", "shm": "256Mi"},
+                volumes=[{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}],
+                workload={"kind": "trainer", "run": {
+                    "model": {"vocab_size": 64, "dim": 16, "n_layers": 1, "n_heads": 2},
+                    "data": {"seq_len": 16}, "batch": {"global_size": 2, "micro_size": 2},
+                    "checkpoint": {"dir": "/ckpt/crashy", "interval": 100}, "max_steps": 6}})
+    return app
+'''
+
+
+def test_restarts_follow_the_operator(tmp_path):
+    """Ranks that keep dying exhaust torchrun's budget, the pod exits EXIT_RETRY and is restarted up to
+    backoffLimit; without the fault the same job succeeds at once."""
+    (tmp_path / "fleet").mkdir()
+    (tmp_path / "fleet" / "__init__.py").write_text(textwrap.dedent(RESTART_FLEET))
+    assert kubetrain("synth", "--app", "fleet", cwd=tmp_path).returncode == 0
+    dist = str(tmp_path / "dist")
+    result = kubetrain("run-local", "c/crashy", "--workdir", str(tmp_path / "w1"), "--dist", dist,
+                       env={"KUBETRAIN_FAULT": "crash:step=3"})
+    assert result.returncode == EXIT_RETRY, result.stdout[-3000:]
+    assert f"pod master-0 exited {EXIT_RETRY}; restartPolicy ExitCode restarts it (1 of backoffLimit 1)" \
+        in result.stdout
+    assert "the backoff limit is spent: the job failed" in result.stdout
+    result = kubetrain("run-local", "c/crashy", "--workdir", str(tmp_path / "w2"), "--dist", dist)
+    assert result.returncode == 0 and "restarts it" not in result.stdout
+
+
+def test_launcher_fails_a_bad_config_at_once_without_torchrun(tmp_path):
+    """The pod's launcher script checks the run config before torchrun: exit 2, which ExitCode never retries."""
+    job = yaml.safe_load((ROOT / "dist" / "dev" / "ml-dev" / "PyTorchJob.tiny-gpt.yaml").read_text())
+    command = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
+    (tmp_path / "run.yaml").write_text("batch: {global_size: 4, micro_size: 1}\nmax_steps: 1\noptimiser: {}\n")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)
+    env = {**os.environ, "KUBETRAIN_RUN_CONFIG": str(tmp_path / "run.yaml"),
+           "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "constructs"), str(ROOT)])}
+    result = subprocess.run(command[:4], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "optimiser: unknown field [KT001]" in result.stderr and "torchrun" not in result.stderr

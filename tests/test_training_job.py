@@ -1,4 +1,4 @@
-"""TrainingJob compiles into what the training operator expects (shared/domain-facts.md section 1)."""
+"""TrainingJob compiles into what its target's operator expects (shared/domain-facts.md section 1)."""
 
 from __future__ import annotations
 
@@ -7,46 +7,66 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain import App, Cluster, ConfigError, TrainingJob
+from kubetrain import (
+    App,
+    ClaimVolume,
+    Cluster,
+    Command,
+    ConfigError,
+    JsonPatch,
+    NodeResources,
+    PodSettings,
+    SecurityContext,
+    Toleration,
+    Trainer,
+    TrainingJob,
+    TrainingJobProps,
+)
+from kubetrain.diagnostics import diagnostics
 from kubetrain.manifests import render
 from kubetrain.validate import CrdSchemas, validate_manifests
 from training.config import RunConfig, load_run_config
 
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
 VOLUMES = [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}]
+GPU_JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge",
+           "resources": {"cpu": "96", "memory": "1000Gi", "accelerators": 8, "efa": 32}, "volumes": VOLUMES,
+           "workload": {"kind": "trainer", "run": RUN}}
+CPU_JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 1, "resources": {"cpu": "2", "memory": "4Gi"},
+           "volumes": VOLUMES, "workload": {"kind": "trainer", "run": {**RUN, "batch": {"global_size": 4,
+                                                                                       "micro_size": 1}}}}
 
 
-def compile_job(**overrides: Any) -> dict[str, dict]:
+def synth(*jobs: dict[str, Any], namespaces=("ml", "other")) -> dict[str, dict]:
+    """Render jobs (each a props dict with a `name`) in one cluster; raise every error like synth does."""
     app = App()
-    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml", "other"])
-    props = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge",
-             "resources": {"cpu": "96", "memory": "1000Gi", "gpus": 8, "efa": 32}, "volumes": VOLUMES, "run": RUN}
-    TrainingJob(cluster, overrides.pop("name", "job"), **{**props, **overrides})
+    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=list(namespaces))
+    for job in jobs:
+        TrainingJob(cluster, job.get("name", "job"), {k: v for k, v in job.items() if k != "name"})
+    diagnostics(app).raise_errors()
     return {str(path): yaml.safe_load(text) for path, text in render(app).items()}
 
 
-def problems(**overrides: Any) -> list[tuple[str, str]]:
-    with pytest.raises(ConfigError) as info:
-        compile_job(**overrides)
-    return [(p.code, p.path) for p in info.value.problems]
+def compile_job(**overrides: Any) -> dict[str, dict]:
+    return synth({**GPU_JOB, **overrides})
 
 
 def test_pytorchjob_honours_the_operator_contract():
-    objects = compile_job()
-    job = objects["c/ml/PyTorchJob.job.yaml"]
+    job = compile_job()["c/ml/PyTorchJob.job.yaml"]
     assert job["apiVersion"] == "kubeflow.org/v1"
     spec = job["spec"]
     assert spec["nprocPerNode"] == "8"
-    assert set(spec["pytorchReplicaSpecs"]) == {"Master", "Worker"}
     assert spec["pytorchReplicaSpecs"]["Master"]["replicas"] == 1
     assert spec["pytorchReplicaSpecs"]["Worker"]["replicas"] == 1
     for replica in spec["pytorchReplicaSpecs"].values():
         pod = replica["template"]["spec"]
         (container,) = pod["containers"]
         assert container["name"] == "pytorch" and container["image"] == "img:1"
-        assert container["command"] == [
-            "torchrun", "--max-restarts=3", "--rdzv-backend=c10d", "--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)",
-            "--rdzv-id=job", "-m", "training", "--config", "/etc/kubetrain/run.yaml"]
+        command = container["command"]
+        assert command[:2] == ["/bin/sh", "-c"] and 'torchrun "$@"' in command[2]
+        assert command[3:] == ["kubetrain-launch", "--max-restarts=3", "--rdzv-backend=c10d",
+                               "--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)", "--rdzv-id=job",
+                               "-m", "training", "--config", "/etc/kubetrain/run.yaml"]
         env = {e["name"]: e["value"] for e in container["env"]}
         assert not {"MASTER_ADDR", "RANK", "WORLD_SIZE"} & set(env), "the operator owns these"
         assert env["NCCL_SOCKET_IFNAME"].startswith("^")
@@ -55,88 +75,172 @@ def test_pytorchjob_honours_the_operator_contract():
         assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
         assert container["resources"]["limits"]["hugepages-2Mi"] == "5120Mi"
         assert "cpu" not in container["resources"]["limits"]
+        assert container["securityContext"] == {"allowPrivilegeEscalation": False}
         shm = next(v for v in pod["volumes"] if v["name"] == "shm")
         assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "1Gi"}
         assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "p5.48xlarge"}
         assert pod["tolerations"][0]["key"] == "nvidia.com/gpu"
+        assert pod["automountServiceAccountToken"] is False
 
 
-def test_single_node_job_has_no_workers_and_cpu_job_no_gpu_extras():
-    objects = compile_job(nodes=1, procs_per_node=2, instance_type=None, resources={"cpu": "2", "memory": "4Gi"},
-                          run={**RUN, "batch": {"global_size": 4, "micro_size": 1}})
+def test_single_node_cpu_job_has_no_workers_and_no_gpu_extras():
+    objects = synth({**CPU_JOB, "nodes": 1})
     spec = objects["c/ml/PyTorchJob.job.yaml"]["spec"]
     assert set(spec["pytorchReplicaSpecs"]) == {"Master"}
     pod = spec["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert "tolerations" not in pod and "nodeSelector" not in pod
-    assert pod["containers"][0]["env"] == [{"name": "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "value": "1"}]
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    assert env == {"KUBETRAIN_RUN_CONFIG": "/etc/kubetrain/run.yaml", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
 
 
 def test_config_map_round_trips_through_the_runtime_loader(tmp_path):
-    objects = compile_job()
-    config_map = objects["c/ml/ConfigMap.job-config.yaml"]
+    config_map = compile_job()["c/ml/ConfigMap.job-config.yaml"]
     (tmp_path / "run.yaml").write_text(config_map["data"]["run.yaml"])
     assert load_run_config(tmp_path / "run.yaml") == RunConfig.model_validate(RUN)
 
 
 def test_config_change_changes_the_pod_template_hash():
     def digest(run: dict) -> str:
-        template = compile_job(run=run)["c/ml/PyTorchJob.job.yaml"]["spec"]["pytorchReplicaSpecs"]["Master"]
-        return template["template"]["metadata"]["annotations"]["kubetrain.dev/config-sha256"]
+        template = compile_job(workload={"kind": "trainer", "run": run})["c/ml/PyTorchJob.job.yaml"]
+        return template["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["metadata"]["annotations"][
+            "kubetrain.dev/config-sha256"]
 
     assert digest(RUN) == digest(dict(RUN))
     assert digest(RUN) != digest({**RUN, "max_steps": 11})
 
 
-@pytest.mark.parametrize(("overrides", "expected"), [
-    ({"env": {"NCCL_ALGO": "Ring"}}, ("KT106", "env.NCCL_ALGO")),
-    ({"env": {"NCCL_SOCKET_IFNAME": "eth0"}}, ("KT106", "env.NCCL_SOCKET_IFNAME")),
-    ({"env": {"WORLD_SIZE": "16"}}, ("KT105", "env.WORLD_SIZE")),
-    ({"env": {"PET_NNODES": "2"}}, ("KT105", "env.PET_NNODES")),
-    ({"resources": {"cpu": "1", "memory": "1Gi", "gpus": 8, "efa": 33}}, ("KT103", "resources.efa")),
-    ({"resources": {"cpu": "1", "memory": "1Gi", "gpus": 8, "shm": "2Gi"}}, ("KT107", "resources.shm")),
-    ({"procs_per_node": 4, "run": {**RUN, "batch": {"global_size": 8, "micro_size": 1}}}, ("KT104", "procs_per_node")),
-    ({"instance_type": "p9.huge"}, ("KT111", "instance_type")),
-    ({"volumes": []}, ("KT108", "run.checkpoint.dir")),
-    ({"volumes": [{**VOLUMES[0], "read_only": True}]}, ("KT108", "run.checkpoint.dir")),
-    ({"volumes": [*VOLUMES, {"name": "shm", "claim": "x", "mount_path": "/x"}]}, ("KT112", "volumes.1.name")),
-    ({"run": {**RUN, "data": {"source": "tokens"}}}, ("KT204", "run.data.path")),
-    ({"run": {**RUN, "data": {"source": "tokens", "path": "/elsewhere/t.bin"}}}, ("KT108", "run.data.path")),
-    ({"namespace": "nope"}, ("KT109", "namespace")),
-    ({"run": {**RUN, "resilience": {"watchdog_floor_s": 300}}}, ("KT113", "run.resilience.watchdog_floor_s")),
-    ({"elastic": {"min_nodes": 3}}, ("KT114", "elastic.min_nodes")),
-    ({"elastic": {"min_nodes": 1, "max_nodes": 1}}, ("KT114", "elastic.max_nodes")),
-    # 16 / (1 x 8 x 3) does not divide: a world size inside the elastic range.
-    ({"elastic": {"min_nodes": 1, "max_nodes": 4}}, ("KT201", "run.batch.global_size")),
-])
-def test_compile_time_rules(overrides, expected):
-    assert expected in problems(**overrides)
+def test_typed_props_and_dicts_build_the_same_job():
+    typed = TrainingJobProps(
+        name="job", image="img:1", nodes=2, procs_per_node=1, resources=NodeResources(cpu="2", memory="4Gi"),
+        volumes=[ClaimVolume(name="ckpt", claim="ckpt", mount_path="/ckpt")],
+        workload=Trainer(run=RunConfig.model_validate(CPU_JOB["workload"]["run"])))
+    assert _render(typed) == _render(CPU_JOB)
 
 
-def test_duplicate_job_in_a_namespace_is_rejected():
+def _render(props: TrainingJobProps | dict) -> dict:
     app = App()
-    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
-    props = {"image": "i", "nodes": 1, "procs_per_node": 1, "resources": {"cpu": "1", "memory": "2Gi"},
-             "volumes": VOLUMES, "run": {**RUN, "batch": {"global_size": 1, "micro_size": 1}}}
-    TrainingJob(cluster, "a", **props)
+    TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job", props)
+    diagnostics(app).raise_errors()
+    return render(app)
+
+
+def test_same_job_name_in_two_namespaces():
+    objects = synth({**CPU_JOB, "name": "a"}, {**CPU_JOB, "name": "a", "namespace": "other"})
+    assert {"c/ml/PyTorchJob.a.yaml", "c/other/PyTorchJob.a.yaml", "c/ml/ConfigMap.a-config.yaml",
+            "c/other/ConfigMap.a-config.yaml"} <= set(objects)
+
+
+def test_a_name_is_claimed_once_per_namespace_across_kinds():
+    # Job "a" owns ConfigMap "a-config": a job named "a-config" in the same namespace clashes with it.
     with pytest.raises(ConfigError) as info:
-        TrainingJob(cluster, "a", **props)
-    assert info.value.problems[0].code == "KT110"
+        synth({**CPU_JOB, "name": "a"}, {**CPU_JOB, "name": "a-config"})
+    assert [(p.code, p.path) for p in info.value.problems] == [("KT110", "name")]
+    with pytest.raises(ConfigError) as info:
+        synth({**CPU_JOB, "name": "a"}, {**CPU_JOB, "name": "a"})
+    assert {p.code for p in info.value.problems} == {"KT110", "KT010"}
 
 
 def test_cluster_props_are_validated():
     with pytest.raises(ConfigError) as info:
         Cluster(App(), "c", kubernetes_version="v1.33", namespaces=[])
     assert [p.path for p in info.value.problems] == ["kubernetes_version", "namespaces"]
+    with pytest.raises(ConfigError) as info:
+        Cluster(App(), "c", kubernetes_version="1.23", namespaces=["kube-system"])
+    assert [p.path for p in info.value.problems] == ["kubernetes_version", "namespaces"]
 
 
-def test_restart_budget_is_rendered():
-    spec = compile_job(max_restarts=7)["c/ml/PyTorchJob.job.yaml"]["spec"]
-    assert "--max-restarts=7" in spec["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]
+def test_two_clusters_with_one_name_is_a_problem_not_a_crash():
+    app = App()
+    Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    with pytest.raises(ConfigError) as info:
+        Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    assert info.value.problems[0].code == "KT010"
+
+
+def test_restart_budget_and_policy_are_rendered():
+    spec = compile_job(max_restarts=7, backoff_limit=5)["c/ml/PyTorchJob.job.yaml"]["spec"]
+    worker = spec["pytorchReplicaSpecs"]["Worker"]
+    assert "--max-restarts=7" in worker["template"]["spec"]["containers"][0]["command"]
+    assert worker["restartPolicy"] == "ExitCode" and spec["runPolicy"] == {"backoffLimit": 5}
+
+
+def test_command_job_runs_the_users_program_under_torchrun(crds, tmp_path):
+    objects = synth({**CPU_JOB, "image": "nvcr.io/nvidia/pytorch:25.04-py3",
+                     "workload": Command(command=["train.py", "--lr", "3e-4"], working_dir="/workspace",
+                                         checkpoint_dir="/ckpt/run")})
+    assert "c/ml/ConfigMap.job-config.yaml" not in objects, "a command job has no run config"
+    job = objects["c/ml/PyTorchJob.job.yaml"]
+    container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    assert container["command"][-3:] == ["train.py", "--lr", "3e-4"]
+    assert "python -m training" not in container["command"][2], "no trainer config check for a command"
+    assert container["workingDir"] == "/workspace"
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    assert validate_manifests([tmp_path / "job.yaml"], CrdSchemas(crds), "1.33") == (1, [])
+
+
+def test_command_without_launcher_runs_as_given():
+    objects = synth({**CPU_JOB, "workload": Command(command=["bash", "-c", "echo $RANK"], launcher="none")})
+    container = objects["c/ml/PyTorchJob.job.yaml"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"][
+        "containers"][0]
+    assert container["command"] == ["bash", "-c", "echo $RANK"]
+    assert "env" not in container  # no torchrun, so none of its settings
+
+
+def test_pod_settings_reach_the_pod(crds, tmp_path):
+    settings = PodSettings(
+        labels={"team": "research"}, annotations={"example.com/owner": "ml"}, node_selector={"pool": "gpu"},
+        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In",
+                                   "values": ["us-east-1a"]}]}]}}},
+        tolerations=[Toleration(key="dedicated", operator="Equal", value="training", effect="NoSchedule")],
+        priority_class="training-high", scheduler_name="volcano", service_account="trainer",
+        security_context=SecurityContext(run_as_user=1000, fs_group=1000), host_network=True,
+        termination_grace_period_s=120, image_pull_policy="IfNotPresent", image_pull_secrets=["registry"])
+    job = compile_job(pod=settings, volumes=[*VOLUMES, {"name": "cache", "empty_dir": "disk", "mount_path": "/cache",
+                                                        "size_limit": "50Gi"},
+                                             {"name": "tokens", "secret": "hf-token", "mount_path": "/secrets"}])
+    manifest = job["c/ml/PyTorchJob.job.yaml"]
+    template = manifest["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+    pod = template["spec"]
+    assert template["metadata"]["labels"] == {"team": "research", "kubetrain.dev/job": "job"}
+    assert template["metadata"]["annotations"]["example.com/owner"] == "ml"
+    assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "p5.48xlarge", "pool": "gpu"}
+    assert pod["tolerations"][1] == {"key": "dedicated", "operator": "Equal", "value": "training",
+                                     "effect": "NoSchedule"}
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert pod["priorityClassName"] == "training-high" and pod["schedulerName"] == "volcano"
+    assert pod["serviceAccountName"] == "trainer" and pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"] == {"runAsUser": 1000, "fsGroup": 1000}
+    assert pod["terminationGracePeriodSeconds"] == 120 and pod["imagePullSecrets"] == [{"name": "registry"}]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["cache"] == {"name": "cache", "emptyDir": {"sizeLimit": "50Gi"}}
+    assert volumes["tokens"] == {"name": "tokens", "secret": {"secretName": "hf-token"}}
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(manifest))
+    assert validate_manifests([tmp_path / "job.yaml"], CrdSchemas(crds), "1.33") == (1, [])
+
+
+def test_pod_settings_refuse_privilege_and_bad_affinity():
+    with pytest.raises(ConfigError) as info:
+        compile_job(pod={"security_context": {"privileged": True}, "affinity": {"nodeAffinity": {"bogus": 1}}})
+    problems = {(p.code, p.path) for p in info.value.problems}
+    assert ("KT001", "pod.security_context.privileged") in problems
+    assert ("KT003", "pod.affinity") in problems
+
+
+def test_escape_hatch_patches_the_operator_object(crds, tmp_path):
+    app = App()
+    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    job = TrainingJob(cluster, "job", GPU_JOB)
+    job.patch(JsonPatch.add("/spec/runPolicy/schedulingPolicy", {"minAvailable": 2, "queue": "training"}))
+    manifest = yaml.safe_load(render(app)[next(p for p in render(app) if p.name == "PyTorchJob.job.yaml")])
+    assert manifest["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 2, "queue": "training"}
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(manifest))
+    assert validate_manifests([tmp_path / "job.yaml"], CrdSchemas(crds), "1.33") == (1, [])
 
 
 def test_elastic_job_has_workers_only_and_an_elastic_policy(crds, tmp_path):
     objects = compile_job(nodes=2, elastic={"min_nodes": 1, "max_nodes": 4}, max_restarts=5,
-                          run={**RUN, "batch": {"global_size": 96, "micro_size": 1}})
+                          workload={"kind": "trainer", "run": {**RUN, "batch": {"global_size": 96, "micro_size": 1}}})
     job = objects["c/ml/PyTorchJob.job.yaml"]
     spec = job["spec"]
     assert spec["elasticPolicy"] == {"rdzvBackend": "c10d", "minReplicas": 1, "maxReplicas": 4, "maxRestarts": 5}

@@ -22,6 +22,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--config", required=True, help="run config YAML (the job's mounted ConfigMap)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field, e.g. --set max_steps=30 (repeatable)")
+    parser.add_argument("--check", action="store_true",
+                        help="only validate the config and exit (0: valid, 2: not); the pod's launcher runs this "
+                             "before torchrun, so a bad config fails the job at once instead of being retried")
     parser.add_argument("--stop-after-step", type=int, default=None, metavar="N",
                         help="stop after step N as if interrupted (drills and resume tests); "
                              "the schedule still runs to max_steps")
@@ -41,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         run = load_run_config(args.config, args.overrides)
     except ConfigError as error:
         return report(error)
+    if args.check:
+        return 0
     try:
         parse_faults(os.environ.get("KUBETRAIN_FAULT", ""))
     except ValueError as exc:

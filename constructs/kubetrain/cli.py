@@ -1,14 +1,14 @@
-"""The `kubetrain` command line: synth, validate and run-local.
+"""The `kubetrain` command line: synth, validate, run-local, explain and rules.
 
-Bad input is the user's, not a crash: it prints one line per problem and exits 2, with no
-traceback and nothing written.
+Bad input is the user's, not a crash: every command prints one line per problem naming where it
+is and how to fix it, exits 2, prints no traceback, and writes nothing. `validate` exits 1 when
+the manifests themselves are invalid.
 """
 
 from __future__ import annotations
 
-import importlib
+import difflib
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -16,7 +16,6 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from kubetrain.manifests import synth as synth_app
 from training.problems import ConfigError, problems_from_validation_error
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -27,26 +26,37 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 EXIT_BAD_INPUT = 2
 
 
-def run_synth(app_module: str = "apps", outdir: Path | None = None) -> int:
+def _print_errors(lines: list[str], severity: str = "error") -> None:
+    for line in lines:
+        err.print(f"{severity}: {line}", markup=False)
+
+
+def run_synth(app_module: str = "apps", outdir: Path | None = None, strict: bool = False) -> int:
     """Build the fleet in `app_module` (its `build()` returns a cdk8s App) and write it to `outdir`."""
+    from kubetrain.fleet import FleetCodeError, build_fleet
+    from kubetrain.manifests import synth as synth_app
+
     outdir = outdir or Path(os.environ.get("CDK8S_OUTDIR") or "dist")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # the fleet lives in the project, not in site-packages
     try:
-        fleet = importlib.import_module(app_module).build()
+        fleet, found = build_fleet(app_module)
+        _print_errors([f.format() for f in found.warnings if not strict], "warning")
+        found.raise_errors(strict)
         written = synth_app(fleet, outdir)
-    except ConfigError as exc:
-        return _report(exc.lines(), outdir)
-    except ValidationError as exc:  # a model built directly in the app, outside any construct
-        return _report([p.format(exc.title) for p in problems_from_validation_error(exc)], outdir)
+    except FleetCodeError as error:
+        err.print(error.report(), markup=False, end="")
+        err.print(f"synth failed; {outdir}/ was not changed", markup=False)
+        return EXIT_BAD_INPUT
+    except ConfigError as error:
+        return _report(error.lines(), outdir)
+    except ValidationError as error:  # a model built directly in the app, outside any construct
+        return _report([p.format(error.title) for p in problems_from_validation_error(error)], outdir)
     clusters = sorted({path.parts[0] for path in written})
     out.print(f"synthesized {len(written)} objects for {len(clusters)} clusters ({', '.join(clusters)}) into {outdir}/")
     return 0
 
 
 def _report(lines: list[str], outdir: Path) -> int:
-    for line in lines:
-        err.print(f"error: {line}", markup=False)
+    _print_errors(lines)
     err.print(f"synth failed with {len(lines)} problem(s); {outdir}/ was not changed", markup=False)
     return EXIT_BAD_INPUT
 
@@ -55,9 +65,10 @@ def _report(lines: list[str], outdir: Path) -> int:
 def synth(
     app_module: Annotated[str, typer.Option("--app", help="Python module whose build() returns the cdk8s App.")] = "apps",
     outdir: Annotated[Optional[Path], typer.Option(help="Output folder. Default: $CDK8S_OUTDIR, else dist.")] = None,
+    strict: Annotated[bool, typer.Option(help="Treat warnings as errors.")] = False,
 ) -> None:
     """Synthesize the fleet into one YAML file per Kubernetes object."""
-    raise typer.Exit(run_synth(app_module, outdir))
+    raise typer.Exit(run_synth(app_module, outdir, strict))
 
 
 @app.command()
@@ -97,24 +108,54 @@ def validate(
 @app.command("run-local")
 def run_local(
     job: Annotated[str, typer.Argument(help="The job, as CLUSTER/JOB (or JOB when the name is unique).")],
-    steps: Annotated[Optional[int], typer.Option(help="Override the run config's max_steps.")] = None,
+    steps: Annotated[Optional[int], typer.Option(help="Override the run config's max_steps (trainer jobs).")] = None,
     workdir: Annotated[Optional[Path], typer.Option(
         help="Where volumes live. Default: .run-local/<job>; checkpoints there survive, so a rerun resumes.")] = None,
     overrides: Annotated[Optional[list[str]], typer.Option(
-        "--set", help="Override a run config field, dotted.key=value (repeatable).")] = None,
+        "--set", help="Override a run config field, dotted.key=value (repeatable; trainer jobs).")] = None,
     dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
 ) -> None:
-    """Run a committed PyTorchJob on this machine: one process per replica, CPU and gloo."""
-    from kubetrain.run_local import find_job, plan_pods, run_pods
+    """Run a committed job on this machine: one process per pod, CPU and gloo, restarted as the operator would."""
+    from kubetrain.local.run_local import find_job, plan_job, run_job
 
     try:
-        job_file = find_job(dist, job)
-        pods = plan_pods(job_file, workdir or Path(".run-local") / job.replace("/", "-"), steps, overrides or [])
-    except ConfigError as exc:
-        for line in exc.lines():
-            err.print(f"error: {line}", markup=False)
+        planned = plan_job(find_job(dist, job), workdir or Path(".run-local") / job.replace("/", "-"), steps,
+                           overrides or [])
+    except ConfigError as error:
+        _print_errors(error.lines())
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    raise typer.Exit(run_pods(pods))
+    raise typer.Exit(run_job(planned))
+
+
+@app.command()
+def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. KT106.")]) -> None:
+    """Print one rule: what it checks, why, how to fix it, and where the fact comes from."""
+    from kubetrain.rules.catalog import every_rule
+
+    rules = {rule.code: rule for rule in every_rule()}
+    rule = rules.get(code.upper())
+    if rule is None:
+        guess = difflib.get_close_matches(code.upper(), list(rules), n=1)
+        hint = f"did you mean {guess[0]}? " if guess else ""
+        err.print(f"error: no rule {code!r}; {hint}`kubetrain rules` lists them all", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    out.print(f"{rule.code} ({rule.severity}): {rule.title}", markup=False)
+    out.print(f"why: {rule.rationale}", markup=False)
+    out.print(f"fix: {rule.fix}", markup=False)
+    out.print(f"source: {rule.source}", markup=False)
+    out.print(f"targets: {', '.join(rule.targets) if rule.targets else 'all'}", markup=False)
+
+
+@app.command()
+def rules(markdown: Annotated[bool, typer.Option(help="Print the README's Markdown table.")] = False) -> None:
+    """List every rule kubetrain checks."""
+    from kubetrain.rules.catalog import every_rule, markdown_table
+
+    if markdown:
+        out.print(markdown_table(), markup=False, end="")
+        return
+    for rule in every_rule():
+        out.print(f"{rule.code}  {rule.severity:<7}  {rule.title}", markup=False)
 
 
 def main() -> None:

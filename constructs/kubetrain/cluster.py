@@ -9,59 +9,144 @@ from cdk8s_plus_33 import k8s
 from constructs import Construct
 from pydantic import Field, field_validator
 
-from kubetrain.job_props import StrictProps
+from kubetrain.jobs.props import StrictProps
 from kubetrain.names import Dns1123Label
-from training.problems import ConfigError, Problem, validate_model
+from kubetrain.rules.registry import register
+from training.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
 
 KUBERNETES_VERSION_ANNOTATION = "kubetrain.dev/kubernetes-version"
+# Namespaces the control plane creates and owns; kubetrain's objects never go there.
+PLATFORM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+
+NAMESPACE_NOT_OWNED = register(
+    "KT109", "error", "namespace not owned by the cluster",
+    rationale="Every object kubetrain emits lives in a namespace the cluster definition creates and owns, so "
+              "Argo CD's project can allow exactly those and nothing lands in a namespace nobody reviews.",
+    fix="use one of the cluster's namespaces, or add the namespace to Cluster(namespaces=[...])",
+    source="kubetrain")
+DUPLICATE_ID = register(
+    "KT010", "error", "two objects with one id, or one kind and name",
+    rationale="cdk8s needs every construct id in a scope to be unique, and two objects of one kind, namespace "
+              "and name would overwrite each other in dist/.",
+    fix="give one of them another id or name", source="cdk8s; Kubernetes object names")
+NAME_TAKEN = register(
+    "KT110", "error", "name already taken in the namespace",
+    rationale="A job claims its own name and the names of the objects derived from it (its ConfigMap, the "
+              "operator's Services); two claims on one name in one namespace would overwrite each other.",
+    fix="give one of them another name (the same name in two namespaces is fine)",
+    source="kubetrain")
+
+
+def supported_kubernetes_versions() -> list[str]:
+    """The Kubernetes versions kubetrain can validate objects against: the only ones a cluster may declare."""
+    from kubetrain.validate import supported_versions
+
+    return supported_versions()
+
+
+def _check_version(value: str) -> str:
+    supported = supported_kubernetes_versions()
+    if value not in supported:
+        raise rule_violation(INVALID_VALUE, f"Kubernetes {value} is not one kubetrain can validate against",
+                             f"use one of {supported[0]}..{supported[-1]} (e.g. {supported[-1]})")
+    return value
 
 
 class ClusterProps(StrictProps):
     """A cluster and the namespaces kubetrain owns in it."""
 
     name: Dns1123Label = Field(..., description="Folder name under dist/ and the `kubetrain.dev/cluster` label.")
-    kubernetes_version: str = Field(..., pattern=r"^1\.[0-9]{2}$",
-                                    description="Control plane version, e.g. '1.33'; objects are validated against it.")
+    kubernetes_version: str = Field(..., description="Control plane version, e.g. '1.33'; objects are validated "
+                                                     "against it. One of `supported_kubernetes_versions()`.")
     namespaces: list[Dns1123Label] = Field(..., min_length=1,
                                            description="Namespaces created and owned here; the first is the default.")
 
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _supported(cls, value: str) -> str:
+        return _check_version(value)
+
     @field_validator("namespaces")
     @classmethod
-    def _unique(cls, value: list[str]) -> list[str]:
+    def _unique_and_ours(cls, value: list[str]) -> list[str]:
         if len(set(value)) != len(value):
             raise ValueError("namespaces must be unique")
+        platform = [n for n in value if n in PLATFORM_NAMESPACES]
+        if platform:
+            raise rule_violation(INVALID_VALUE, f"{', '.join(platform)} belongs to the control plane",
+                                 "create a namespace of your own for training, e.g. ml")
         return value
 
 
 class Cluster(cdk8s.Chart):
-    """All objects of one cluster. Jobs and other constructs are created inside it."""
+    """All objects of one cluster. Jobs and other constructs are created inside it.
+
+    Constructs that live in a namespace are created in that namespace's scope, so the same
+    name may be used in two namespaces without their construct ids colliding.
+    """
 
     def __init__(self, scope: Construct, id: str, **props: Any):
         validated = validate_model(ClusterProps, {"name": id, **props}, where=id)
-        super().__init__(scope, id, disable_resource_name_hashes=True,
-                         labels={"app.kubernetes.io/managed-by": "kubetrain", "kubetrain.dev/cluster": id})
+        try:
+            super().__init__(scope, id, disable_resource_name_hashes=True,
+                             labels={"app.kubernetes.io/managed-by": "kubetrain", "kubetrain.dev/cluster": id})
+        except RuntimeError as error:
+            problem = construct_id_problem(error)
+            if problem is None:
+                raise
+            raise ConfigError(id, [problem]) from None
         self.props = validated
-        self._names: set[tuple[str, str, str]] = set()
+        self._claims: dict[tuple[str, str], str] = {}  # (namespace, name) -> who claimed it
+        self._scopes: dict[str, Construct] = {}
         for namespace in self.props.namespaces:
-            # The version rides on the namespaces so `kubetrain validate` can check each
+            # The id "Namespace" is no job name (those are lowercase). The version rides on the namespaces so `kubetrain validate` can check each
             # cluster's folder against its own Kubernetes API without importing the fleet.
-            k8s.KubeNamespace(self, f"namespace-{namespace}", metadata=k8s.ObjectMeta(
+            k8s.KubeNamespace(self.namespace_scope(namespace), "Namespace", metadata=k8s.ObjectMeta(
                 name=namespace, annotations={KUBERNETES_VERSION_ANNOTATION: self.props.kubernetes_version}))
 
     @property
     def default_namespace(self) -> str:
         return self.props.namespaces[0]
 
-    def claim(self, kind: str, namespace: str | None, name: str, where: str) -> str:
-        """Reserve a namespaced object name; returns the namespace it lives in."""
+    def instance_type(self, name: str | None) -> Any:
+        """The catalog entry of an instance type (the cluster's own types first), None when unknown."""
+        if name is None:
+            return None
+        from kubetrain.instance_types import INSTANCE_TYPES
+
+        return INSTANCE_TYPES.get(name)
+
+    def namespace_scope(self, namespace: str) -> Construct:
+        """The construct scope of one namespace's objects."""
+        if namespace not in self._scopes:
+            self._scopes[namespace] = Construct(self, f"ns:{namespace}")
+        return self._scopes[namespace]
+
+    def check_namespace(self, namespace: str | None) -> tuple[str, list[Problem]]:
+        """The namespace an object lives in (the default when None), and KT109 if the cluster does not own it."""
         namespace = namespace or self.default_namespace
-        if namespace not in self.props.namespaces:
-            raise ConfigError(where, [Problem(
-                "KT109", "namespace", f"namespace {namespace!r} is not owned by cluster {self.props.name}",
-                f"use one of {', '.join(self.props.namespaces)}, or add it to the cluster's namespaces")])
-        if (kind, namespace, name) in self._names:
-            raise ConfigError(where, [Problem(
-                "KT110", "name", f"a {kind} named {name!r} already exists in {self.props.name}/{namespace}",
-                "give each job in a namespace its own name")])
-        self._names.add((kind, namespace, name))
-        return namespace
+        if namespace in self.props.namespaces:
+            return namespace, []
+        return namespace, [Problem(NAMESPACE_NOT_OWNED.code, "namespace",
+                                   f"namespace {namespace!r} is not owned by cluster {self.props.name}",
+                                   f"use one of {', '.join(self.props.namespaces)}, or add it to the cluster's "
+                                   "namespaces")]
+
+    def claim(self, namespace: str, names: dict[str, str], owner: str) -> list[Problem]:
+        """Reserve names in a namespace for `owner`: {name: the field it comes from}. Claims are all or
+        nothing: when any name is taken, none is reserved and KT110 names each clash."""
+        problems = [Problem(NAME_TAKEN.code, field, f"{name!r} is already used in {self.props.name}/{namespace} "
+                            f"by {self._claims[(namespace, name)]}", NAME_TAKEN.fix)
+                    for name, field in names.items() if (namespace, name) in self._claims]
+        if not problems:
+            self._claims.update({(namespace, name): owner for name in names})
+        return problems
+
+
+def construct_id_problem(error: Exception, field: str = "name") -> Problem | None:
+    """jsii's "There is already a Construct with name ..." as a KT010 problem (None for other errors)."""
+    text = str(error)
+    if "There is already a Construct with name" not in text:
+        return None
+    return Problem("KT010", field, "another construct in the same scope already has this id",
+                   "give each construct in a cluster and namespace its own id")

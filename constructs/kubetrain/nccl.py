@@ -37,14 +37,13 @@ NCCL_FAULT_ENV: dict[str, str] = {
     "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "/tmp/nccl_trace_rank_",
 }
 
-# name -> why it must not be set on an EFA job
-FORBIDDEN_EFA_ENV: dict[str, str] = {
-    "NCCL_ALGO": "forcing an algorithm disables the aws-ofi-nccl tuner",
-    "NCCL_PROTO": "forcing a protocol disables the aws-ofi-nccl tuner",
-    "NCCL_P2P_DISABLE": "disabling peer-to-peer cuts NVLink bandwidth inside the node",
-    "CUDA_LAUNCH_BLOCKING": "serialises every kernel launch; a debugging switch, not a setting",
-    "FI_EFA_USE_DEVICE_RDMA": "aws-ofi-nccl >= 1.7 enables device RDMA itself where the instance supports it",
-    "FI_EFA_FORK_SAFE": "aws-ofi-nccl >= 1.7 sets fork safety itself",
+# name -> (why it must not be set on an EFA job, the values that are harmless)
+FORBIDDEN_EFA_ENV: dict[str, tuple[str, frozenset[str]]] = {
+    "NCCL_ALGO": ("forcing an algorithm disables the aws-ofi-nccl tuner", frozenset()),
+    "NCCL_PROTO": ("forcing a protocol disables the aws-ofi-nccl tuner", frozenset()),
+    "FI_EFA_USE_DEVICE_RDMA": ("turning device RDMA off routes GPU traffic through host memory; aws-ofi-nccl "
+                               ">= 1.7 enables it itself where the instance supports it", frozenset({"1"})),
+    "FI_EFA_FORK_SAFE": ("aws-ofi-nccl >= 1.7 sets fork safety itself", frozenset({"1"})),
 }
 
 # Interfaces that must not be forced: on p4d/p5 eth0 is not the EFA path.

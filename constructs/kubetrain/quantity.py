@@ -1,4 +1,10 @@
-"""Kubernetes resource quantities ("500m", "16Gi", "1e3"), parsed so rules can compare them."""
+"""Kubernetes resource quantities ("500m", "16Gi", "1e3"), parsed so rules can compare them.
+
+The grammar is the API server's (`resource.Quantity`): a signed decimal number and an optional
+binary (Ki..Ei), decimal (n, u, m, k..E) or exponent (e3) suffix. The API server stores a quantity
+as a 64-bit integer of its smallest unit, so kubetrain refuses what it could not hold instead of
+letting it be capped or rounded behind the user's back.
+"""
 
 from __future__ import annotations
 
@@ -8,29 +14,57 @@ from decimal import Decimal, InvalidOperation
 from training.problems import INVALID_VALUE, rule_violation
 
 _SUFFIXES = {
-    "": 1, "m": Decimal("0.001"),
-    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("0.001"),
+    "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12), "P": Decimal(10**15),
+    "E": Decimal(10**18),
+    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40), "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
 }
-_QUANTITY = re.compile(r"^([+]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_QUANTITY = re.compile(r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+                       r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]{1,4})?$")
+MAX_QUANTITY = Decimal(2**63 - 1)
+EXAMPLES = "examples: 500m, 4, 16Gi"
 
 
 def parse_quantity(text: str | int | float) -> Decimal:
-    """The quantity's value in base units (cores, bytes); ValueError when it is not a quantity."""
+    """The quantity's value in base units (cores, bytes); ValueError when it is not a quantity
+    the API server can hold."""
     match = _QUANTITY.match(str(text).strip())
     if not match:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity (examples: 500m, 4, 16Gi)")
+        raise ValueError(f"{text!r} is not a Kubernetes quantity ({EXAMPLES})")
     try:
-        number = Decimal(match.group(1))
+        number = Decimal(match.group("number"))
     except InvalidOperation:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity (examples: 500m, 4, 16Gi)") from None
-    return number * _SUFFIXES[match.group(2) or ""]
+        raise ValueError(f"{text!r} is not a Kubernetes quantity ({EXAMPLES})") from None
+    suffix = match.group("suffix") or ""
+    scale = Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _SUFFIXES[suffix]
+    # Bound the magnitude before multiplying, so "1e9999" never reaches Decimal's overflow trap.
+    if number and number.adjusted() + scale.adjusted() > 19:
+        raise ValueError(f"{text!r} is larger than the API server can hold (2^63-1)")
+    value = number * scale
+    if value < 0:
+        raise ValueError(f"{text!r} is negative")
+    if value > MAX_QUANTITY:
+        raise ValueError(f"{text!r} is larger than the API server can hold (2^63-1)")
+    return value
 
 
 def check_quantity(text: str) -> str:
-    """Pydantic validator: accept a quantity string unchanged."""
+    """Pydantic validator: a quantity string, kept unchanged."""
     try:
-        parse_quantity(text)
+        value = parse_quantity(text)
     except ValueError as exc:
-        raise rule_violation(INVALID_VALUE, str(exc), "write a number with an optional unit: 500m, 4, 16Gi") from None
+        raise rule_violation(INVALID_VALUE, str(exc), f"write a number with an optional unit ({EXAMPLES})") from None
+    if value != value.quantize(Decimal("0.001")):
+        raise rule_violation(INVALID_VALUE, f"{text!r} has more precision than the API server keeps (1m)",
+                             "round it to at most 3 decimal places of the base unit, e.g. 1500m")
+    return text
+
+
+def check_byte_quantity(text: str) -> str:
+    """Pydantic validator: a size in whole bytes (memory, huge pages, volumes)."""
+    check_quantity(text)
+    if parse_quantity(text) % 1:
+        raise rule_violation(INVALID_VALUE, f"{text!r} is not a whole number of bytes",
+                             "use a binary unit such as 512Mi or 16Gi")
     return text

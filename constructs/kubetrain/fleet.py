@@ -1,0 +1,84 @@
+"""Loading the user's fleet module and building its App, with every mistake reported as bad input.
+
+`kubetrain synth --app MODULE` imports MODULE and calls its `build()`. What can go wrong there
+is the user's: a misspelled module, a file path instead of a module name, no `build()`, a
+`build()` that returns something else, or a definition with errors. Each is one line naming the
+problem and the fix. An exception raised by the user's own code is the one case whose traceback
+is shown, since it points into their module: `FleetCodeError` carries it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+
+import cdk8s
+
+from kubetrain.diagnostics import Diagnostics, diagnostics
+from kubetrain.rules.registry import register
+from training.problems import ConfigError, Problem
+
+FLEET_MODULE = register(
+    "KT020", "error", "the fleet module cannot be loaded",
+    rationale="synth imports the module named by --app (default: apps) and calls its build(), which must "
+              "return the cdk8s App it defined.",
+    fix="name an importable module (apps, or apps.dev) whose build() returns an App", source="kubetrain")
+
+
+class FleetCodeError(Exception):
+    """The user's own fleet code raised: `report()` is one framing line and their traceback."""
+
+    def __init__(self, module: str, error: BaseException):
+        self.module = module
+        self.error = error
+        super().__init__(f"the fleet module {module!r} raised {type(error).__name__}: {error}")
+
+    def report(self) -> str:
+        # Keep the user's frames: everything from the first frame outside kubetrain's own loader.
+        frames = traceback.extract_tb(self.error.__traceback__)
+        inside = [f for f in frames if not f.filename.endswith(("kubetrain/fleet.py", "importlib/__init__.py"))
+                  and "<frozen importlib" not in f.filename]
+        lines = ["Traceback (most recent call last):\n", *traceback.format_list(inside),
+                 *traceback.format_exception_only(type(self.error), self.error)]
+        return f"error: {self}; its traceback follows (the problem is in your code, not kubetrain's):\n" + \
+            "".join(lines)
+
+
+def _bad(module: str, message: str, fix: str = FLEET_MODULE.fix) -> ConfigError:
+    return ConfigError(f"--app {module}", [Problem(FLEET_MODULE.code, "", message, fix)])
+
+
+def build_fleet(module_name: str) -> tuple[cdk8s.App, Diagnostics]:
+    """Import the fleet module, call its build(), and return the App with its diagnostics (errors raised)."""
+    if module_name.endswith(".py") or "/" in module_name or os.sep in module_name:
+        dotted = module_name.removesuffix(".py").replace(os.sep, ".").replace("/", ".").strip(".")
+        raise _bad(module_name, "--app takes a module name, not a file path", f"use --app {dotted}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the fleet lives in the project, not in site-packages
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name and (module_name == error.name or module_name.startswith(f"{error.name}.")):
+            raise _bad(module_name, f"no module named {module_name!r} (looked in {os.getcwd()} and the installed "
+                                    "packages)", "run synth from the project root, or fix the module name") from None
+        raise FleetCodeError(module_name, error) from None
+    except ConfigError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the user's code, reported with its own traceback
+        raise FleetCodeError(module_name, error) from None
+    build = getattr(module, "build", None)
+    if not callable(build):
+        raise _bad(module_name, f"module {module_name!r} has no build() function",
+                   "define build() returning the App (see apps/__init__.py)")
+    try:
+        app = build()
+    except ConfigError:
+        raise
+    except Exception as error:  # noqa: BLE001
+        raise FleetCodeError(module_name, error) from None
+    if not isinstance(app, cdk8s.App):
+        raise _bad(module_name, f"build() returned {type(app).__name__}, not a cdk8s App",
+                   "end build() with `return app`")
+    return app, diagnostics(app)

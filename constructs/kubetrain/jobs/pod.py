@@ -1,0 +1,120 @@
+"""The pod every node of a training job runs: the launcher, mounted run config, accelerators, EFA, /dev/shm.
+
+Plain data, not cdk8s objects: the target wraps this template in its operator's object and the
+job construct hands the finished manifest to cdk8s in one call. What differs between operators
+(container name, injected variables, rendezvous flags) comes from the job's target.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain.jobs.launch import CONFIG_ENV, LAUNCH_ENV, container_command
+from kubetrain.jobs.spec import CONFIG_MOUNT, SHM_MOUNT, JobSpec
+from kubetrain.nccl import EFA_ENV, GPU_ENV, NCCL_FAULT_ENV
+
+EFA_HUGEPAGES_DEFAULT = "5120Mi"
+JOB_LABEL = "kubetrain.dev/job"
+CONFIG_HASH_ANNOTATION = "kubetrain.dev/config-sha256"
+# The taint each accelerator's node pools carry, so only pods that need the accelerator land there.
+ACCELERATOR_TAINTS = {"nvidia.com/gpu": "nvidia.com/gpu", "aws.amazon.com/neuron": "aws.amazon.com/neuron"}
+
+
+def container_env(job: JobSpec) -> dict[str, str]:
+    """Defaults first, the user's `env` last: a user's value always wins (the rules judge it)."""
+    env: dict[str, str] = {}
+    if job.trainer:
+        env |= CONFIG_ENV
+    if job.launched_by_torchrun:
+        env |= LAUNCH_ENV | job.props.target.launch_env(job)
+    if job.uses_gpus:
+        env |= GPU_ENV | NCCL_FAULT_ENV
+    if job.props.resources.efa:
+        env |= EFA_ENV
+    return env | job.props.env
+
+
+def container_resources(job: JobSpec) -> dict[str, dict[str, str]]:
+    r = job.props.resources
+    # No CPU limit: CFS throttling stalls data loading and collectives; CPU is still requested.
+    requests = {"cpu": r.cpu, "memory": r.memory}
+    limits = {"memory": r.memory}
+    extended = {}
+    if r.accelerators:
+        extended[job.accelerator_resource] = str(r.accelerators)
+    if r.efa:
+        extended["vpc.amazonaws.com/efa"] = str(r.efa)
+    hugepages = hugepages_2mi(job)
+    if hugepages:
+        extended["hugepages-2Mi"] = hugepages
+    # Extended resources and huge pages must be requested and limited alike.
+    return {"requests": requests | extended, "limits": limits | extended}
+
+
+def hugepages_2mi(job: JobSpec) -> str | None:
+    r = job.props.resources
+    return r.hugepages_2mi or (EFA_HUGEPAGES_DEFAULT if r.efa else None)
+
+
+def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
+    props, pod = job.props, job.props.pod
+    mounts: list[dict[str, Any]] = [{"name": "shm", "mountPath": SHM_MOUNT}]
+    # The container runtime's 64 MB /dev/shm breaks PyTorch's shared-memory tensors.
+    volumes: list[dict[str, Any]] = [{"name": "shm", "emptyDir": {"medium": "Memory",
+                                                                  "sizeLimit": props.resources.shm}}]
+    if job.trainer:
+        mounts.insert(0, {"name": "kubetrain-config", "mountPath": CONFIG_MOUNT, "readOnly": True})
+        volumes.insert(0, {"name": "kubetrain-config", "configMap": {"name": job.config_map_name}})
+    for v in props.volumes:
+        mounts.append({"name": v.name, "mountPath": v.mount_path, **({"readOnly": True} if v.mounted_read_only else {})})
+        volumes.append({"name": v.name, **v.pod_volume()})
+
+    container: dict[str, Any] = {"name": props.target.container_name, "image": props.image}
+    if pod.image_pull_policy:
+        container["imagePullPolicy"] = pod.image_pull_policy
+    container["command"] = container_command(job)
+    if job.command and job.command.working_dir:
+        container["workingDir"] = job.command.working_dir
+    env = container_env(job)
+    if env:
+        container["env"] = [{"name": name, "value": value} for name, value in env.items()]
+    container["resources"] = container_resources(job)
+    container["volumeMounts"] = mounts
+    container["securityContext"] = {"allowPrivilegeEscalation": False}
+
+    spec: dict[str, Any] = {"containers": [container], "volumes": volumes,
+                            # Training pods do not call the API server: no token unless asked for.
+                            "automountServiceAccountToken": pod.mount_service_account_token}
+    node_selector = ({"node.kubernetes.io/instance-type": props.instance_type} if props.instance_type else {})
+    node_selector |= pod.node_selector
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    tolerations = [t.manifest() for t in pod.tolerations]
+    if props.resources.accelerators:
+        taint = ACCELERATOR_TAINTS.get(job.accelerator_resource, job.accelerator_resource)
+        tolerations.insert(0, {"key": taint, "operator": "Exists", "effect": "NoSchedule"})
+    if tolerations:
+        spec["tolerations"] = tolerations
+    if pod.affinity:
+        spec["affinity"] = pod.affinity
+    optional = {"priorityClassName": pod.priority_class, "schedulerName": pod.scheduler_name,
+                "serviceAccountName": pod.service_account,
+                "terminationGracePeriodSeconds": pod.termination_grace_period_s}
+    spec |= {key: value for key, value in optional.items() if value is not None}
+    if pod.security_context:
+        context = {"runAsUser": pod.security_context.run_as_user, "runAsGroup": pod.security_context.run_as_group,
+                   "fsGroup": pod.security_context.fs_group, "runAsNonRoot": pod.security_context.run_as_non_root}
+        spec["securityContext"] = {key: value for key, value in context.items() if value is not None}
+    if pod.host_network:
+        # The pod keeps resolving cluster names (Services, the master pod) on the node's network.
+        spec |= {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"}
+    if pod.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": name} for name in pod.image_pull_secrets]
+
+    annotations = dict(pod.annotations)
+    if config_hash:
+        annotations[CONFIG_HASH_ANNOTATION] = config_hash
+    metadata: dict[str, Any] = {"labels": {**pod.labels, JOB_LABEL: props.name}}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"metadata": metadata, "spec": spec}

@@ -1,0 +1,296 @@
+"""What a platform engineer writes to define a training job: typed, documented, strict.
+
+Everything here is a pydantic model with `extra="forbid"`, so an editor completes and checks it
+and a typo is an error with a field path. Plain dicts and keywords validate into the same models.
+The job's launch target (PyTorchJob, ...) is an object too: see `kubetrain.targets`.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, InstanceOf, Tag, field_validator
+
+from kubetrain.names import Dns1035Label, Dns1123Label, Dns1123Subdomain, EnvName, ImageRef, LabelKey, LabelValue
+from kubetrain.quantity import check_byte_quantity, check_quantity
+from kubetrain.targets.base import Target
+from training.config import RunConfig
+
+Quantity = Annotated[str, AfterValidator(check_quantity)]
+ByteQuantity = Annotated[str, AfterValidator(check_byte_quantity)]
+MAX_REPLICAS = 2**31 - 1  # replica counts are int32 in every operator's API
+
+
+def _absolute(path: str) -> str:
+    if not PurePosixPath(path).is_absolute():
+        raise ValueError(f"{path!r} is not an absolute path")
+    return path
+
+
+AbsolutePath = Annotated[str, AfterValidator(_absolute)]
+
+
+class StrictProps(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# -- resources ----------------------------------------------------------------------------------
+
+class NodeResources(StrictProps):
+    """What one node (one pod) of the job gets. Requests equal limits, except CPU (no limit, so no throttling)."""
+
+    cpu: Quantity = Field(..., description="CPU cores requested, e.g. '4' or '500m'.")
+    memory: ByteQuantity = Field(..., description="Memory requested and limited, e.g. '16Gi'. Includes /dev/shm.")
+    accelerators: int = Field(0, ge=0, le=64, description="GPUs or Neuron devices per pod; one process per device. "
+                                                         "The resource is the instance type's, else nvidia.com/gpu.")
+    efa: int = Field(0, ge=0, le=64, description="EFA interfaces (vpc.amazonaws.com/efa); 0 for no EFA.")
+    hugepages_2mi: ByteQuantity | None = Field(
+        None, description="2 MiB huge pages. Default: 5120Mi on EFA jobs (the EFA driver pre-allocates them), else none.")
+    shm: ByteQuantity = Field("1Gi", description="Size of the memory-backed /dev/shm; counts against `memory`.")
+
+
+# -- volumes ------------------------------------------------------------------------------------
+
+class _Volume(StrictProps):
+    name: Dns1123Label = Field(..., description="Volume name inside the pod.")
+    mount_path: AbsolutePath = Field(..., description="Where it appears in the pod.")
+
+    # What the rules need to know about where the data lives.
+    persistent: ClassVar[bool] = False  # survives the pod
+    shared: ClassVar[bool] = False  # every pod of the job sees the same files
+
+    @property
+    def mounted_read_only(self) -> bool:
+        return True
+
+    def pod_volume(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class ClaimVolume(_Volume):
+    """A PersistentVolumeClaim in the job's namespace (checkpoints, data sets): survives the pod."""
+
+    claim: Dns1123Subdomain = Field(..., description="Name of the PersistentVolumeClaim.")
+    read_only: bool = Field(False, description="Mount read-only (data sets).")
+    persistent: ClassVar[bool] = True
+    shared: ClassVar[bool] = True
+
+    @property
+    def mounted_read_only(self) -> bool:
+        return self.read_only
+
+    def pod_volume(self) -> dict[str, Any]:
+        return {"persistentVolumeClaim": {"claimName": self.claim, **({"readOnly": True} if self.read_only else {})}}
+
+
+class EmptyDirVolume(_Volume):
+    """Scratch space on the node (or in memory), gone with the pod: caches, a fast checkpoint tier."""
+
+    empty_dir: Literal["disk", "memory"] = Field("disk", description="`memory` counts against the memory limit.")
+    size_limit: ByteQuantity | None = Field(None, description="Evict the pod beyond this size. Default: no limit.")
+
+    @property
+    def mounted_read_only(self) -> bool:
+        return False
+
+    def pod_volume(self) -> dict[str, Any]:
+        source: dict[str, Any] = {"medium": "Memory"} if self.empty_dir == "memory" else {}
+        if self.size_limit:
+            source["sizeLimit"] = self.size_limit
+        return {"emptyDir": source}
+
+
+class ConfigMapVolume(_Volume):
+    """A ConfigMap's keys as read-only files."""
+
+    config_map: Dns1123Subdomain = Field(..., description="Name of the ConfigMap in the job's namespace.")
+
+    def pod_volume(self) -> dict[str, Any]:
+        return {"configMap": {"name": self.config_map}}
+
+
+class SecretVolume(_Volume):
+    """A Secret's keys as read-only files, by reference: the Secret itself is never in git."""
+
+    secret: Dns1123Subdomain = Field(..., description="Name of the Secret in the job's namespace.")
+
+    def pod_volume(self) -> dict[str, Any]:
+        return {"secret": {"secretName": self.secret}}
+
+
+def _volume_kind(value: Any) -> str | None:
+    if isinstance(value, _Volume):
+        return type(value).__name__
+    if isinstance(value, dict):
+        for key, kind in (("claim", "ClaimVolume"), ("empty_dir", "EmptyDirVolume"),
+                          ("config_map", "ConfigMapVolume"), ("secret", "SecretVolume")):
+            if key in value:
+                return kind
+    return None
+
+
+Volume = Annotated[Union[Annotated[ClaimVolume, Tag("ClaimVolume")], Annotated[EmptyDirVolume, Tag("EmptyDirVolume")],
+                         Annotated[ConfigMapVolume, Tag("ConfigMapVolume")],
+                         Annotated[SecretVolume, Tag("SecretVolume")]],
+                   Discriminator(_volume_kind, custom_error_type="KT003",
+                                 custom_error_message="a volume needs one of claim, empty_dir, config_map or secret",
+                                 custom_error_context={"fix": "add claim: <pvc name> (or empty_dir, config_map, "
+                                                              "secret)", "field": ""})]
+
+
+# -- the pod ------------------------------------------------------------------------------------
+
+class Toleration(StrictProps):
+    """A taint the pods tolerate (Kubernetes' Toleration)."""
+
+    key: str | None = Field(None, description="Taint key; empty with operator Exists tolerates every taint.")
+    operator: Literal["Exists", "Equal"] = Field("Equal")
+    value: str | None = Field(None, description="Taint value, for operator Equal.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(None, description="Default: all.")
+    toleration_seconds: int | None = Field(None, ge=0, description="NoExecute only: how long the pod stays.")
+
+    def manifest(self) -> dict[str, Any]:
+        out = {"key": self.key, "operator": self.operator, "value": self.value, "effect": self.effect,
+               "tolerationSeconds": self.toleration_seconds}
+        return {k: v for k, v in out.items() if v is not None}
+
+
+class SecurityContext(StrictProps):
+    """The pod's security context. There is no way to ask for privileged pods or host devices."""
+
+    run_as_user: int | None = Field(None, ge=0, le=2**31 - 1)
+    run_as_group: int | None = Field(None, ge=0, le=2**31 - 1)
+    fs_group: int | None = Field(None, ge=0, le=2**31 - 1, description="Group that owns mounted volumes' files.")
+    run_as_non_root: bool | None = Field(None)
+
+
+class PodSettings(StrictProps):
+    """Everything else about the pods. Defaults are the safe choice; each field documents it."""
+
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Added to every pod.")
+    annotations: dict[LabelKey, str] = Field(default_factory=dict, description="Added to every pod.")
+    node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict,
+                                                      description="Added to the instance type's selector.")
+    affinity: dict[str, Any] | None = Field(None, description="Kubernetes Affinity, as in a pod spec (camelCase); "
+                                                              "checked against the Kubernetes schema.")
+    tolerations: list[Toleration] = Field(default_factory=list, description="Added to the accelerator's toleration.")
+    priority_class: Dns1123Subdomain | None = Field(None, description="PriorityClass name.")
+    scheduler_name: Dns1123Subdomain | None = Field(None, description="Default: the cluster's scheduler.")
+    service_account: Dns1123Subdomain | None = Field(None, description="Default: the namespace's default account.")
+    mount_service_account_token: bool = Field(False, description="Training pods do not talk to the API server; "
+                                                                 "mount the token only when they must.")
+    security_context: SecurityContext | None = Field(None)
+    host_network: bool = Field(False, description="Use the node's network (brings dnsPolicy ClusterFirstWithHostNet). "
+                                                  "AWS's reference EFA manifests use the pod network.")
+    termination_grace_period_s: int | None = Field(None, ge=0, le=86400,
+                                                   description="Time to finish a checkpoint on SIGTERM. Default: 30.")
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = Field(None)
+    image_pull_secrets: list[Dns1123Subdomain] = Field(default_factory=list, description="Secret names.")
+
+    @field_validator("affinity")
+    @classmethod
+    def _affinity_is_kubernetes(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            from kubetrain.jobs.affinity import check_affinity
+            check_affinity(value)
+        return value
+
+
+# -- what runs ----------------------------------------------------------------------------------
+
+class Trainer(StrictProps):
+    """kubetrain's own trainer (`python -m training`), configured by a typed run config."""
+
+    kind: Literal["trainer"] = "trainer"
+    run: RunConfig = Field(..., description="The run config, written to a ConfigMap and read by the pods.")
+
+
+class Parallelism(StrictProps):
+    """How a command job splits its model and batch, so the rules can check it (Megatron-LM and NeMo terms)."""
+
+    tensor: int = Field(1, ge=1, description="Tensor-parallel size; stays inside a node.")
+    pipeline: int = Field(1, ge=1, description="Pipeline-parallel size.")
+    context: int = Field(1, ge=1, description="Context-parallel size.")
+    micro_batch: int = Field(..., ge=1, description="Sequences per data-parallel rank per forward/backward.")
+    global_batch: int = Field(..., ge=1, description="Sequences per optimizer step over all ranks.")
+
+    @property
+    def model_parallel(self) -> int:
+        return self.tensor * self.pipeline * self.context
+
+
+class Command(StrictProps):
+    """The user's own program in the user's image: a torchrun script, Megatron-LM, NeMo.
+
+    With `launcher: torchrun`, kubetrain writes torchrun's flags from the target's contract and
+    appends `command` (a script and its arguments, or `-m module ...`). With `launcher: none` the
+    command runs as given, once per pod, and must read the target's variables itself.
+    """
+
+    kind: Literal["command"] = "command"
+    command: list[str] = Field(..., min_length=1, description="The script and its arguments, e.g. "
+                                                              "['pretrain_gpt.py', '--tensor-model-parallel-size', '2'].")
+    launcher: Literal["torchrun", "none"] = Field("torchrun", description="How the command is started in each pod.")
+    working_dir: AbsolutePath | None = Field(None, description="Working directory. Default: the image's.")
+    parallelism: Parallelism | None = Field(None, description="Checked against the world size when given.")
+    checkpoint_dir: AbsolutePath | None = Field(None, description="Where the program saves checkpoints; checked to "
+                                                                  "be on a persistent volume when given.")
+
+    @field_validator("command")
+    @classmethod
+    def _no_empty_words(cls, value: list[str]) -> list[str]:
+        if any(not word for word in value):
+            raise ValueError("command words must not be empty")
+        return value
+
+
+Workload = Annotated[Union[Trainer, Command], Field(discriminator="kind")]
+
+
+class Elastic(StrictProps):
+    """Elastic membership: the job trains on any number of pods from `min_nodes` to `max_nodes`.
+
+    Pods meet in c10d rendezvous. When one is lost for good, the others restart and resume from
+    the newest checkpoint at the smaller world size; a pod that comes back joins at the next
+    rendezvous. Every world size in the range must divide the global batch (KT201).
+    """
+
+    min_nodes: int = Field(..., ge=1, le=MAX_REPLICAS, description="Fewest pods the job keeps training with.")
+    max_nodes: int | None = Field(None, ge=1, le=MAX_REPLICAS, description="Most pods that may join. "
+                                                                          "Default: the job's `nodes`.")
+
+
+# -- the job ------------------------------------------------------------------------------------
+
+def _default_target() -> Target:
+    from kubetrain.targets.pytorchjob import PyTorchJob
+
+    return PyTorchJob()
+
+
+class TrainingJobProps(StrictProps):
+    """A distributed PyTorch training job: `nodes` pods, each running `procs_per_node` ranks."""
+
+    name: Dns1035Label = Field(..., description="Job name; pods and Services are named after it.")
+    namespace: Dns1123Label | None = Field(None, description="Default: the cluster's first namespace.")
+    image: ImageRef = Field(..., description="Container image: kubetrain's trainer, or the user's for a command.")
+    nodes: int = Field(..., ge=1, le=MAX_REPLICAS, description="Pods, one per node.")
+    procs_per_node: int = Field(..., ge=1, le=1024, description="Ranks per pod; equals the accelerators per pod.")
+    instance_type: str | None = Field(None, description="EC2 instance type to pin pods to, from the cluster's "
+                                                        "instance catalog; enables capacity checks.")
+    resources: NodeResources
+    workload: Workload = Field(..., description="What runs: Trainer(run=...) or Command(command=[...]).")
+    env: dict[EnvName, str] = Field(default_factory=dict, description="Extra environment; overrides defaults.")
+    volumes: list[Volume] = Field(default_factory=list, description="Volumes to mount (checkpoints, data, caches).")
+    pod: PodSettings = Field(default_factory=PodSettings, description="Labels, scheduling, security, networking.")
+    target: InstanceOf[Target] = Field(default_factory=_default_target,
+                                       description="The operator that runs it. Default: Kubeflow PyTorchJob.")
+    restart_policy: Literal["ExitCode", "OnFailure", "Never"] = Field(
+        "ExitCode", description="`ExitCode`: a bad config (exit 1-127) fails the job at once; a job whose ranks keep "
+                                "failing (kubetrain's launcher exits 200) or a killed pod (128+) is restarted.")
+    backoff_limit: int = Field(3, ge=0, le=MAX_REPLICAS, description="Pod restarts before the job is marked failed.")
+    max_restarts: int = Field(3, ge=0, le=10_000, description="Times torchrun restarts all ranks of a pod after one "
+                                                              "fails, before the pod fails; each resumes from the "
+                                                              "newest checkpoint.")
+    elastic: Elastic | None = Field(None, description="Default: not elastic; all `nodes` pods or none.")

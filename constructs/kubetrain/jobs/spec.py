@@ -1,0 +1,83 @@
+"""A job as the rules and targets see it: the validated props, resolved against its cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from kubetrain.jobs.props import Command, Trainer, TrainingJobProps, Volume
+
+if TYPE_CHECKING:
+    from kubetrain.platform.instances import InstanceType
+
+CONFIG_MOUNT = "/etc/kubetrain"
+CONFIG_FILE = "run.yaml"
+SHM_MOUNT = "/dev/shm"
+RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT}
+DEFAULT_ACCELERATOR_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    props: TrainingJobProps
+    namespace: str
+    cluster: str
+    instance: InstanceType | None  # None when no instance type is named, or it is unknown (KT111)
+
+    @property
+    def name(self) -> str:
+        return self.props.name
+
+    @property
+    def where(self) -> str:
+        return f"{self.cluster}/{self.namespace}/{self.name}"
+
+    @property
+    def trainer(self) -> Trainer | None:
+        return self.props.workload if isinstance(self.props.workload, Trainer) else None
+
+    @property
+    def command(self) -> Command | None:
+        return self.props.workload if isinstance(self.props.workload, Command) else None
+
+    @property
+    def launched_by_torchrun(self) -> bool:
+        return self.trainer is not None or self.props.workload.launcher == "torchrun"
+
+    @property
+    def config_map_name(self) -> str:
+        return f"{self.name}-config"
+
+    @property
+    def node_range(self) -> range:
+        """Every pod count the job may train with."""
+        elastic = self.props.elastic
+        if elastic is None:
+            return range(self.props.nodes, self.props.nodes + 1)
+        return range(elastic.min_nodes, (elastic.max_nodes or self.props.nodes) + 1)
+
+    @property
+    def max_nodes(self) -> int:
+        return max(self.props.nodes, self.node_range.stop - 1)
+
+    @property
+    def accelerator_resource(self) -> str:
+        if self.instance is not None and self.instance.accelerator_resource:
+            return self.instance.accelerator_resource
+        return DEFAULT_ACCELERATOR_RESOURCE
+
+    @property
+    def uses_gpus(self) -> bool:
+        return bool(self.props.resources.accelerators) and self.accelerator_resource == "nvidia.com/gpu"
+
+    @property
+    def checkpoint_dir(self) -> str | None:
+        if self.trainer is not None:
+            return self.trainer.run.checkpoint.dir
+        return self.props.workload.checkpoint_dir
+
+    def volume_at(self, path: str) -> Volume | None:
+        """The volume a path in the pod lives on: the deepest mount that holds it, as the kernel resolves it."""
+        holding = [v for v in self.props.volumes if PurePosixPath(path).is_relative_to(v.mount_path)]
+        return max(holding, key=lambda v: len(PurePosixPath(v.mount_path).parts), default=None)

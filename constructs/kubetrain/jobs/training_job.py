@@ -1,0 +1,132 @@
+"""TrainingJob: a typed job definition compiled into its launch target's objects (and a run-config ConfigMap).
+
+    TrainingJob(cluster, "gpt", TrainingJobProps(image=..., nodes=2, procs_per_node=8, ...,
+                                                 workload=Trainer(run=RunConfig(...))))
+
+Validation happens here, when the construct is created: the props' schema, the cluster's
+namespaces and names, the generic job rules and the target's own. Every problem of the job is
+recorded at once in the app's diagnostics (see kubetrain.diagnostics); a job with an error emits
+nothing, and synth reports every problem of the fleet together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from collections.abc import Mapping
+from typing import Any
+
+import cdk8s
+from constructs import Construct
+
+from kubetrain.cluster import Cluster, construct_id_problem
+from kubetrain.diagnostics import diagnostics
+from kubetrain.jobs.pod import JOB_LABEL, pod_template
+from kubetrain.jobs.props import TrainingJobProps
+from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
+from kubetrain.objects import api_object
+from kubetrain.rules.jobs import check_job
+from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
+
+
+class TrainingJob(Construct):
+    """A distributed training job; see TrainingJobProps for every prop and its default.
+
+    `props` is a TrainingJobProps or a plain dict; keywords are merged over it. The job's name
+    defaults to the construct id.
+    """
+
+    def __init__(self, scope: Cluster, id: str, props: TrainingJobProps | Mapping[str, Any] | None = None,
+                 **kwargs: Any):
+        if not isinstance(scope, Cluster):
+            raise ConfigError(id, [Problem(INVALID_VALUE, "scope", f"a job must be created inside a Cluster, not in "
+                                           f"{type(scope).__name__}", "pass the Cluster as the first argument")])
+        where = f"{scope.props.name}/{id}"
+        self.api_objects: list[cdk8s.ApiObject] = []
+        self.spec: JobSpec | None = None
+        report = diagnostics(scope)
+        try:
+            validated = validate_model(TrainingJobProps, {"name": id, **_as_fields(props), **kwargs}, where)
+        except ConfigError as error:
+            problems = [replace(p, path=_without_union_tags(p.path)) for p in error.problems]
+            report.report(where, problems + self._attach(scope, scope.default_namespace, id))
+            return
+        namespace, problems = scope.check_namespace(validated.namespace)
+        where = f"{scope.props.name}/{namespace}/{validated.name}"
+        if not problems:
+            spec = JobSpec(validated, namespace, scope.props.name, scope.instance_type(validated.instance_type))
+            problems = check_job(spec)
+            names = {validated.name: "name", **{n: "name" for n in validated.target.derived_names(spec)}}
+            if spec.trainer:
+                names[spec.config_map_name] = "name"
+            problems += scope.claim(namespace, names, f"job {validated.name}")
+        owned = namespace if namespace in scope.props.namespaces else scope.default_namespace
+        problems += self._attach(scope, owned, id)
+        if report.report(where, problems):
+            return
+        self.spec = spec
+        self.props = validated
+        self._emit(spec)
+
+    def _attach(self, scope: Cluster, namespace: str, id: str) -> list[Problem]:
+        """Become a construct in the namespace's scope; an id already taken there is a problem, not a crash."""
+        try:
+            super().__init__(scope.namespace_scope(namespace), id)
+            return []
+        except RuntimeError as error:
+            problem = construct_id_problem(error)
+            if problem is None:
+                raise
+            super().__init__(scope.namespace_scope(namespace), f"{id}#{len(scope.node.find_all())}")
+            return [problem]
+
+    def _emit(self, job: JobSpec) -> None:
+        labels = {JOB_LABEL: job.name}
+        config_hash = None
+        if job.trainer:
+            config_text = job.trainer.run.to_yaml()
+            # The hash makes a config change show up on the job itself in the pull request's diff.
+            config_hash = hashlib.sha256(config_text.encode()).hexdigest()
+            self.api_objects.append(api_object(self, "config", {
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": job.config_map_name, "namespace": job.namespace, "labels": labels},
+                "data": {CONFIG_FILE: config_text}}))
+        # The target renders the operator's object first, then what it needs beside it (Services, ...).
+        for i, manifest in enumerate(job.props.target.render(job, pod_template(job, config_hash))):
+            obj = api_object(self, f"{manifest['kind'].lower()}-{i}", manifest)
+            self.api_objects.append(obj)
+            self._main = self._main or obj
+
+    _main: cdk8s.ApiObject | None = None
+
+    @property
+    def main_object(self) -> cdk8s.ApiObject | None:
+        """The operator's object (the PyTorchJob, TrainJob, ...): what `patch` changes."""
+        return self._main
+
+    def patch(self, *patches: cdk8s.JsonPatch) -> None:
+        """The escape hatch: JSON patches applied to the operator's object after kubetrain rendered it,
+        for a field kubetrain does not model. The result is still validated against the operator's schema
+        at synth; the rules do not see it.
+
+            job.patch(JsonPatch.add("/spec/runPolicy/schedulingPolicy", {"minAvailable": 2}))
+        """
+        if self._main is not None:  # else the job has errors and emitted nothing; synth reports them
+            self._main.add_json_patch(*patches)
+
+
+_UNION_TAGS = {"trainer", "command", "ClaimVolume", "EmptyDirVolume", "ConfigMapVolume", "SecretVolume"}
+
+
+def _without_union_tags(path: str) -> str:
+    """pydantic puts a tagged union's tag in the error path (workload.trainer.run...); users wrote workload.run..."""
+    return ".".join(part for part in path.split(".") if part not in _UNION_TAGS)
+
+
+def _as_fields(props: TrainingJobProps | Mapping[str, Any] | None) -> dict[str, Any]:
+    """A props object's fields as set by the user (nested objects kept as objects), or a dict as given."""
+    if props is None:
+        return {}
+    if isinstance(props, TrainingJobProps):
+        return {name: getattr(props, name) for name in props.model_fields_set}
+    return dict(props)

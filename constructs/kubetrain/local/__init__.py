@@ -1,0 +1,1 @@
+"""`kubetrain run-local`: committed jobs run on this machine, as their operator would run them."""

@@ -1,0 +1,300 @@
+"""`kubetrain run-local`: run a committed job on this machine, as its operator would run it.
+
+It reads the job (and its ConfigMap) from dist/, not from Python: what runs is what was
+committed. The job's target module (kubetrain.targets) says which pods the operator would start,
+with what environment and restart policy; run-local starts one local process per pod with that
+environment (addresses on loopback), maps every volume to a folder under the work dir
+(PersistentVolumeClaims to `<workdir>/volumes/<claim>/`, shared by all pods as RWX storage;
+ConfigMaps, Secrets and emptyDirs to `<workdir>/pods/<pod>/<volume>/`), rewrites paths in the
+command line and the run config through the same mapping, and restarts a pod as the operator
+would (its restart policy and the job's backoff limit). Everything is checked before the first
+pod starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from kubetrain.rules.registry import register
+from kubetrain.targets import Target, restart_after
+from training.config import load_run_config
+from training.problems import ConfigError, Problem
+
+CANNOT_RUN = register(
+    "KT301", "error", "run-local cannot run this job here",
+    rationale="run-local runs what was committed, on this machine's CPUs: the job must be in dist/, need no GPUs, "
+              "and use volumes that map to local folders; trainer jobs need torch installed.",
+    fix="name a job that `kubetrain synth` wrote, as CLUSTER/JOB; run GPU jobs in the cluster",
+    source="kubetrain")
+
+
+@dataclass
+class LocalPod:
+    name: str  # e.g. master-0
+    command: list[str]
+    env: dict[str, str]
+    restart_policy: str
+    cwd: Path | None = None
+    mounts: dict[str, Path] = field(default_factory=dict)  # mountPath -> local folder
+
+
+@dataclass
+class LocalJob:
+    pods: list[LocalPod]
+    backoff_limit: int
+
+
+def _fail(where: str, message: str, fix: str = CANNOT_RUN.fix) -> ConfigError:
+    return ConfigError(where, [Problem(CANNOT_RUN.code, "", message, fix)])
+
+
+def _read_yaml(path: Path, where: str) -> Any:
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise _fail(where, f"cannot read {path}: {str(exc).splitlines()[0]}",
+                    "run `kubetrain synth` to rewrite dist/ (resolve any merge conflict in apps/ first)") from None
+
+
+def find_job(dist: Path, ref: str) -> Path:
+    """`[cluster/]job` -> the job's manifest file under dist/, whatever its target."""
+    cluster, _, name = ref.rpartition("/")
+    kinds = {target.kind for target in Target.registry.values()}
+    matches = sorted(p for p in dist.glob(f"{cluster or '*'}/*/*.{name}.yaml") if p.name.split(".")[0] in kinds)
+    if len(matches) != 1:
+        found = "no job" if not matches else f"{len(matches)} jobs ({', '.join(map(str, matches))})"
+        raise _fail(ref, f"{found} named {name!r} in {dist}/{cluster or '*'}",
+                    "name a job that `kubetrain synth` wrote, as CLUSTER/JOB")
+    return matches[0]
+
+
+def _map_path(path: str, mounts: dict[str, Path]) -> str:
+    """A path inside the pod -> the local path, through the longest matching mount."""
+    for mount in sorted(mounts, key=len, reverse=True):
+        if PurePosixPath(path).is_relative_to(mount):
+            return str(mounts[mount] / PurePosixPath(path).relative_to(mount))
+    return path
+
+
+_ENV_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+def expand_env_refs(arg: str, env: dict[str, str]) -> str:
+    """Kubernetes' $(VAR) expansion in command and args: defined variables only; $$ escapes."""
+    return _ENV_REF.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), arg)
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now, for a local rendezvous or store."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[str]) -> LocalJob:
+    where = f"{job_file.parent.parent.name}/{job_file.name.split('.', 1)[1].removesuffix('.yaml')}"
+    manifest = _read_yaml(job_file, where)
+    target = Target.for_manifest(manifest) if isinstance(manifest, dict) else None
+    if target is None:
+        raise _fail(where, f"{job_file} is not a job of a known target", "run `kubetrain synth` to rewrite dist/")
+    plan = target.local_plan(manifest, free_port)
+    bin_dir = _launcher_shims(workdir)
+    pods = []
+    for replica in plan.replicas:
+        containers = replica.template["spec"]["containers"]
+        container = next((c for c in containers if c["name"] == plan.container_name), None)
+        if container is None:
+            raise _fail(where, f"pod {replica.name} has no container {plan.container_name!r}",
+                        "run `kubetrain synth` to rewrite dist/")
+        _check_resources(container, where)
+        mounts = _materialize_volumes(replica.template["spec"].get("volumes", []), container, job_file,
+                                      workdir / "pods" / replica.name, workdir / "volumes", where)
+        pod_env = {**{e["name"]: _map_path(e["value"], mounts) for e in container.get("env", []) if "value" in e},
+                   **replica.env}
+        command = [_map_path(expand_env_refs(arg, pod_env), mounts)
+                   for arg in [*container.get("command", []), *container.get("args", [])]]
+        command += _config_overrides(command, mounts, steps, overrides, where)
+        env = {**os.environ, **pod_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+        cwd = Path(_map_path(container["workingDir"], mounts)) if "workingDir" in container else None
+        pods.append(LocalPod(replica.name, command, env, replica.restart_policy, cwd, mounts))
+    return LocalJob(pods, plan.backoff_limit)
+
+
+def _launcher_shims(workdir: Path) -> Path:
+    """`python` and `torchrun` on the PATH of the pods: this interpreter, as the image's would be."""
+    bin_dir = (workdir / "bin").resolve()
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name, body in (("python", f'exec "{sys.executable}" "$@"\n'),
+                       ("torchrun", f'exec "{sys.executable}" -m torch.distributed.run "$@"\n')):
+        shim = bin_dir / name
+        shim.write_text(f"#!/bin/sh\n{body}")
+        shim.chmod(shim.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return bin_dir
+
+
+def _check_resources(container: dict[str, Any], where: str) -> None:
+    limits = container.get("resources", {}).get("limits") or {}
+    for resource in ("nvidia.com/gpu", "aws.amazon.com/neuron"):
+        wanted = int(limits.get(resource, 0))
+        if wanted and (resource != "nvidia.com/gpu" or shutil.which("nvidia-smi") is None):
+            raise _fail(where, f"each pod requests {wanted} {resource} and this machine has none",
+                        "run-local runs CPU jobs (like dev's); run accelerator jobs in the cluster")
+    if importlib.util.find_spec("torch") is None:
+        raise _fail(where, "torch is not installed, so neither torchrun nor the trainer can start",
+                    "pip install torch, then pip install -e '.[train]'")
+
+
+def _materialize_volumes(volumes: list[dict], container: dict, job_file: Path, pod_dir: Path, claims_dir: Path,
+                         where: str) -> dict[str, Path]:
+    by_name = {v["name"]: v for v in volumes}
+    mounts = {}
+    for mount in container.get("volumeMounts", []):
+        volume = by_name[mount["name"]]
+        if "persistentVolumeClaim" in volume:
+            local = claims_dir / volume["persistentVolumeClaim"]["claimName"]
+        elif "configMap" in volume:
+            local = pod_dir / mount["name"]
+            config_map = job_file.parent / f"ConfigMap.{volume['configMap']['name']}.yaml"
+            if not config_map.is_file():
+                raise _fail(where, f"ConfigMap {volume['configMap']['name']} is not in {job_file.parent}",
+                            "run `kubetrain synth` so dist/ holds the job's ConfigMap")
+            local.mkdir(parents=True, exist_ok=True)
+            for key, text in ((_read_yaml(config_map, where) or {}).get("data") or {}).items():
+                (local / key).write_text(text)
+        elif "emptyDir" in volume or "secret" in volume:
+            local = pod_dir / mount["name"]  # a Secret's files are the user's to put there
+        else:
+            raise _fail(where, f"volume {mount['name']} is of a kind run-local cannot map",
+                        "use PersistentVolumeClaim, ConfigMap, Secret or emptyDir volumes")
+        local.mkdir(parents=True, exist_ok=True)
+        mounts[mount["mountPath"]] = local.resolve()
+    return mounts
+
+
+def _config_overrides(command: list[str], mounts: dict[str, Path], steps: int | None, overrides: list[str],
+                      where: str) -> list[str]:
+    """For trainer jobs, `--set` arguments: the user's overrides, then the run config's paths mapped
+    to local folders. The config is validated with them here, so a typo fails before any pod starts."""
+    if "--config" not in command:
+        if steps is not None or overrides:
+            raise _fail(where, "--steps and --set change a trainer's run config, and this job runs its own command",
+                        "pass the program's own flags in the job definition instead")
+        return []
+    config_file = Path(command[command.index("--config") + 1])
+    sets = [*overrides, *([f"max_steps={steps}"] if steps is not None else [])]
+    run = load_run_config(config_file, sets, where=f"{where} (run config with --set)")
+    sets.append(f"checkpoint.dir={_map_path(run.checkpoint.dir, mounts)}")
+    if run.data.path:
+        sets.append(f"data.path={_map_path(run.data.path, mounts)}")
+    return [arg for value in sets for arg in ("--set", value)]
+
+
+class _Supervisor:
+    """Runs the pods, restarting each as its operator would, and reports the job's status."""
+
+    def __init__(self, job: LocalJob):
+        self.job = job
+        self.lock = threading.Lock()
+        self.restarts = 0
+
+    def start(self, pod: LocalPod) -> subprocess.Popen:
+        process = subprocess.Popen(pod.command, env=pod.env, cwd=pod.cwd, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        threading.Thread(target=self.pump, args=(pod, process), daemon=True).start()
+        return process
+
+    def pump(self, pod: LocalPod, process: subprocess.Popen) -> None:
+        for line in process.stdout:
+            self.say(pod.name, line)
+
+    def say(self, who: str, line: str) -> None:
+        with self.lock:
+            sys.stdout.write(f"[{who}] {line}" if line.endswith("\n") else f"[{who}] {line}\n")
+            sys.stdout.flush()
+
+    def run(self) -> int:
+        running = {pod.name: (pod, self.start(pod)) for pod in self.job.pods}
+        status = 0
+        try:
+            while running:
+                for name, (pod, process) in list(running.items()):
+                    code = process.poll()
+                    if code is None:
+                        continue
+                    del running[name]
+                    code = code if code >= 0 else 128 - code  # killed by a signal, as a container reports it
+                    if code == 0:
+                        continue
+                    if restart_after(pod.restart_policy, code) and self.restarts < self.job.backoff_limit:
+                        self.restarts += 1
+                        self.say("run-local", f"pod {name} exited {code}; restartPolicy {pod.restart_policy} "
+                                 f"restarts it ({self.restarts} of backoffLimit {self.job.backoff_limit})")
+                        running[name] = (pod, self.start(pod))
+                        continue
+                    reason = ("the backoff limit is spent" if restart_after(pod.restart_policy, code)
+                              else f"restartPolicy {pod.restart_policy} does not retry it")
+                    self.say("run-local", f"pod {name} exited {code} and {reason}: the job failed")
+                    status = code
+                    _terminate([p for _, p in running.values()])  # a failed pod fails the job: stop the others
+                    running.clear()
+                if running:
+                    time.sleep(0.2)
+        except KeyboardInterrupt:
+            _terminate([p for _, p in running.values()])
+            status = 130
+        return status
+
+
+def run_job(job: LocalJob) -> int:
+    """Run every pod until the job succeeds or fails; the exit status is the failing pod's."""
+    # `kubectl delete` or a CI timeout sends SIGTERM: stop the pods too (they have sessions of their own).
+    signal.signal(signal.SIGTERM, _interrupt)
+    return _Supervisor(job).run()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _terminate(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            kill_pod(process.pid)
+
+
+def kill_pod(pid: int) -> None:
+    """SIGKILL a process and all its descendants, as deleting its pod would. torchrun starts its
+    workers in sessions of their own, so killing the agent's process group would orphan them."""
+    if not Path("/proc/self/task").is_dir():  # no procfs: the pod's process group will have to do
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        return
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        os.kill(pid, signal.SIGKILL)
+    except (FileNotFoundError, ProcessLookupError):
+        return
+    for child in children:
+        kill_pod(int(child))

@@ -1,0 +1,28 @@
+"""Every rule kubetrain has: the registry after every module that declares rules is imported.
+
+Rules are declared beside their checks, all over the package; the catalog imports the whole
+package once so `kubetrain rules`, `kubetrain explain` and the README's table see all of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import kubetrain
+from kubetrain.rules.registry import Rule, all_rules
+
+
+def every_rule() -> list[Rule]:
+    for module in pkgutil.walk_packages(kubetrain.__path__, "kubetrain."):
+        if not module.name.endswith("__main__"):  # running it would start the CLI
+            importlib.import_module(module.name)
+    return all_rules()
+
+
+def markdown_table() -> str:
+    """The README's rule table (`kubetrain rules --markdown`); a test keeps the README equal to it."""
+    lines = ["| code | severity | rule | targets |", "|---|---|---|---|"]
+    for rule in every_rule():
+        lines.append(f"| {rule.code} | {rule.severity} | {rule.title} | {', '.join(rule.targets) or 'all'} |")
+    return "\n".join(lines) + "\n"

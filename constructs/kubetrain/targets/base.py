@@ -1,0 +1,113 @@
+"""What a launch target is: one operator's contract, in one module.
+
+A target turns a validated job and its pod template into the operator's objects, says which
+variables the operator injects and how torchrun finds its peers under it, checks what only that
+operator cares about (name lengths, admission rules), and tells `kubetrain run-local` how to
+emulate it from the committed YAML. Nothing outside a target's module knows its kind, replica
+types, container name or variables. Targets register themselves by (apiVersion, kind) when their
+module is imported; `kubetrain.targets` imports every module in this package.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from training.problems import Problem
+
+if TYPE_CHECKING:
+    from kubetrain.jobs.spec import JobSpec
+
+
+@dataclass
+class LocalReplica:
+    """One pod of a committed job, as run-local starts it."""
+
+    name: str  # e.g. master-0: unique within the job
+    template: dict[str, Any]  # the pod template from the manifest
+    restart_policy: str  # the operator's policy for this pod (see restart_after)
+    env: dict[str, str] = field(default_factory=dict)  # what the operator injects, addresses on loopback
+
+
+@dataclass
+class LocalPlan:
+    """How run-local runs a committed job: its pods and the operator's restart rules."""
+
+    replicas: list[LocalReplica]
+    container_name: str  # the container that runs the workload
+    backoff_limit: int  # pod restarts, over all pods, before the job fails
+
+
+class Target(BaseModel, ABC):
+    """Base of every launch target. Subclasses are pydantic models: their fields are the operator's options."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: ClassVar[str]  # what users and docs call it, e.g. "pytorchjob"
+    api_version: ClassVar[str]
+    kind: ClassVar[str]
+    container_name: ClassVar[str]  # the container that runs the workload
+
+    registry: ClassVar[dict[tuple[str, str], type[Target]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:  # a concrete target, not an intermediate base
+            Target.registry[(cls.api_version, cls.kind)] = cls
+
+    # -- compiling a job ------------------------------------------------------------------------
+
+    @abstractmethod
+    def injected_env(self, job: JobSpec) -> set[str]:
+        """Variables the operator sets in the workload's container: users must not set them (KT105)."""
+
+    @abstractmethod
+    def rendezvous_args(self, job: JobSpec) -> list[str]:
+        """torchrun flags that find the peers under this operator (beyond those it reads from PET_*)."""
+
+    def launch_env(self, job: JobSpec) -> dict[str, str]:
+        """Variables the target itself must set for torchrun (for operators that set none)."""
+        return {}
+
+    @abstractmethod
+    def max_name_length(self, job: JobSpec) -> tuple[int, str]:
+        """(longest job name the operator's derived names allow, an example of the longest derived name)."""
+
+    def check(self, job: JobSpec) -> Iterator[Problem]:
+        """Problems only this operator has with the job (admission rules)."""
+        return iter(())
+
+    def derived_names(self, job: JobSpec) -> list[str]:
+        """Names the target's objects take in the job's namespace, besides the job's own name."""
+        return []
+
+    @abstractmethod
+    def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
+        """The operator's objects for the job, as plain manifests."""
+
+    # -- running a committed job locally (from YAML, never from Python) -------------------------
+
+    @classmethod
+    @abstractmethod
+    def local_plan(cls, manifest: dict[str, Any], loopback_port: Any) -> LocalPlan:
+        """The pods of the committed `manifest`, with the environment the operator would inject.
+        `loopback_port()` returns a free local port for each address the operator would hand out."""
+
+    @classmethod
+    def for_manifest(cls, manifest: dict[str, Any]) -> type[Target] | None:
+        return cls.registry.get((manifest.get("apiVersion"), manifest.get("kind")))
+
+
+def restart_after(policy: str, exit_code: int) -> bool:
+    """Whether the operator restarts a pod whose container exited with `exit_code` under `policy`.
+
+    `ExitCode`: 1-127 are permanent errors, 128-255 retryable (signals, and kubetrain's launcher's
+    "ranks kept failing" code); shared by the Kubeflow operators.
+    """
+    if exit_code == 0:
+        return False
+    return {"Always": True, "OnFailure": True, "Never": False, "ExitCode": exit_code >= 128}.get(policy, False)

@@ -1,0 +1,117 @@
+"""Kubeflow PyTorchJob (`kubeflow.org/v1`, training operator v1.9): the operator's contract.
+
+Fixed size: a Master and nodes - 1 Workers, container `pytorch`. The operator injects into every
+container PYTHONUNBUFFERED, MASTER_ADDR/PORT and PET_MASTER_ADDR/PORT (`<job>-master-0`, port
+23456), RANK = PET_NODE_RANK (the pod's index), WORLD_SIZE, PET_NPROC_PER_NODE (from nprocPerNode)
+and PET_NNODES; torchrun reads the PET_* variables as its defaults.
+Elastic: `nodes` Workers and an elasticPolicy; there is no Master, because ranks are assigned by
+each rendezvous, not by pod index. The operator points PET_RDZV_ENDPOINT at the first worker and
+sets PET_NNODES=min:max, but sets PET_NPROC_PER_NODE only when there is a Master.
+Pods and Services are named `<job>-<master|worker>-<i>`; a Service name is a 63-character label.
+(shared/domain-facts.md sections 1 and 11.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import Field
+
+from kubetrain.targets.base import LocalPlan, LocalReplica, Target
+
+if TYPE_CHECKING:
+    from kubetrain.jobs.spec import JobSpec
+
+MASTER_PORT = 23456  # the operator's default, named pytorchjob-port
+
+
+class PyTorchJob(Target):
+    """Kubeflow training operator v1's PyTorchJob. Fields are its `runPolicy` options."""
+
+    name: ClassVar[str] = "pytorchjob"
+    api_version: ClassVar[str] = "kubeflow.org/v1"
+    kind: ClassVar[str] = "PyTorchJob"
+    container_name: ClassVar[str] = "pytorch"
+
+    clean_pod_policy: str | None = Field(None, pattern="^(All|Running|None)$",
+                                         description="Which pods to delete when the job ends. Default: the "
+                                                     "operator's (None: keep them, with their logs).")
+    ttl_seconds_after_finished: int | None = Field(None, ge=0, description="Delete the finished job after this.")
+    active_deadline_seconds: int | None = Field(None, ge=1, description="Fail the job when it runs longer.")
+
+    def injected_env(self, job: JobSpec) -> set[str]:
+        return {"PYTHONUNBUFFERED", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "PET_MASTER_ADDR",
+                "PET_MASTER_PORT", "PET_NODE_RANK", "PET_NNODES", "PET_NPROC_PER_NODE", "PET_RDZV_ENDPOINT",
+                "PET_RDZV_BACKEND", "PET_MAX_RESTARTS"}
+
+    def rendezvous_args(self, job: JobSpec) -> list[str]:
+        if job.props.elastic:
+            # PET_RDZV_ENDPOINT and PET_NNODES=min:max come from the operator; nproc does not.
+            return [f"--nproc-per-node={job.props.procs_per_node}"]
+        # The master pod hosts the rendezvous store; Kubernetes expands $(VAR) from the operator's variables.
+        return ["--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)"]
+
+    def max_name_length(self, job: JobSpec) -> tuple[int, str]:
+        workers = job.max_nodes if job.props.elastic else job.props.nodes - 1
+        suffix = f"-worker-{workers - 1}" if workers else "-master-0"
+        return 63 - len(suffix), f"{job.name}{suffix}"
+
+    def derived_names(self, job: JobSpec) -> list[str]:
+        # One Service per replica, named like its pod: only the first few are listed; KT101
+        # keeps the longest within the limit, and no job name can end in -master-0 or -worker-N.
+        return []
+
+    def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
+        props = job.props
+        run_policy: dict[str, Any] = {"backoffLimit": props.backoff_limit}
+        optional = {"cleanPodPolicy": self.clean_pod_policy, "ttlSecondsAfterFinished": self.ttl_seconds_after_finished,
+                    "activeDeadlineSeconds": self.active_deadline_seconds}
+        run_policy |= {key: value for key, value in optional.items() if value is not None}
+        spec: dict[str, Any] = {"nprocPerNode": str(props.procs_per_node), "runPolicy": run_policy}
+        replica = {"restartPolicy": props.restart_policy, "template": pod_template}
+        if props.elastic:
+            spec["elasticPolicy"] = {"rdzvBackend": "c10d", "minReplicas": job.node_range.start,
+                                     "maxReplicas": job.node_range.stop - 1, "maxRestarts": props.max_restarts}
+            spec["pytorchReplicaSpecs"] = {"Worker": {"replicas": props.nodes, **replica}}
+        else:
+            spec["pytorchReplicaSpecs"] = {"Master": {"replicas": 1, **replica}}
+            if props.nodes > 1:
+                spec["pytorchReplicaSpecs"]["Worker"] = {"replicas": props.nodes - 1, **replica}
+        return [{"apiVersion": self.api_version, "kind": self.kind,
+                 "metadata": {"name": job.name, "namespace": job.namespace,
+                              "labels": {"kubetrain.dev/job": job.name}},
+                 "spec": spec}]
+
+    @classmethod
+    def local_plan(cls, manifest: dict[str, Any], loopback_port: Callable[[], int]) -> LocalPlan:
+        spec = manifest["spec"]
+        replica_specs = spec["pytorchReplicaSpecs"]
+        pods = [(kind, i, replica_specs[kind]) for kind in ("Master", "Worker") if kind in replica_specs
+                for i in range(replica_specs[kind].get("replicas", 1))]
+        nproc = str(spec.get("nprocPerNode", "auto"))
+        env = {"PYTHONUNBUFFERED": "1"}
+        elastic = spec.get("elasticPolicy")
+        if "Master" in replica_specs:
+            port = str(loopback_port())
+            env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "PET_MASTER_ADDR": "127.0.0.1",
+                    "PET_MASTER_PORT": port, "PET_NPROC_PER_NODE": nproc}
+            if nproc.isdigit():
+                env["WORLD_SIZE"] = str(len(pods) * int(nproc))
+        if elastic is None:
+            env["PET_NNODES"] = str(len(pods))
+        else:
+            # The rendezvous lives on the first worker: another port here, as it is another pod there.
+            env |= {"PET_RDZV_ENDPOINT": f"127.0.0.1:{loopback_port()}",
+                    "PET_RDZV_BACKEND": elastic.get("rdzvBackend", "c10d"),
+                    "PET_NNODES": f"{elastic.get('minReplicas', len(pods))}:{elastic.get('maxReplicas', len(pods))}"}
+            if "maxRestarts" in elastic:
+                env["PET_MAX_RESTARTS"] = str(elastic["maxRestarts"])
+        replicas = []
+        for node_rank, (kind, index, replica) in enumerate(pods):
+            pod_env = dict(env)
+            if "Master" in replica_specs:  # ranks by pod index; elastic jobs get theirs from each rendezvous
+                pod_env |= {"RANK": str(node_rank), "PET_NODE_RANK": str(node_rank)}
+            replicas.append(LocalReplica(f"{kind.lower()}-{index}", replica["template"],
+                                         replica.get("restartPolicy", "OnFailure"), pod_env))
+        return LocalPlan(replicas, cls.container_name, spec.get("runPolicy", {}).get("backoffLimit", 6))

@@ -1,0 +1,151 @@
+"""Every rule: a definition that breaks it and one that passes, and the registry that documents them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, kubetrain
+from kubetrain import App, Cluster, TrainingJob
+from kubetrain.diagnostics import diagnostics
+from kubetrain.rules.catalog import every_rule, markdown_table
+
+RUN = {"batch": {"global_size": 64, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
+CKPT = {"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}
+P5 = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge",
+      "resources": {"cpu": "96", "memory": "1000Gi", "accelerators": 8, "efa": 32}, "volumes": [CKPT],
+      "workload": {"kind": "trainer", "run": RUN}}
+CPU = {"image": "img:1", "nodes": 2, "procs_per_node": 1, "resources": {"cpu": "2", "memory": "4Gi"},
+       "volumes": [CKPT], "workload": {"kind": "trainer", "run": {**RUN, "batch": {"global_size": 4, "micro_size": 1}}}}
+
+
+def megatron(**parallelism: int) -> dict[str, Any]:
+    return {**P5, "workload": {"kind": "command", "command": ["pretrain_gpt.py"],
+                               "parallelism": {"tensor": 2, "micro_batch": 2, "global_batch": 512, **parallelism}}}
+
+
+def findings(props: dict[str, Any], name: str = "job") -> list[tuple[str, str]]:
+    app = App()
+    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    TrainingJob(cluster, name, props)
+    return [(f.problem.code, f.problem.path) for f in diagnostics(app).findings]
+
+
+def with_env(base: dict, **env: str) -> dict:
+    return {**base, "env": env}
+
+
+def run(base: dict, **changes: Any) -> dict:
+    return {**base, "workload": {"kind": "trainer", "run": {**base["workload"]["run"], **changes}}}
+
+
+# (code, a definition that breaks the rule, the field it names, a definition that passes)
+CASES = [
+    ("KT101", {**CPU, "nodes": 1}, "name", CPU),  # with the long name below
+    ("KT102", {**P5, "procs_per_node": 16, "resources": {**P5["resources"], "accelerators": 16}},
+     "resources.accelerators", P5),
+    ("KT103", {**P5, "resources": {**P5["resources"], "efa": 33}}, "resources.efa", P5),
+    ("KT104", {**P5, "procs_per_node": 4}, "procs_per_node", P5),
+    ("KT105", with_env(CPU, WORLD_SIZE="4"), "env.WORLD_SIZE", with_env(CPU, MY_WORLD="4")),
+    ("KT105", with_env(CPU, PET_NNODES="2"), "env.PET_NNODES", CPU),
+    ("KT106", with_env(P5, NCCL_ALGO="Ring"), "env.NCCL_ALGO", with_env(CPU, NCCL_ALGO="Ring")),
+    ("KT106", with_env(P5, NCCL_SOCKET_IFNAME="eth0"), "env.NCCL_SOCKET_IFNAME",
+     with_env(P5, NCCL_SOCKET_IFNAME="^lo,docker")),
+    ("KT106", with_env(P5, FI_EFA_USE_DEVICE_RDMA="0"), "env.FI_EFA_USE_DEVICE_RDMA",
+     with_env(P5, FI_EFA_USE_DEVICE_RDMA="1")),
+    ("KT107", {**P5, "resources": {**P5["resources"], "shm": "2000Gi"}}, "resources.shm", P5),
+    ("KT108", {**CPU, "volumes": []}, "workload.run.checkpoint.dir", CPU),
+    ("KT108", {**CPU, "volumes": [{**CKPT, "read_only": True}]}, "workload.run.checkpoint.dir",
+     # The deepest mount decides: a read-only /ckpt around a writable /ckpt/run is fine.
+     {**CPU, "volumes": [{**CKPT, "read_only": True}, {"name": "run", "claim": "run", "mount_path": "/ckpt/run"}]}),
+    ("KT108", {**CPU, "volumes": [{"name": "scratch", "empty_dir": "disk", "mount_path": "/ckpt"}]},
+     "workload.run.checkpoint.dir", CPU),
+    ("KT108", run(CPU, data={"source": "tokens", "path": "/elsewhere/t.bin"}), "workload.run.data.path",
+     run(CPU, data={"source": "tokens", "path": "/ckpt/t.bin"})),
+    ("KT109", {**CPU, "namespace": "nope"}, "namespace", {**CPU, "namespace": "ml"}),
+    ("KT111", {**P5, "instance_type": "p9.huge"}, "instance_type", P5),
+    ("KT112", {**CPU, "volumes": [CKPT, {"name": "shm", "claim": "x", "mount_path": "/x"}]}, "volumes.1.name", CPU),
+    ("KT112", {**CPU, "volumes": [CKPT, {"name": "x", "claim": "x", "mount_path": "/ckpt"}]}, "volumes.1.mount_path",
+     CPU),
+    ("KT113", run(P5, resilience={"watchdog_floor_s": 300}), "workload.run.resilience.watchdog_floor_s",
+     run(CPU, resilience={"watchdog_floor_s": 300})),
+    ("KT114", {**CPU, "elastic": {"min_nodes": 3, "max_nodes": 4}}, "elastic.min_nodes",
+     {**CPU, "elastic": {"min_nodes": 1, "max_nodes": 4}}),
+    ("KT115", with_env(P5, CUDA_LAUNCH_BLOCKING="1"), "env.CUDA_LAUNCH_BLOCKING",
+     with_env(P5, CUDA_LAUNCH_BLOCKING="0", NCCL_P2P_DISABLE="0")),
+    ("KT115", with_env(P5, NCCL_P2P_DISABLE="1"), "env.NCCL_P2P_DISABLE", with_env(CPU, NCCL_P2P_DISABLE="1")),
+    ("KT116", with_env(CPU, NCCL_TIMEOUT="1800"), "env.NCCL_TIMEOUT", CPU),
+    ("KT116", with_env(CPU, TORCH_DISTRIBUTED_TIMEOUT="1800"), "env.TORCH_DISTRIBUTED_TIMEOUT", CPU),
+    ("KT117", with_env(CPU, TRITON_CACHE_DIR="/ckpt/triton"), "env.TRITON_CACHE_DIR",
+     with_env(CPU, TRITON_CACHE_DIR="/tmp/triton")),
+    ("KT118", with_env(P5, FI_EFA_USE_HUGE_PAGE="0"), "env.FI_EFA_USE_HUGE_PAGE",
+     {**with_env(P5, FI_EFA_USE_HUGE_PAGE="0"), "resources": {**P5["resources"], "hugepages_2mi": "0Mi"}}),
+    ("KT119", {**CPU, "image": "ghcr.io/org/trainer"}, "image", {**CPU, "image": "ghcr.io/org/trainer@sha256:" + "a" * 64}),
+    ("KT119", {**CPU, "image": "ghcr.io/org/trainer:latest"}, "image", CPU),
+    ("KT120", megatron(tensor=2, pipeline=3), "workload.parallelism", megatron(tensor=2, pipeline=2)),
+    ("KT121", {**megatron(), "workload": {**megatron()["workload"], "parallelism": {
+        "tensor": 16, "micro_batch": 1, "global_batch": 512}}, "nodes": 4}, "workload.parallelism.tensor", megatron()),
+    ("KT122", megatron(global_batch=500), "workload.parallelism.global_batch", megatron()),
+    ("KT123", {**P5, "resources": {**P5["resources"], "cpu": "192"}}, "resources.cpu", P5),
+    ("KT123", {**P5, "resources": {**P5["resources"], "memory": "2048Gi"}}, "resources.memory", P5),
+    ("KT124", {**P5, "procs_per_node": 1, "resources": {"cpu": "8", "memory": "64Gi"}}, "resources.accelerators", P5),
+    ("KT125", {**P5, "resources": {**P5["resources"], "efa": 4}}, "resources.efa", P5),
+    ("KT126", with_env(P5, FI_PROVIDER="tcp"), "env.FI_PROVIDER", with_env(P5, FI_PROVIDER="efa")),
+    ("KT201", run(CPU, batch={"global_size": 5, "micro_size": 1}), "workload.run.batch.global_size", CPU),
+    ("KT201", {**run(CPU, batch={"global_size": 16, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 4}},
+     "workload.run.batch.global_size",
+     {**run(CPU, batch={"global_size": 12, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 4}}),
+]
+
+
+@pytest.mark.parametrize(("code", "breaking", "path", "passing"), CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_rule_breaks_and_passes(code, breaking, path, passing):
+    name = "j" * 60 if code == "KT101" else "job"
+    assert (code, path) in findings(breaking, name)
+    assert not [f for f in findings(passing) if f[0] == code]
+
+
+def test_a_range_rule_is_one_line_whatever_the_range():
+    props = {**run(CPU, batch={"global_size": 16, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 2**31 - 1}}
+    app = App()
+    TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job", props)
+    (finding,) = [f for f in diagnostics(app).findings if f.problem.code == "KT201"]
+    assert "it is not at 3, 5-7, 9-15, 17-2147483647 nodes" in finding.problem.message
+    assert "(1, 2, 4, 8, 16)" in finding.problem.fix
+
+
+def test_every_rule_is_documented_and_explained():
+    rules = every_rule()
+    assert len({r.code for r in rules}) == len(rules)
+    for rule in rules:
+        assert re.fullmatch(r"KT\d{3}", rule.code) and rule.severity in ("error", "warning")
+        assert rule.title and rule.rationale and rule.fix and rule.source, rule.code
+    tested = {case[0] for case in CASES}
+    # Rules checked elsewhere: input shape (KT0xx), names (KT110 in test_training_job), run-local (KT3xx), and
+    # the areas with tests of their own.
+    untested = {r.code for r in rules if r.code.startswith("KT1")} - tested - {"KT110"}
+    assert not untested, f"rules without a breaking and a passing case here: {sorted(untested)}"
+
+
+def test_readme_rule_table_is_the_registry():
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("<!-- rules:begin -->\n") + len("<!-- rules:begin -->\n")
+    end = readme.index("<!-- rules:end -->")
+    assert readme[start:end] == markdown_table(), "README's rule table is stale: paste `kubetrain rules --markdown`"
+
+
+def test_explain_every_code():
+    from typer.testing import CliRunner
+
+    from kubetrain.cli import app
+
+    runner = CliRunner()
+    for rule in every_rule():
+        result = runner.invoke(app, ["explain", rule.code.lower()])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.startswith(f"{rule.code} ({rule.severity}): {rule.title}")
+    result = kubetrain("explain", "KT1066")
+    assert result.returncode == 2 and "did you mean" in result.stderr and "Traceback" not in result.stderr
