@@ -16,7 +16,7 @@ from kubetrain import App, Cluster, TrainingJob
 def build():
     app = App()
     dev = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"])
-    TrainingJob(dev, {name!r}, image="img:1", nodes={nodes}, procs_per_node={procs}, instance_type="p5.48xlarge",
+    TrainingJob(dev, {name!r}, image={image!r}, nodes={nodes}, procs_per_node={procs}, instance_type="p5.48xlarge",
                 resources={{"cpu": "4", "memory": "64Gi", "accelerators": {gpus}, "efa": 32}}, {extra}
                 volumes=[{{"name": "ckpt", "claim": "ckpt", "mount_path": "/checkpoints"}}],
                 workload={{"kind": "trainer", "run": {{"batch": {{"global_size": 64, "micro_size": 1}},
@@ -25,11 +25,12 @@ def build():
 '''
 
 
-def fleet(tmp_path: Path, name="job", nodes=2, procs=8, gpus=8, extra="", run_extra="", source=None) -> Path:
+def fleet(tmp_path: Path, name="job", nodes=2, procs=8, gpus=8, extra="", run_extra="", source=None,
+          image="img:1") -> Path:
     package = tmp_path / "fleet"
     package.mkdir()
     (package / "__init__.py").write_text(textwrap.dedent(source or BAD_FLEET.format(
-        name=name, nodes=nodes, procs=procs, gpus=gpus, extra=extra, run_extra=run_extra)))
+        name=name, nodes=nodes, procs=procs, gpus=gpus, extra=extra, run_extra=run_extra, image=image)))
     existing = tmp_path / "dist" / "dev" / "keep.yaml"
     existing.parent.mkdir(parents=True)
     existing.write_text("kind: Untouched\n")
@@ -69,8 +70,9 @@ def test_valid_fleet_synthesizes(tmp_path):
     ({"procs": 8, "nodes": 3}, "error: dev/ml/job: workload.run.batch.global_size: global_size 64 is not a multiple of "
                                "micro_size 1 x 24 ranks = 24"),
     ({"extra": 'env={"NCCL_ALGO": "Ring"}, '}, "error: dev/ml/job: env.NCCL_ALGO: NCCL_ALGO=Ring must not be set"),
-    ({"extra": 'namespace="kube-system", '}, "error: dev/ml/job: namespace: namespace 'kube-system' is not owned"),
-    ({"extra": 'image="ghcr.io/org/img:", '}, "error: dev/job: image: 'ghcr.io/org/img:' is not a container image"),
+    ({"extra": 'namespace="kube-system", '}, "error: dev/kube-system/job: namespace: namespace 'kube-system' is "
+                                             "not owned"),
+    ({"image": "ghcr.io/org/img:"}, "error: dev/job: image: 'ghcr.io/org/img:' is not a container image"),
     ({"extra": 'elastic={"min_nodes": 1, "max_nodes": 2**31}, '},
      "error: dev/job: elastic.max_nodes: Input should be less than or equal to 2147483647"),
 ])
@@ -86,16 +88,18 @@ def test_all_problems_of_a_job_are_reported_together(tmp_path):
 
 
 def test_problems_of_every_job_and_rule_come_in_one_round(tmp_path):
-    source = BAD_FLEET.replace("    return app", '''    TrainingJob(dev, "second", image="img:1", nodes=1, procs_per_node=2, resources={"cpu": "1", "memory": "1Gi",
-                "shm": "2Gi"}, workload={"kind": "command", "command": ["t.py"]}, env={"RANK": "0"})
-    return app''').format(name="first", nodes=3, procs=8, gpus=8, extra="", run_extra="")
+    first = BAD_FLEET.format(name="first", nodes=3, procs=8, gpus=8, extra="", run_extra="", image="img:1")
+    source = first.replace("    return app", """    TrainingJob(dev, "second", image="img:1", nodes=1, procs_per_node=2,
+                resources={"cpu": "1", "memory": "1Gi", "shm": "2Gi"},
+                workload={"kind": "command", "command": ["t.py"]}, env={"RANK": "0"})
+    return app""")
     lines = synth_fails(fleet(tmp_path, source=source))
     codes = sorted(line.split("[")[1].split("]")[0] for line in lines)
     assert codes == ["KT105", "KT107", "KT201"], lines
 
 
 def test_warnings_do_not_stop_synth_unless_strict(tmp_path):
-    project = fleet(tmp_path, extra='image="ghcr.io/org/img:latest", ')
+    project = fleet(tmp_path, image="ghcr.io/org/img:latest")
     result = kubetrain("synth", "--app", "fleet", cwd=project)
     assert result.returncode == 0, result.stderr
     assert "warning: dev/ml/job: image: 'ghcr.io/org/img:latest' has the tag latest [KT119]" in result.stderr

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 
 from kubetrain.jobs.props import StrictProps
 from kubetrain.names import Dns1123Label
+from kubetrain.platform.instances import BUILTIN_CATALOG, InstanceType
 from kubetrain.rules.registry import register
 from training.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
 
@@ -60,6 +61,9 @@ class ClusterProps(StrictProps):
                                                      "against it. One of `supported_kubernetes_versions()`.")
     namespaces: list[Dns1123Label] = Field(..., min_length=1,
                                            description="Namespaces created and owned here; the first is the default.")
+    instance_types: list[InstanceType] = Field(default_factory=list,
+                                               description="Instance types beyond the built-in catalog (or "
+                                                           "replacing an entry of the same name).")
 
     @field_validator("kubernetes_version")
     @classmethod
@@ -96,6 +100,7 @@ class Cluster(cdk8s.Chart):
                 raise
             raise ConfigError(id, [problem]) from None
         self.props = validated
+        self.instance_catalog = BUILTIN_CATALOG.with_types(validated.instance_types)
         self._claims: dict[tuple[str, str], str] = {}  # (namespace, name) -> who claimed it
         self._scopes: dict[str, Construct] = {}
         for namespace in self.props.namespaces:
@@ -108,13 +113,9 @@ class Cluster(cdk8s.Chart):
     def default_namespace(self) -> str:
         return self.props.namespaces[0]
 
-    def instance_type(self, name: str | None) -> Any:
+    def instance_type(self, name: str | None) -> InstanceType | None:
         """The catalog entry of an instance type (the cluster's own types first), None when unknown."""
-        if name is None:
-            return None
-        from kubetrain.instance_types import INSTANCE_TYPES
-
-        return INSTANCE_TYPES.get(name)
+        return self.instance_catalog.get(name) if name else None
 
     def namespace_scope(self, namespace: str) -> Construct:
         """The construct scope of one namespace's objects."""

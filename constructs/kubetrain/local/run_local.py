@@ -23,6 +23,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -114,15 +115,19 @@ def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[s
     if target is None:
         raise _fail(where, f"{job_file} is not a job of a known target", "run `kubetrain synth` to rewrite dist/")
     plan = target.local_plan(manifest, free_port)
-    bin_dir = _launcher_shims(workdir)
-    pods = []
-    for replica in plan.replicas:
-        containers = replica.template["spec"]["containers"]
-        container = next((c for c in containers if c["name"] == plan.container_name), None)
+    containers = []
+    for replica in plan.replicas:  # every check before anything is written
+        container = next((c for c in replica.template["spec"]["containers"] if c["name"] == plan.container_name),
+                         None)
         if container is None:
             raise _fail(where, f"pod {replica.name} has no container {plan.container_name!r}",
                         "run `kubetrain synth` to rewrite dist/")
         _check_resources(container, where)
+        _check_run_config(replica.template, container, job_file, steps, overrides, where)
+        containers.append(container)
+    bin_dir = _launcher_shims(workdir)
+    pods = []
+    for replica, container in zip(plan.replicas, containers):
         mounts = _materialize_volumes(replica.template["spec"].get("volumes", []), container, job_file,
                                       workdir / "pods" / replica.name, workdir / "volumes", where)
         pod_env = {**{e["name"]: _map_path(e["value"], mounts) for e in container.get("env", []) if "value" in e},
@@ -134,6 +139,30 @@ def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[s
         cwd = Path(_map_path(container["workingDir"], mounts)) if "workingDir" in container else None
         pods.append(LocalPod(replica.name, command, env, replica.restart_policy, cwd, mounts))
     return LocalJob(pods, plan.backoff_limit)
+
+
+def _check_run_config(template: dict[str, Any], container: dict[str, Any], job_file: Path, steps: int | None,
+                      overrides: list[str], where: str) -> None:
+    """A trainer job's run config with the user's --set and --steps, validated from dist/ before any pod starts."""
+    args = [*container.get("command", []), *container.get("args", [])]
+    if "--config" not in args:
+        if steps is not None or overrides:
+            raise _fail(where, "--steps and --set change a trainer's run config, and this job runs its own command",
+                        "pass the program's own flags in the job definition instead")
+        return
+    config_path = PurePosixPath(args[args.index("--config") + 1])
+    mount = next((m for m in container.get("volumeMounts", []) if config_path.parent == PurePosixPath(m["mountPath"])),
+                 None)
+    volume = next((v for v in template["spec"].get("volumes", []) if mount and v["name"] == mount["name"]), {})
+    config_map = job_file.parent / f"ConfigMap.{volume.get('configMap', {}).get('name')}.yaml"
+    if not config_map.is_file():
+        raise _fail(where, f"the run config {config_path} comes from no ConfigMap in {job_file.parent}",
+                    "run `kubetrain synth` so dist/ holds the job's ConfigMap")
+    text = ((_read_yaml(config_map, where) or {}).get("data") or {}).get(config_path.name, "")
+    sets = [*overrides, *([f"max_steps={steps}"] if steps is not None else [])]
+    with tempfile.TemporaryDirectory() as scratch:  # the loader reads files; this one is ours and goes away
+        (Path(scratch) / config_path.name).write_text(text)
+        load_run_config(Path(scratch) / config_path.name, sets, where=f"{where} (run config with --set)")
 
 
 def _launcher_shims(workdir: Path) -> Path:
@@ -189,16 +218,12 @@ def _materialize_volumes(volumes: list[dict], container: dict, job_file: Path, p
 
 def _config_overrides(command: list[str], mounts: dict[str, Path], steps: int | None, overrides: list[str],
                       where: str) -> list[str]:
-    """For trainer jobs, `--set` arguments: the user's overrides, then the run config's paths mapped
-    to local folders. The config is validated with them here, so a typo fails before any pod starts."""
+    """For trainer jobs, `--set` arguments: the user's overrides (already checked), then the run config's
+    paths mapped to local folders."""
     if "--config" not in command:
-        if steps is not None or overrides:
-            raise _fail(where, "--steps and --set change a trainer's run config, and this job runs its own command",
-                        "pass the program's own flags in the job definition instead")
         return []
-    config_file = Path(command[command.index("--config") + 1])
     sets = [*overrides, *([f"max_steps={steps}"] if steps is not None else [])]
-    run = load_run_config(config_file, sets, where=f"{where} (run config with --set)")
+    run = load_run_config(Path(command[command.index("--config") + 1]), sets, where=where)
     sets.append(f"checkpoint.dir={_map_path(run.checkpoint.dir, mounts)}")
     if run.data.path:
         sets.append(f"data.path={_map_path(run.data.path, mounts)}")

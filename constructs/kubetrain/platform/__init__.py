@@ -1,0 +1,1 @@
+"""The platform under the jobs: instance types, node pools, storage, queues, monitoring."""

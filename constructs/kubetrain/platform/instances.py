@@ -1,0 +1,123 @@
+"""The instance catalog: what one EC2 node gives a pod, for the capacity rules and node pools.
+
+Figures from AWS's instance-type pages as summarised in Karpenter's generated instance-type
+reference and aws-ofi-nccl's platform code (shared/domain-facts.md section 6). A fleet adds its
+own types without editing the library: `Cluster(..., instance_types=[InstanceType(...)])`.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+GIB = 2**30
+MIB = 2**20
+
+# Karpenter's model of what the kubelet leaves to pods (karpenter-provider-aws, instancetype.go):
+# EC2 reports more memory than the kernel sees (vmMemoryOverheadPercent, default 7.5 %); the
+# kubelet reserves 11 MiB per pod plus 255 MiB and a CPU share that falls with the core count;
+# the hard eviction threshold keeps 100 MiB free.
+VM_MEMORY_OVERHEAD = Decimal("0.075")
+MAX_PODS = 110
+EVICTION_MIB = 100
+_CPU_RESERVED = [(1, Decimal("0.06")), (1, Decimal("0.01")), (2, Decimal("0.005"))]  # then 0.25 % a core
+
+
+class InstanceType(BaseModel):
+    """One EC2 instance type. Frozen and strict like every user-facing input."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(..., description="EC2 name, e.g. p5.48xlarge.")
+    vcpus: int = Field(..., gt=0)
+    memory_gib: float = Field(..., gt=0, description="Memory as EC2 lists it.")
+    accelerator_resource: Literal["nvidia.com/gpu", "aws.amazon.com/neuron"] | None = Field(
+        None, description="The extended resource its accelerators are requested as; None for CPU types.")
+    accelerators: int = Field(0, ge=0, description="GPUs, or Neuron devices (chips).")
+    accelerator: str | None = Field(None, description="The chip, e.g. H100.")
+    accelerator_memory_gib: float = Field(0, ge=0, description="Memory of one accelerator.")
+    efa_interfaces: int = Field(0, ge=0)
+    gpudirect_rdma: bool = Field(False, description="EFA with GPUDirect RDMA (p4d and newer, Trainium).")
+    network_gbps: float | None = Field(None, gt=0)
+    peak_bf16_flops: float | None = Field(None, gt=0, description="Dense bf16 peak of one accelerator, for MFU.")
+
+    def allocatable_cpu(self) -> Decimal:
+        """Cores a pod can request: the vCPUs less the kubelet's reservation."""
+        reserved, left = Decimal(0), self.vcpus
+        for cores, share in _CPU_RESERVED:
+            used = min(cores, left)
+            reserved += used * share
+            left -= used
+        return self.vcpus - reserved - left * Decimal("0.0025")
+
+    def allocatable_memory(self) -> Decimal:
+        """Bytes a pod can request (huge pages included): EC2's figure less overhead, reservation, eviction."""
+        kernel = Decimal(str(self.memory_gib)) * GIB * (1 - VM_MEMORY_OVERHEAD)
+        return (kernel - (11 * MAX_PODS + 255 + EVICTION_MIB) * MIB).to_integral_value()
+
+
+_GPU, _NEURON = "nvidia.com/gpu", "aws.amazon.com/neuron"
+
+
+def _gpu(name: str, vcpus: int, memory: float, gpus: int, chip: str, chip_gib: float, efa: int, rdma: bool,
+         gbps: float | None, peak: float | None) -> InstanceType:
+    return InstanceType(name=name, vcpus=vcpus, memory_gib=memory, accelerator_resource=_GPU, accelerators=gpus,
+                        accelerator=chip, accelerator_memory_gib=chip_gib, efa_interfaces=efa, gpudirect_rdma=rdma,
+                        network_gbps=gbps, peak_bf16_flops=peak)
+
+
+def _cpu(family: str, sizes: dict[str, tuple[int, float]]) -> list[InstanceType]:
+    return [InstanceType(name=f"{family}.{size}", vcpus=v, memory_gib=m) for size, (v, m) in sizes.items()]
+
+
+# Peak dense bf16 (domain-facts 6): A100 312, H100/H200 989, B200 ~2250 TFLOP/s; L40S 362 (NVIDIA's
+# datasheet, without sparsity); A10G and T4 unknown or no bf16 (None: no MFU reported).
+BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
+    _gpu("p4d.24xlarge", 96, 1152, 8, "A100", 40, 4, True, 400, 312e12),
+    _gpu("p4de.24xlarge", 96, 1152, 8, "A100", 80, 4, True, 400, 312e12),
+    _gpu("p5.48xlarge", 192, 2048, 8, "H100", 80, 32, True, 3200, 989e12),
+    _gpu("p5e.48xlarge", 192, 2048, 8, "H200", 141, 32, True, 3200, 989e12),
+    _gpu("p5en.48xlarge", 192, 2048, 8, "H200", 141, 16, True, 3200, 989e12),
+    _gpu("p6-b200.48xlarge", 192, 2048, 8, "B200", 179, 8, True, 3200, 2250e12),
+    InstanceType(name="trn1.32xlarge", vcpus=128, memory_gib=512, accelerator_resource=_NEURON, accelerators=16,
+                 accelerator="Trainium", accelerator_memory_gib=32, efa_interfaces=8, gpudirect_rdma=True,
+                 network_gbps=800),
+    InstanceType(name="trn2.48xlarge", vcpus=192, memory_gib=2048, accelerator_resource=_NEURON, accelerators=16,
+                 accelerator="Trainium2", accelerator_memory_gib=96, efa_interfaces=16, gpudirect_rdma=True,
+                 network_gbps=3200),
+    *(_gpu(f"g5.{size}", v, m, g, "A10G", 24, efa, False, None, None) for size, (v, m, g, efa) in {
+        "xlarge": (4, 16, 1, 0), "2xlarge": (8, 32, 1, 0), "4xlarge": (16, 64, 1, 0), "8xlarge": (32, 128, 1, 1),
+        "12xlarge": (48, 192, 4, 1), "16xlarge": (64, 256, 1, 1), "24xlarge": (96, 384, 4, 1),
+        "48xlarge": (192, 768, 8, 1)}.items()),
+    *(_gpu(f"g6e.{size}", v, m, g, "L40S", 48, efa, False, None, 362e12) for size, (v, m, g, efa) in {
+        "8xlarge": (32, 256, 1, 1), "12xlarge": (48, 384, 4, 1), "16xlarge": (64, 512, 1, 1),
+        "24xlarge": (96, 768, 4, 2), "48xlarge": (192, 1536, 8, 4)}.items()),
+    *(_gpu(f"g4dn.{size}", v, m, g, "T4", 16, efa, False, None, None) for size, (v, m, g, efa) in {
+        "xlarge": (4, 16, 1, 0), "2xlarge": (8, 32, 1, 0), "4xlarge": (16, 64, 1, 0), "8xlarge": (32, 128, 1, 1),
+        "12xlarge": (48, 192, 4, 1), "16xlarge": (64, 256, 1, 1), "metal": (96, 384, 8, 1)}.items()),
+    *_cpu("c5", {"large": (2, 4), "xlarge": (4, 8), "2xlarge": (8, 16), "4xlarge": (16, 32), "9xlarge": (36, 72),
+                 "12xlarge": (48, 96), "18xlarge": (72, 144), "24xlarge": (96, 192)}),
+    *_cpu("m5", {"large": (2, 8), "xlarge": (4, 16), "2xlarge": (8, 32), "4xlarge": (16, 64), "8xlarge": (32, 128),
+                 "12xlarge": (48, 192), "16xlarge": (64, 256), "24xlarge": (96, 384)}),
+)
+
+
+class InstanceCatalog:
+    """Instance types by name: the built-in ones, plus a fleet's own (which win on a name clash)."""
+
+    def __init__(self, types: tuple[InstanceType, ...] | list[InstanceType] = BUILTIN_INSTANCE_TYPES):
+        self._types = {t.name: t for t in types}
+
+    def get(self, name: str) -> InstanceType | None:
+        return self._types.get(name)
+
+    def with_types(self, types: list[InstanceType]) -> InstanceCatalog:
+        return InstanceCatalog([*self._types.values(), *types])
+
+    def names(self) -> list[str]:
+        return sorted(self._types)
+
+
+BUILTIN_CATALOG = InstanceCatalog()
