@@ -31,7 +31,7 @@ def fleet(tmp_path: Path, name="job", nodes=2, procs=8, gpus=8, extra="", run_ex
     package.mkdir()
     (package / "__init__.py").write_text(textwrap.dedent(source or BAD_FLEET.format(
         name=name, nodes=nodes, procs=procs, gpus=gpus, extra=extra, run_extra=run_extra, image=image)))
-    existing = tmp_path / "dist" / "dev" / "keep.yaml"
+    existing = tmp_path / "dist" / "dev" / "ml" / "ConfigMap.keep.yaml"  # a previous synth's output
     existing.parent.mkdir(parents=True)
     existing.write_text("kind: Untouched\n")
     return tmp_path
@@ -104,10 +104,6 @@ def test_warnings_do_not_stop_synth_unless_strict(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "warning: dev/ml/job: image: 'ghcr.io/org/img:latest' has the tag latest [KT119]" in result.stderr
     assert (project / "dist" / "dev" / "ml" / "PyTorchJob.job.yaml").is_file()
-    (project / "dist").rename(project / "dist.ok")
-    (project / "dist").mkdir()
-    (project / "dist" / "dev").mkdir()
-    (project / "dist" / "dev" / "keep.yaml").write_text("kind: Untouched\n")
     lines = synth_fails(project, "--strict")
     assert any("[KT119]" in line for line in lines)
 
@@ -154,3 +150,29 @@ def test_python_m_apps_reports_the_same_way(tmp_path):
                  cwd=project)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "error: dev/job: nodes:" in result.stderr
+
+
+@pytest.mark.parametrize("target", [".", "..", "notes.txt", "mixed", "fleet"])
+def test_synth_never_replaces_what_it_did_not_write(tmp_path, target):
+    project = fleet(tmp_path)
+    (project / ".git").mkdir()
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (project / "notes.txt").write_text("mine\n")
+    (project / "mixed" / "dev" / "ml").mkdir(parents=True)
+    (project / "mixed" / "dev" / "ml" / "ConfigMap.a.yaml").write_text("kind: ConfigMap\n")
+    (project / "mixed" / "README.md").write_text("mine\n")
+    before = {str(p): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    result = kubetrain("synth", "--app", "fleet", "--outdir", target, cwd=project)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "[KT601]" in result.stderr and len(result.stderr.splitlines()) == 2
+    assert {str(p): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_synth_replaces_its_own_output(tmp_path):
+    project = fleet(tmp_path)
+    assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0
+    assert (project / "dist" / ".kubetrain-synth").is_file()
+    assert not (project / "dist" / "dev" / "ml" / "ConfigMap.keep.yaml").exists()
+    (project / "dist" / "dev" / "ml" / "stray.txt").write_text("x")  # the marker says the folder is synth's
+    assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0
+    assert not (project / "dist" / "dev" / "ml" / "stray.txt").exists()

@@ -9,6 +9,7 @@ keeps same-named objects of different namespaces apart (cdk8s's own per-resource
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import cdk8s
 import yaml
 
+from kubetrain.rules.registry import register
 from training.problems import ConfigError, Problem
 
 CLUSTER_SCOPED_FOLDER = "_cluster"
@@ -62,8 +64,44 @@ def render(app: cdk8s.App) -> dict[Path, str]:
     return files
 
 
+MARKER = ".kubetrain-synth"
+MARKER_TEXT = "This folder is written by `kubetrain synth`, which replaces all of it on every run.\n"
+_MANIFEST_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*\.[a-z0-9]([-a-z0-9.]*[a-z0-9])?\.yaml$")
+
+NOT_SYNTH_OUTPUT = register(
+    "KT601", "error", "the output folder holds more than synth's output",
+    rationale="synth replaces its output folder whole; a folder with anything else in it (the project root, "
+              "a .git, your files) would be destroyed.",
+    fix="choose an empty or new folder, or the folder synth wrote before (it carries a .kubetrain-synth marker)",
+    source="kubetrain")
+
+
+def replaceable(outdir: Path) -> str | None:
+    """Why synth must not replace `outdir` (None: it may). It may replace a folder it wrote (the marker),
+    an empty one, or one that provably holds only manifests in synth's layout (<cluster>/<folder>/<Kind>.<name>.yaml)."""
+    if not outdir.exists():
+        return None
+    if not outdir.is_dir() or outdir.is_symlink():
+        return f"{outdir} is not a folder"
+    if Path.cwd().resolve().is_relative_to(outdir.resolve()):
+        return f"{outdir} holds the current folder"
+    if (outdir / MARKER).is_file():
+        return None
+    for path in outdir.rglob("*"):
+        relative = path.relative_to(outdir)
+        manifest = (path.is_file() and not path.is_symlink() and len(relative.parts) == 3
+                    and _MANIFEST_NAME.match(relative.name))
+        if not (manifest or (path.is_dir() and not path.is_symlink() and len(relative.parts) < 3)):
+            return f"{outdir} holds {relative}, which synth did not write"
+    return None
+
+
 def write_tree(files: dict[Path, str], outdir: Path) -> None:
-    """Replace `outdir` with exactly `files`; on any failure the old `outdir` is left untouched."""
+    """Replace `outdir` with exactly `files` (and the marker); on any failure the old `outdir` is left
+    untouched, and a folder that holds anything synth did not write is never replaced (KT601)."""
+    refusal = replaceable(outdir)
+    if refusal is not None:
+        raise ConfigError(str(outdir), [Problem(NOT_SYNTH_OUTPUT.code, "", refusal, NOT_SYNTH_OUTPUT.fix)])
     outdir = outdir.resolve()
     outdir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=outdir.parent))
@@ -72,6 +110,7 @@ def write_tree(files: dict[Path, str], outdir: Path) -> None:
             target = staging / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
+        (staging / MARKER).write_text(MARKER_TEXT)
         os.chmod(staging, 0o755)
         if outdir.exists():
             retired = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.old-", dir=outdir.parent))
