@@ -56,3 +56,44 @@ def test_world_size_rule_and_accumulation(tmp_path):
     assert run.check_world_size(2) == [] and run.grad_accum_steps(2) == 2
     (problem,) = run.check_world_size(3)
     assert problem.code == "KT201" and "such as 6 or 12" in problem.fix
+
+
+@pytest.mark.parametrize(("text", "overrides", "expected"), [
+    (BASE + "optimizer: {lr: 1e-3}\noptimizer: {lr: 3e-4}\n", [], ("KT004", "")),
+    (BASE, ["optimizer.lr=[1,"], ("KT005", "optimizer.lr")),
+    (BASE, ["=3", "a..b=1"], ("KT005", "")),
+    (BASE + "optimizer: {betas: [0.9, 1.5]}\n", [], ("KT003", "optimizer.betas.1")),
+    (BASE + "optimizer: {lr: .nan}\n", [], ("KT003", "optimizer.lr")),
+    (BASE + "data: {path: /data/tokens.bin}\n", [], ("KT205", "data.path")),
+])
+def test_config_is_strict_where_it_is_read(tmp_path, text, overrides, expected):
+    with pytest.raises(ConfigError) as exc:
+        load_run_config(config(tmp_path, text), overrides)
+    assert expected in codes(exc)
+
+
+def test_config_must_be_utf8(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_bytes(BASE.encode() + b"# caf\xe9\n")
+    with pytest.raises(ConfigError) as exc:
+        load_run_config(path)
+    assert codes(exc) == [("KT004", "")] and "not UTF-8" in exc.value.problems[0].message
+
+
+def test_every_bad_override_is_reported_at_once(tmp_path):
+    with pytest.raises(ConfigError) as exc:
+        load_run_config(config(tmp_path), ["nokey", "max_steps=[", "batch.global_size.x=1"])
+    assert [c for c, _ in codes(exc)] == ["KT005", "KT005", "KT005"]
+
+
+def test_python_m_training_reports_bad_input_in_one_line_each(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    path = config(tmp_path, BASE + "max_steps: 6\n")
+    result = subprocess.run([sys.executable, "-m", "training", "--config", str(path), "--set", "seed=[",
+                             "--check"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert [line.split("[")[-1].split("]")[0] for line in result.stderr.splitlines()] == ["KT004"]

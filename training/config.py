@@ -23,9 +23,9 @@ from training.problems import (
 
 
 class StrictModel(BaseModel):
-    """Unknown fields are errors: a typo must never be silently ignored."""
+    """Unknown fields are errors: a typo must never be silently ignored. NaN and infinity are no numbers."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ModelConfig(StrictModel):
@@ -58,7 +58,14 @@ class DataConfig(StrictModel):
         if self.source == "tokens" and not self.path:
             raise rule_violation("KT204", "source 'tokens' needs a token file",
                                  "set data.path to a uint16 .bin file, or use source 'synthetic'", field="path")
+        if self.source == "synthetic" and self.path:
+            raise rule_violation("KT205", f"data.path {self.path} is set but source is 'synthetic': the file "
+                                 "would be ignored", "set source: tokens to train on the file, or remove path",
+                                 field="path")
         return self
+
+
+Beta = Annotated[float, Field(ge=0, lt=1)]  # torch's AdamW refuses anything else at pod start
 
 
 class OptimizerConfig(StrictModel):
@@ -68,7 +75,7 @@ class OptimizerConfig(StrictModel):
     min_lr: float = Field(3e-5, ge=0, description="Learning rate at the end of the cosine decay.")
     warmup_steps: int = Field(100, ge=0, description="Steps of linear warmup from 0 to lr.")
     weight_decay: float = Field(0.1, ge=0, description="Decoupled weight decay on matrices (not norms or biases).")
-    betas: tuple[float, float] = Field((0.9, 0.95), description="Adam's beta1, beta2.")
+    betas: tuple[Beta, Beta] = Field((0.9, 0.95), description="Adam's beta1, beta2, each in [0, 1).")
     grad_clip: float = Field(1.0, gt=0, description="Clip the global gradient norm to this value.")
 
     @model_validator(mode="after")
@@ -156,34 +163,67 @@ class RunConfig(StrictModel):
         return []
 
 
+class StrictYamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser where it exists
+    """Safe YAML in which a key given twice in one mapping is an error, not the last one silently winning."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping (lines {seen[key].start_mark.line + 1} "
+                                f"and {key_node.start_mark.line + 1})", key_node.start_mark)
+            seen[key] = key_node
+        return super().construct_mapping(node, deep)
+
+
+def parse_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=StrictYamlLoader)
+
+
 def load_run_config(path: str | Path, overrides: list[str] = (), where: str | None = None) -> RunConfig:
-    """Read and validate a run config file, applying `dotted.key=value` overrides (values are YAML)."""
+    """Read and validate a run config file, applying `dotted.key=value` overrides (values are YAML).
+
+    Every problem is reported at once as a ConfigError, and nothing else is raised: an unreadable or
+    non-UTF-8 file, a YAML error or a duplicate key (KT004), malformed overrides (KT005), and every
+    field the model rejects.
+    """
     where = where or str(path)
     try:
-        raw = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(where, [Problem("KT004", "", f"cannot read the config: {exc}",
-                                          "pass a readable YAML file to --config")]) from None
+        raw = parse_yaml(Path(path).read_bytes().decode("utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        reason = (f"not UTF-8 (byte {exc.start})" if isinstance(exc, UnicodeDecodeError)
+                  else " ".join(str(exc).split()))
+        raise ConfigError(where, [Problem("KT004", "", f"cannot read the config: {reason}",
+                                          "pass a readable UTF-8 YAML file to --config, each key once")]) from None
     if not isinstance(raw, dict):
         raise ConfigError(where, [Problem(INVALID_VALUE, "", "the config must be a YAML mapping",
                                           "write the run config as key: value pairs")])
-    for override in overrides:
-        apply_override(raw, override, where)
+    problems = [problem for override in overrides for problem in apply_override(raw, override)]
+    if problems:
+        raise ConfigError(where, problems)
     return validate_model(RunConfig, raw, where)
 
 
-
-def apply_override(raw: dict[str, Any], override: str, where: str) -> None:
-    """Set `a.b.c=value` in a nested mapping; the value is parsed as YAML (so 3 is an int)."""
+def apply_override(raw: dict[str, Any], override: str) -> list[Problem]:
+    """Set `a.b.c=value` in a nested mapping; the value is parsed as YAML (so 3 is an int). Returns the
+    override's problems (none when it was applied)."""
     key, sep, value = override.partition("=")
-    if not sep or not key:
-        raise ConfigError(where, [Problem("KT005", "", f"override {override!r} is not key=value",
-                                          "write overrides as dotted.key=value, e.g. max_steps=30")])
+    if not sep or not key or "" in key.split("."):
+        return [Problem("KT005", "", f"override {override!r} is not key=value",
+                        "write overrides as dotted.key=value, e.g. max_steps=30")]
+    try:
+        parsed = parse_yaml(value)
+    except yaml.YAMLError as exc:
+        return [Problem("KT005", key, f"the value {value!r} is not YAML: {' '.join(str(exc).split())}",
+                        "quote strings that contain YAML syntax, e.g. data.path='/a b.bin'")]
     *parents, leaf = key.split(".")
     node = raw
     for part in parents:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
-            raise ConfigError(where, [Problem("KT005", key, f"cannot set {key}: {part} is not a mapping",
-                                              "override a field inside a section, e.g. batch.micro_size=2")])
-    node[leaf] = yaml.safe_load(value)
+            return [Problem("KT005", key, f"cannot set {key}: {part} is not a mapping",
+                            "override a field inside a section, e.g. batch.micro_size=2")]
+    node[leaf] = parsed
+    return []

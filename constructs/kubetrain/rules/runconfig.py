@@ -1,0 +1,50 @@
+"""The rules of input shape and of the run config.
+
+They are checked by pydantic models in `training/` (the run config, which the pod validates again
+at start and which must not import kubetrain) and in kubetrain's props; this module only declares
+them, so `kubetrain explain` and the README's table cover them too.
+"""
+
+from __future__ import annotations
+
+from kubetrain.rules.registry import register
+
+TRAINER = "training/config.py"
+
+register("KT001", "error", "unknown field",
+         rationale="A misspelled field would otherwise be ignored (and the API server prunes unknown fields "
+                   "silently): the run would use a default the author never chose.",
+         fix="remove the field or correct its name (the message suggests the closest one)", source="kubetrain")
+register("KT002", "error", "required field missing",
+         rationale="Some settings have no safe default (batch sizes, max_steps, the image).",
+         fix="add the field", source="kubetrain")
+register("KT003", "error", "invalid value",
+         rationale="A value of the wrong type, out of range, or not what Kubernetes accepts (names, quantities, "
+                   "image references) fails later, on the cluster or at pod start, where it costs a run.",
+         fix="change the value as the message says", source="kubetrain; Kubernetes API conventions")
+register("KT004", "error", "run config file unreadable",
+         rationale="The pod reads the mounted run config: it must be UTF-8 YAML, a mapping, with each key once "
+                   "(YAML would otherwise keep the last of two keys silently).",
+         fix="pass a readable UTF-8 YAML file to --config, each key once", source=TRAINER)
+register("KT005", "error", "malformed --set override",
+         rationale="Overrides are dotted.key=value with a YAML value; a malformed one would set nothing or the "
+                   "wrong thing.",
+         fix="write overrides as dotted.key=value, e.g. max_steps=30", source=TRAINER)
+register("KT006", "error", "malformed KUBETRAIN_FAULT",
+         rationale="Fault drills are parsed before training starts so a typo does not run a drill-less job.",
+         fix="write faults as KIND:step=N[:rank=R], separated by ';' (see training/faults.py)", source=TRAINER)
+register("KT201", "error", "global batch not a multiple of micro batch x world size",
+         rationale="Gradient accumulation is derived as global / (micro x world); it must be a whole number at "
+                   "every world size the job can run at.",
+         fix="change global_size, micro_size or the node counts", source=TRAINER)
+register("KT202", "error", "attention heads do not divide the model width",
+         rationale="head_dim = dim / n_heads must be whole.", fix="choose n_heads that divides dim", source=TRAINER)
+register("KT203", "error", "min_lr above lr",
+         rationale="The cosine schedule decays from lr to min_lr.", fix="set min_lr at or below lr", source=TRAINER)
+register("KT204", "error", "token source without a file",
+         rationale="source 'tokens' reads a token file; without a path there is nothing to train on.",
+         fix="set data.path, or use source 'synthetic'", source=TRAINER)
+register("KT205", "error", "token file given to the synthetic source",
+         rationale="The synthetic stream ignores data.path: a run meant to train on a data set would train on "
+                   "synthetic tokens.",
+         fix="set data.source to tokens, or remove data.path", source=TRAINER)
