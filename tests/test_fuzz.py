@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from kubetrain import App, Cluster, ConfigError, TrainingJob
 from kubetrain.diagnostics import diagnostics
-from kubetrain.manifests import render
-from kubetrain.validate import CrdSchemas, validate_manifests
+from kubetrain.output.manifests import render
+from kubetrain.output.validate import Schemas, validate_manifests
 
+SCHEMAS = Schemas()  # the shipped ones, compiled once for every example
 BUDGET = settings(max_examples=60, deadline=None, derandomize=True,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
@@ -124,21 +125,16 @@ valid_jobs = st.fixed_dictionaries({
 })
 
 
-@pytest.fixture(scope="module")
-def schemas(crds) -> CrdSchemas:
-    return CrdSchemas(crds)
-
-
 @BUDGET
 @given(st.lists(valid_jobs, min_size=1, max_size=2))
-def test_what_synth_accepts_validate_accepts(schemas, tmp_path_factory, jobs):
+def test_what_synth_accepts_validate_accepts(tmp_path_factory, jobs):
     app = build({"kubernetes_version": "1.33", "namespaces": ["ml"]}, [dict(j) for j in jobs])
     if diagnostics(app).errors:
         return
     out = tmp_path_factory.mktemp("fuzz")
     for path, text in render(app).items():
         (out / path.name).write_text(text)
-    count, findings = validate_manifests([out], schemas, "1.33")
+    count, findings = validate_manifests([out], SCHEMAS, "1.33")
     assert count and not findings, [f.format() for f in findings]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, kubetrain, run
-from kubetrain.run_local import free_port, kill_pod
+from kubetrain.local.run_local import free_port, kill_pod
 from test_training import losses, train, write_config
 
 torch = pytest.importorskip("torch", reason="the training runtime needs torch")

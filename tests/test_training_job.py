@@ -23,8 +23,8 @@ from kubetrain import (
     TrainingJobProps,
 )
 from kubetrain.diagnostics import diagnostics
-from kubetrain.manifests import render
-from kubetrain.validate import CrdSchemas, validate_manifests
+from kubetrain.output.manifests import render
+from kubetrain.output.validate import Schemas, validate_manifests
 from training.config import RunConfig, load_run_config
 
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
@@ -164,7 +164,7 @@ def test_restart_budget_and_policy_are_rendered():
     assert worker["restartPolicy"] == "ExitCode" and spec["runPolicy"] == {"backoffLimit": 5}
 
 
-def test_command_job_runs_the_users_program_under_torchrun(crds, tmp_path):
+def test_command_job_runs_the_users_program_under_torchrun(tmp_path):
     objects = synth({**CPU_JOB, "image": "nvcr.io/nvidia/pytorch:25.04-py3",
                      "workload": Command(command=["train.py", "--lr", "3e-4"], working_dir="/workspace",
                                          checkpoint_dir="/ckpt/run")})
@@ -175,7 +175,7 @@ def test_command_job_runs_the_users_program_under_torchrun(crds, tmp_path):
     assert "python -m training" not in container["command"][2], "no trainer config check for a command"
     assert container["workingDir"] == "/workspace"
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
-    assert validate_manifests([tmp_path / "job.yaml"], CrdSchemas(crds), "1.33") == (1, [])
+    assert validate_manifests([tmp_path / "job.yaml"], Schemas(), "1.33") == (1, [])
 
 
 def test_command_without_launcher_runs_as_given():
@@ -186,7 +186,7 @@ def test_command_without_launcher_runs_as_given():
     assert "env" not in container  # no torchrun, so none of its settings
 
 
-def test_pod_settings_reach_the_pod(crds, tmp_path):
+def test_pod_settings_reach_the_pod(tmp_path):
     settings = PodSettings(
         labels={"team": "research"}, annotations={"example.com/owner": "ml"}, node_selector={"pool": "gpu"},
         affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
@@ -216,7 +216,7 @@ def test_pod_settings_reach_the_pod(crds, tmp_path):
     assert volumes["cache"] == {"name": "cache", "emptyDir": {"sizeLimit": "50Gi"}}
     assert volumes["tokens"] == {"name": "tokens", "secret": {"secretName": "hf-token"}}
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(manifest))
-    assert validate_manifests([tmp_path / "job.yaml"], CrdSchemas(crds), "1.33") == (1, [])
+    assert validate_manifests([tmp_path / "job.yaml"], Schemas(), "1.33") == (1, [])
 
 
 def test_pod_settings_refuse_privilege_and_bad_affinity():
@@ -227,7 +227,7 @@ def test_pod_settings_refuse_privilege_and_bad_affinity():
     assert ("KT003", "pod.affinity") in problems
 
 
-def test_escape_hatch_patches_the_operator_object(crds, tmp_path):
+def test_escape_hatch_patches_the_operator_object(tmp_path):
     app = App()
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
     job = TrainingJob(cluster, "job", GPU_JOB)
@@ -235,10 +235,10 @@ def test_escape_hatch_patches_the_operator_object(crds, tmp_path):
     manifest = yaml.safe_load(render(app)[next(p for p in render(app) if p.name == "PyTorchJob.job.yaml")])
     assert manifest["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 2, "queue": "training"}
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(manifest))
-    assert validate_manifests([tmp_path / "job.yaml"], CrdSchemas(crds), "1.33") == (1, [])
+    assert validate_manifests([tmp_path / "job.yaml"], Schemas(), "1.33") == (1, [])
 
 
-def test_elastic_job_has_workers_only_and_an_elastic_policy(crds, tmp_path):
+def test_elastic_job_has_workers_only_and_an_elastic_policy(tmp_path):
     objects = compile_job(nodes=2, elastic={"min_nodes": 1, "max_nodes": 4}, max_restarts=5,
                           workload={"kind": "trainer", "run": {**RUN, "batch": {"global_size": 96, "micro_size": 1}}})
     job = objects["c/ml/PyTorchJob.job.yaml"]
@@ -249,4 +249,4 @@ def test_elastic_job_has_workers_only_and_an_elastic_policy(crds, tmp_path):
     # The operator sets PET_RDZV_ENDPOINT and PET_NNODES=1:4 but, without a Master, no PET_NPROC_PER_NODE.
     assert "--nproc-per-node=8" in command and not any(arg.startswith("--rdzv-endpoint") for arg in command)
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
-    assert validate_manifests([tmp_path / "job.yaml"], CrdSchemas(crds), "1.33") == (1, [])
+    assert validate_manifests([tmp_path / "job.yaml"], Schemas(), "1.33") == (1, [])

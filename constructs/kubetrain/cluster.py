@@ -11,11 +11,11 @@ from pydantic import Field, field_validator
 
 from kubetrain.jobs.props import StrictProps
 from kubetrain.names import Dns1123Label
+from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
 from kubetrain.platform.instances import BUILTIN_CATALOG, InstanceType
 from kubetrain.rules.registry import register
 from training.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
 
-KUBERNETES_VERSION_ANNOTATION = "kubetrain.dev/kubernetes-version"
 # Namespaces the control plane creates and owns; kubetrain's objects never go there.
 PLATFORM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
@@ -36,13 +36,6 @@ NAME_TAKEN = register(
               "operator's Services); two claims on one name in one namespace would overwrite each other.",
     fix="give one of them another name (the same name in two namespaces is fine)",
     source="kubetrain")
-
-
-def supported_kubernetes_versions() -> list[str]:
-    """The Kubernetes versions kubetrain can validate objects against: the only ones a cluster may declare."""
-    from kubetrain.validate import supported_versions
-
-    return supported_versions()
 
 
 def _check_version(value: str) -> str:
@@ -104,8 +97,9 @@ class Cluster(cdk8s.Chart):
         self._claims: dict[tuple[str, str], str] = {}  # (namespace, name) -> who claimed it
         self._scopes: dict[str, Construct] = {}
         for namespace in self.props.namespaces:
-            # The id "Namespace" is no job name (those are lowercase). The version rides on the namespaces so `kubetrain validate` can check each
-            # cluster's folder against its own Kubernetes API without importing the fleet.
+            # The id "Namespace" is no job name (those are lowercase). The version rides on the namespaces
+            # so `kubetrain validate` can check each cluster's folder against its own Kubernetes API
+            # without importing the fleet.
             k8s.KubeNamespace(self.namespace_scope(namespace), "Namespace", metadata=k8s.ObjectMeta(
                 name=namespace, annotations={KUBERNETES_VERSION_ANNOTATION: self.props.kubernetes_version}))
 

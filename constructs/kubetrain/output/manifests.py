@@ -12,19 +12,21 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import cdk8s
 import yaml
 
+from kubetrain.output.validate import Manifest, Schemas, validate_objects
 from kubetrain.rules.registry import register
 from training.problems import ConfigError, Problem
 
 CLUSTER_SCOPED_FOLDER = "_cluster"
 
 
-class _ManifestDumper(yaml.SafeDumper):
+class _ManifestDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml's emitter where it exists
     """Block style, no aliases, multi-line strings (embedded configs) as literal blocks."""
 
     def ignore_aliases(self, data: Any) -> bool:
@@ -49,25 +51,46 @@ def manifest_path(chart: str, obj: dict[str, Any]) -> Path:
     return Path(chart, folder, f"{obj['kind']}.{metadata['name']}.yaml")
 
 
-def render(app: cdk8s.App) -> dict[Path, str]:
-    """Every object of every chart, by relative path. One jsii call per chart."""
-    files: dict[Path, str] = {}
+def render_objects(app: cdk8s.App) -> dict[Path, dict[str, Any]]:
+    """Every object of every chart, by the relative path it is written to. One jsii call per chart."""
+    objects: dict[Path, dict[str, Any]] = {}
     for chart in app.charts:
         chart_id = chart.node.id
         for obj in chart.to_json():
             path = manifest_path(chart_id, obj)
-            if path in files:
+            if path in objects:
                 raise ConfigError(chart_id, [Problem(
                     "KT010", str(path), "two objects of the same kind, namespace and name",
                     "give one of them another name")])
-            files[path] = dump_manifest(obj)
-    return files
+            objects[path] = obj
+    return objects
+
+
+def render(app: cdk8s.App) -> dict[Path, str]:
+    """Every object of every chart as YAML text, by relative path."""
+    return {path: dump_manifest(obj) for path, obj in render_objects(app).items()}
+
+
+def check_objects(objects: dict[Path, dict[str, Any]], progress: Callable[[int], None] | None = None) -> None:
+    """Validate the rendered objects in memory exactly as `kubetrain validate` validates files (KT602)."""
+    manifests = [Manifest(str(path), obj, Path("/", *path.parts[:-1])) for path, obj in objects.items()]
+    findings = validate_objects(manifests, Schemas(), progress=progress)
+    if findings:
+        raise ConfigError("synth", [Problem(INVALID_OBJECT.code, "", finding.format(), INVALID_OBJECT.fix)
+                                    for finding in findings])
 
 
 MARKER = ".kubetrain-synth"
 MARKER_TEXT = "This folder is written by `kubetrain synth`, which replaces all of it on every run.\n"
 _MANIFEST_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*\.[a-z0-9]([-a-z0-9.]*[a-z0-9])?\.yaml$")
 
+INVALID_OBJECT = register(
+    "KT602", "error", "an emitted object fails strict validation",
+    rationale="synth validates every object against the Kubernetes and operator schemas before writing, the "
+              "same check `kubetrain validate` makes: what synth writes, the API server accepts whole.",
+    fix="fix the field the message names (a JSON patch of the escape hatch, or a raw object in the fleet); if "
+        "kubetrain's own output is wrong, report it",
+    source="Kubernetes OpenAPI schemas; the operators' CRDs")
 NOT_SYNTH_OUTPUT = register(
     "KT601", "error", "the output folder holds more than synth's output",
     rationale="synth replaces its output folder whole; a folder with anything else in it (the project root, "
@@ -124,8 +147,16 @@ def write_tree(files: dict[Path, str], outdir: Path) -> None:
             shutil.rmtree(staging)
 
 
-def synth(app: cdk8s.App, outdir: str | Path) -> dict[Path, str]:
-    """Render the app and swap the result into `outdir`. Returns what was written."""
-    files = render(app)
+def synth(app: cdk8s.App, outdir: str | Path, validate: bool = True,
+          progress: Callable[[int], None] | None = None) -> dict[Path, str]:
+    """Render the app, validate every object (unless told not to), and swap the result into `outdir`.
+    Returns what was written. Nothing is written when anything is wrong."""
+    objects = render_objects(app)
+    refusal = replaceable(Path(outdir))  # before the work, so a wrong --outdir fails fast
+    if refusal is not None:
+        raise ConfigError(str(outdir), [Problem(NOT_SYNTH_OUTPUT.code, "", refusal, NOT_SYNTH_OUTPUT.fix)])
+    if validate:
+        check_objects(objects, progress)
+    files = {path: dump_manifest(obj) for path, obj in objects.items()}
     write_tree(files, Path(outdir))
     return files

@@ -1,0 +1,84 @@
+"""Synth and validation at fleet scale: kubetrain against the raw cdk8s floor, in one run.
+
+    python bench/synth_scale.py [--jobs 100 1000]
+
+For each fleet size it times, in this process after jsii has started:
+  (a) kubetrain: build the fleet (one cluster, N dev-sized trainer jobs: a ConfigMap and a PyTorchJob
+      each), validate every object strictly and write dist/ (what `kubetrain synth` does);
+  (b) the raw cdk8s floor: the same objects as one ApiObject plus one JSON patch each, written by
+      cdk8s's own `app.synth()`;
+  (c) `kubetrain validate` of (a)'s output folder, read back from disk.
+and prints (a)/(b) (target <= 1.0 at 1,000 jobs) and (c) in objects per second (target >= 2,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from kubetrain import App, ClaimVolume, Cluster, NodeResources, RunConfig, Trainer, TrainingJob, TrainingJobProps
+from kubetrain.output.manifests import render_objects, synth
+from kubetrain.output.validate import validate_manifests
+
+import cdk8s  # noqa: E402  (after kubetrain, which points jsii at the wheel's Node)
+
+RUN = RunConfig.model_validate({"model": {"vocab_size": 512, "dim": 64, "n_layers": 2, "n_heads": 4},
+                                "batch": {"global_size": 16, "micro_size": 4}, "max_steps": 100,
+                                "checkpoint": {"dir": "/checkpoints/run"}})
+
+
+def fleet(jobs: int) -> App:
+    app = App()
+    cluster = Cluster(app, "bench", kubernetes_version="1.33", namespaces=["ml"])
+    for i in range(jobs):
+        TrainingJob(cluster, f"job-{i}", TrainingJobProps(
+            name=f"job-{i}", image="ghcr.io/kubetrain/kubetrain:0.1.0", nodes=2, procs_per_node=1,
+            resources=NodeResources(cpu="2", memory="4Gi"),
+            volumes=[ClaimVolume(name="checkpoints", claim="checkpoints", mount_path="/checkpoints")],
+            workload=Trainer(run=RUN)))
+    return app
+
+
+def kubetrain_synth(jobs: int, out: Path) -> int:
+    return len(synth(fleet(jobs), out, validate=True))
+
+
+def cdk8s_floor(objects: list[dict], out: Path) -> None:
+    app = cdk8s.App(outdir=str(out), yaml_output_type=cdk8s.YamlOutputType.FILE_PER_RESOURCE)
+    chart = cdk8s.Chart(app, "bench", disable_resource_name_hashes=True)
+    for i, obj in enumerate(objects):
+        api = cdk8s.ApiObject(chart, f"o{i}", api_version=obj["apiVersion"], kind=obj["kind"],
+                              metadata=cdk8s.ApiObjectMetadata(name=obj["metadata"]["name"],
+                                                               namespace=obj["metadata"].get("namespace")))
+        api.add_json_patch(*[cdk8s.JsonPatch.add(f"/{k}", v) for k, v in obj.items()
+                             if k not in ("apiVersion", "kind", "metadata")])
+    app.synth()
+
+
+def timed(action) -> tuple[float, object]:
+    started = time.perf_counter()
+    result = action()
+    return time.perf_counter() - started, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, nargs="+", default=[100, 1000])
+    args = parser.parse_args()
+    kubetrain_synth(2, Path(tempfile.mkdtemp()) / "warm")  # start jsii and load the schemas once
+    print(f"{'jobs':>6} {'objects':>8} {'(a) kubetrain s':>16} {'(b) cdk8s s':>12} {'(a)/(b)':>8} "
+          f"{'(c) validate s':>15} {'(c) objects/s':>14}")
+    for jobs in args.jobs:
+        work = Path(tempfile.mkdtemp(prefix="synth-scale-"))
+        a, count = timed(lambda: kubetrain_synth(jobs, work / "dist"))
+        objects = list(render_objects(fleet(jobs)).values())
+        b, _ = timed(lambda: cdk8s_floor(objects, work / "floor"))
+        c, (checked, findings) = timed(lambda: validate_manifests([work / "dist"]))
+        assert not findings and checked == count
+        print(f"{jobs:>6} {count:>8} {a:>16.2f} {b:>12.2f} {a / b:>8.2f} {c:>15.2f} {checked / c:>14.0f}")
+
+
+if __name__ == "__main__":
+    main()

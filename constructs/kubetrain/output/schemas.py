@@ -1,0 +1,127 @@
+"""JSON schemas of the custom resources kubetrain emits: generated from upstream CRDs, shipped in the package.
+
+The API server prunes fields that a CRD's structural schema does not declare, so a typo in a
+custom resource is dropped silently. `strict_schema` turns a CRD's `openAPIV3Schema` into a JSON
+Schema that rejects what would be pruned. `generate` does that for every kind in `SOURCES` (pinned
+to the operator versions kubetrain targets) and writes one compact JSON file per kind plus
+`PROVENANCE.json` (project, version, source file, sha256); `scripts/generate_schemas.py` runs it,
+and a test regenerates from the upstream files when they are present and compares.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SHIPPED = files("kubetrain.output") / "schemas"
+PROVENANCE = "PROVENANCE.json"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the CRD of one kind comes from."""
+
+    file: str  # the CRD file's name, as the project publishes it
+    project: str
+    version: str
+    api_versions: tuple[str, ...]  # the served versions kubetrain emits
+
+
+# The operator versions kubetrain targets (shared/domain-facts.md); one entry per CRD file.
+SOURCES: tuple[Source, ...] = (
+    Source("kubeflow.org_pytorchjobs.yaml", "kubeflow/trainer", "v1.9.4", ("kubeflow.org/v1",)),
+    Source("kubeflow.org_mpijobs.v2beta1.yaml", "kubeflow/mpi-operator", "v0.8.0", ("kubeflow.org/v2beta1",)),
+    Source("trainer.kubeflow.org_trainjobs.yaml", "kubeflow/trainer", "v2.3.0", ("trainer.kubeflow.org/v1alpha1",)),
+    Source("trainer.kubeflow.org_clustertrainingruntimes.yaml", "kubeflow/trainer", "v2.3.0",
+           ("trainer.kubeflow.org/v1alpha1",)),
+    Source("trainer.kubeflow.org_trainingruntimes.yaml", "kubeflow/trainer", "v2.3.0",
+           ("trainer.kubeflow.org/v1alpha1",)),
+    Source("karpenter.sh_nodepools.yaml", "aws/karpenter-provider-aws", "v1.9", ("karpenter.sh/v1",)),
+    Source("karpenter.k8s.aws_ec2nodeclasses.yaml", "aws/karpenter-provider-aws", "v1.9", ("karpenter.k8s.aws/v1",)),
+    *(Source(f"kueue.x-k8s.io_{name}.yaml", "kubernetes-sigs/kueue", "v0.19.2", ("kueue.x-k8s.io/v1beta2",))
+      for name in ("clusterqueues", "localqueues", "resourceflavors", "topologies", "workloadpriorityclasses",
+                   "cohorts")),
+    Source("scheduling.volcano.sh_podgroups.yaml", "volcano-sh/volcano", "v1.15", ("scheduling.volcano.sh/v1beta1",)),
+    Source("scheduling.volcano.sh_queues.yaml", "volcano-sh/volcano", "v1.15", ("scheduling.volcano.sh/v1beta1",)),
+    *(Source(f"argoproj.io_{name}.yaml", "argoproj/argo-cd", "v3.6", ("argoproj.io/v1alpha1",))
+      for name in ("applications", "applicationsets", "appprojects")),
+    *(Source(f"monitoring.coreos.com_{name}.yaml", "prometheus-operator/prometheus-operator", "v0.86",
+             ("monitoring.coreos.com/v1",)) for name in ("podmonitors", "servicemonitors")),
+)
+
+
+def strict_schema(node: Any) -> Any:
+    """A structural schema as JSON Schema, rejecting what the API server would prune."""
+    if isinstance(node, list):
+        return [strict_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: strict_schema(value) for key, value in node.items()}
+    if node.get("nullable") and "type" in node:
+        out["type"] = [node["type"], "null"]
+    if node.get("x-kubernetes-int-or-string") and "anyOf" not in node:
+        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if (node.get("type") == "object" and "properties" in node and "additionalProperties" not in node
+            and not node.get("x-kubernetes-preserve-unknown-fields")):
+        out["additionalProperties"] = False
+    return out
+
+
+def _without_docs(node: Any) -> Any:
+    """Descriptions are most of a CRD's bytes and no part of validation."""
+    if isinstance(node, list):
+        return [_without_docs(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {k: _without_docs(v) for k, v in node.items() if k != "description" or not isinstance(v, str)}
+
+
+def crd_schemas(text: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> strict schema, for every served version of the CRDs in one YAML text."""
+    out = {}
+    for crd in yaml.load_all(text, Loader=_LOADER):
+        if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
+            continue
+        spec = crd.get("spec") or {}
+        for version in spec.get("versions") or []:
+            schema = (version.get("schema") or {}).get("openAPIV3Schema")
+            if version.get("served", True) and schema:
+                out[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = strict_schema(_without_docs(schema))
+    return out
+
+
+def schema_file(api_version: str, kind: str) -> str:
+    return f"{api_version.replace('/', '_')}_{kind}.json"
+
+
+def generate(crds: Path, out: Path) -> list[str]:
+    """Write the shipped schemas from the CRD files in `crds` into `out`; returns the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    provenance, written = {}, []
+    for source in SOURCES:
+        data = (crds / source.file).read_bytes()
+        schemas = crd_schemas(data.decode("utf-8"))
+        for (api_version, kind), schema in sorted(schemas.items()):
+            if api_version not in source.api_versions:
+                continue
+            name = schema_file(api_version, kind)
+            (out / name).write_text(json.dumps(schema, sort_keys=True, separators=(",", ":")) + "\n")
+            provenance[name] = {"apiVersion": api_version, "kind": kind, "project": source.project,
+                                "version": source.version, "source": source.file,
+                                "sha256": hashlib.sha256(data).hexdigest()}
+            written.append(name)
+    (out / PROVENANCE).write_text(json.dumps(provenance, indent=1, sort_keys=True) + "\n")
+    return [*written, PROVENANCE]
+
+
+def shipped_schemas() -> dict[tuple[str, str], Path]:
+    """(apiVersion, kind) -> the shipped schema file; read lazily, kind by kind."""
+    provenance = json.loads((SHIPPED / PROVENANCE).read_text())
+    return {(entry["apiVersion"], entry["kind"]): SHIPPED / name for name, entry in provenance.items()}

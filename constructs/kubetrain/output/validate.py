@@ -1,0 +1,315 @@
+"""Strict offline validation of manifests: what the API server would reject or silently drop.
+
+Built-in kinds are checked against the Kubernetes OpenAPI schemas that `kubernetes-validate`
+ships (its strict variant: unknown fields are errors). Custom resources are checked against the
+strict schemas kubetrain ships (generated from the operators' CRDs, see schemas.py), or against
+the CRDs of a `--crds` folder, which add kinds or override shipped ones. `metadata.name` is checked
+against the name format the kind needs.
+
+Speed: every schema is compiled once per (Kubernetes version, kind) by jsonschema-rs, which checks
+an object in microseconds; only an object that fails is checked again with `jsonschema`, whose
+error messages and paths are the ones users see. This module imports no cdk8s.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import jsonschema_rs
+import yaml
+import yaml_rs
+from kubernetes_validate.utils import all_versions
+from referencing import Registry, Resource
+
+from kubetrain.output.schemas import crd_schemas, shipped_schemas
+from training.config import StrictYamlLoader
+
+KUBERNETES_VERSION_ANNOTATION = "kubetrain.dev/kubernetes-version"
+_SCHEMAS = files("kubernetes_validate") / "kubernetes-json-schema"
+_DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
+_OBJECT_META = {"$ref": f"{_DEFINITIONS_ID}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
+
+# Kinds whose names must be DNS-1035 labels (they become Service names) or DNS-1123 labels; the rest
+# are DNS-1123 subdomains (Kubernetes' apimachinery name validation).
+_DNS_1035_KINDS = {"Service", "PyTorchJob", "TrainJob", "MPIJob", "JobSet"}
+_DNS_1123_LABEL_KINDS = {"Namespace"}
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_NAME_FORMATS = {
+    "DNS-1035 label": (re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$"), 63),
+    "DNS-1123 label": (re.compile(f"^{_LABEL}$"), 63),
+    "DNS-1123 subdomain": (re.compile(rf"^{_LABEL}(\.{_LABEL})*$"), 253),
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem with one object, printed as `file: kind/name: field.path: message`."""
+
+    file: str
+    object: str
+    path: str
+    message: str
+
+    def format(self) -> str:
+        return f"{self.file}: {self.object}: {self.path or '(object)'}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    file: str  # where the object comes from (a file, or the path synth will write it to)
+    body: Any
+    folder: Path | None = None  # the file's folder on disk, to find its cluster's version
+
+    @property
+    def label(self) -> str:
+        if not isinstance(self.body, dict):
+            return "?"
+        name = (self.body.get("metadata") or {}).get("name", "?")
+        return f"{self.body.get('kind', '?')}/{name}"
+
+
+@cache
+def _all_versions() -> tuple[str, ...]:
+    return tuple(all_versions())
+
+
+def supported_kubernetes_versions() -> list[str]:
+    """The Kubernetes versions kubetrain can validate against: the only ones a cluster may declare."""
+    return sorted({".".join(v.split(".")[:2]) for v in _all_versions()}, key=lambda v: tuple(map(int, v.split("."))))
+
+
+@cache
+def _schema_version(kubernetes_version: str) -> str | None:
+    """The newest schema set that is not newer than the cluster (as kubernetes-validate picks)."""
+    try:
+        wanted = tuple(map(int, kubernetes_version.lstrip("v").split(".")[:2]))
+    except ValueError:
+        return None
+    older = [v for v in _all_versions() if tuple(map(int, v.split(".")[:2])) <= wanted]
+    return older[-1] if older else None
+
+
+@cache
+def _definitions(schema_version: str) -> tuple[Path, dict[str, Any]]:
+    folder = _SCHEMAS / f"v{schema_version}-local-strict"
+    return folder, json.loads((folder / "_definitions.json").read_text())
+
+
+@cache
+def _registries(schema_version: str) -> tuple[Registry, jsonschema_rs.Registry]:
+    definitions = _definitions(schema_version)[1]
+    return (Resource.from_contents(definitions) @ Registry(),
+            jsonschema_rs.Registry([(_DEFINITIONS_ID, definitions)]))
+
+
+@dataclass
+class _Validator:
+    """A compiled validator for one kind, with `jsonschema` kept for the messages of failing objects."""
+
+    schema: dict[str, Any]
+    schema_version: str
+    fast: Any = field(init=False)
+    _slow: jsonschema.Validator | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.fast = jsonschema_rs.Draft202012Validator(self.schema, registry=_registries(self.schema_version)[1])
+
+    def errors(self, body: Any) -> list[tuple[str, str]]:
+        if self.fast.is_valid(body):
+            return []
+        if self._slow is None:
+            self._slow = jsonschema.Draft202012Validator(self.schema, registry=_registries(self.schema_version)[0])
+        found = sorted(self._slow.iter_errors(body), key=lambda e: list(map(str, e.absolute_path)))
+        return [(_field_path(e.absolute_path), e.message) for e in found] or [("", "invalid")]
+
+
+class Schemas:
+    """Every kind kubetrain can validate: built-in ones, the shipped custom resources, and `--crds` folders."""
+
+    def __init__(self, crd_folders: Iterable[Path] = ()):
+        self.custom: dict[tuple[str, str], Path | dict[str, Any]] = dict(shipped_schemas())
+        self.crd_folders = list(crd_folders)
+        self.unreadable: list[str] = []  # CRD files that could not be read: bad input, reported by the caller
+        for folder in self.crd_folders:
+            for path in sorted(folder.glob("*.y*ml")):
+                try:
+                    self.custom.update(crd_schemas(path.read_bytes().decode("utf-8")))
+                except (UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
+                    reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else " ".join(str(exc).split())[:200]
+                    self.unreadable.append(f"{path}: not a CRD kubetrain can read ({reason})")
+        self._validators: dict[tuple[str, str, str], _Validator | None] = {}
+
+    def validator(self, schema_version: str, api_version: str, kind: str) -> _Validator | None:
+        key = (schema_version, api_version, kind)
+        if key not in self._validators:
+            self._validators[key] = self._build(schema_version, api_version, kind)
+        return self._validators[key]
+
+    def _build(self, schema_version: str, api_version: str, kind: str) -> _Validator | None:
+        custom = self.custom.get((api_version, kind))
+        if custom is not None:
+            schema = json.loads(custom.read_text()) if isinstance(custom, Path) else json.loads(json.dumps(custom))
+            # The CRD says only `metadata: {type: object}`; check it as the API server does.
+            schema.setdefault("properties", {})["metadata"] = _OBJECT_META
+            return _Validator(schema, schema_version)
+        folder = _definitions(schema_version)[0]
+        # kubernetes-validate's file naming: rbac.authorization.k8s.io/v1 -> rbac-v1, v1 -> v1
+        group, _, version = api_version.rpartition("/")
+        stem = f"{group.split('.')[0]}-{version}" if group else version
+        path = folder / f"{kind.lower()}-{stem}.json"
+        if not path.is_file():
+            return None
+        return _Validator(json.loads(path.read_text()), schema_version)
+
+
+# Two parsers. PyYAML (libyaml's C scanner) reads YAML 1.1, as kubectl's go-yaml does, but builds
+# Python objects in Python: about 1 ms a manifest. yaml-rs (Rust) is ten times faster and reads YAML
+# 1.2, which resolves some plain scalars differently (`yes`, `on`: booleans in 1.1, strings in 1.2;
+# `0777`; `1:30`; `1e3`). A document takes the fast path only when no token of it could be one of
+# those (nor a tag, a merge key, a directive or a second document); false alarms only cost speed.
+# A test checks both paths read the same.
+_TOKEN = re.compile(r"[^\s\[\]{},]+")
+_YAML_11_WORDS = {"y", "Y", "n", "N", "yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF",
+                  "=", "<<"}
+_YAML_11_NUMBER = re.compile(r"""(?x)
+      [-+]?0[0-9_]+ | [-+]?0[oO][0-7_]+                                # octal, each its own way
+    | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?                # sexagesimal
+    | [-+]?[0-9][0-9_]*[eE][-+]?[0-9]+ | [-+]?[0-9]*\.[0-9_]*[eE][0-9]+  # exponent without a dot or a sign
+    | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}.*                                  # timestamps""")
+_DOCUMENTS = re.compile(r"^(?:%|---|\.\.\.)", re.MULTILINE)
+
+
+def _differs_in_yaml_12(text: str) -> bool:
+    if _DOCUMENTS.search(text):
+        return True
+    for raw in _TOKEN.findall(text):
+        token = raw.strip(":'\"")
+        if raw.startswith("!") or token in _YAML_11_WORDS or (
+                token[:1] in "+-0123456789" and _YAML_11_NUMBER.fullmatch(token)):
+            return True
+    return False
+
+
+def parse_documents(text: str) -> list[Any]:
+    """The YAML documents of a manifest file, read as PyYAML reads them (YAMLError on bad YAML)."""
+    if not _differs_in_yaml_12(text):
+        try:
+            document = yaml_rs.loads(text)  # a key twice in a mapping is an error, as in kubectl
+            return [] if document is None else [document]
+        except yaml_rs.YAMLDecodeError:
+            pass  # PyYAML reports it, in the words users know
+    return list(yaml.load_all(text, Loader=StrictYamlLoader))
+
+
+def load_manifests(paths: Iterable[Path]) -> Iterator[Manifest | Finding]:
+    for path in paths:
+        files_ = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) \
+            if path.is_dir() else [path]
+        for file in files_:
+            try:
+                docs = parse_documents(file.read_bytes().decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                yield Finding(str(file), "?", "", f"not UTF-8 (byte {exc.start}): manifests are UTF-8 text")
+                continue
+            except (OSError, yaml.YAMLError) as exc:
+                yield Finding(str(file), "?", "", f"cannot read YAML: {' '.join(str(exc).split())}")
+                continue
+            for doc in docs:
+                if doc is not None:
+                    yield Manifest(str(file), doc, file.parent.resolve())
+
+
+def _cluster_versions(manifests: list[Manifest]) -> dict[Path, str]:
+    """Cluster folder -> Kubernetes version, from the annotation kubetrain puts on namespaces."""
+    versions = {}
+    for m in manifests:
+        if isinstance(m.body, dict) and m.body.get("kind") == "Namespace" and m.folder is not None:
+            version = ((m.body.get("metadata") or {}).get("annotations") or {}).get(KUBERNETES_VERSION_ANNOTATION)
+            if isinstance(version, str):
+                versions[m.folder.parent] = version
+    return versions
+
+
+def _version_for(m: Manifest, versions: dict[Path, str], default: str) -> str:
+    for folder in [m.folder, *m.folder.parents] if m.folder else []:
+        if folder in versions:
+            return versions[folder]
+    return default
+
+
+def _field_path(parts: Iterable[Any]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def validate_objects(manifests: list[Manifest], schemas: Schemas, kubernetes_version: str | None = None,
+                     progress: Callable[[int], None] | None = None) -> list[Finding]:
+    """Validate objects in memory. Each is checked against its cluster's Kubernetes version (from its
+    folder's namespaces), else `kubernetes_version`, else the newest supported."""
+    versions = {} if kubernetes_version else _cluster_versions(manifests)
+    default = kubernetes_version or supported_kubernetes_versions()[-1]
+    findings: list[Finding] = []
+    for i, m in enumerate(manifests):
+        findings.extend(_validate_one(m, schemas, _version_for(m, versions, default)))
+        if progress and i % 256 == 255:
+            progress(256)
+    if progress:
+        progress(len(manifests) % 256)
+    return findings
+
+
+def validate_manifests(paths: list[Path], schemas: Schemas | None = None, kubernetes_version: str | None = None,
+                       progress: Callable[[int], None] | None = None) -> tuple[int, list[Finding]]:
+    """Validate every object under `paths`. Returns (objects checked, findings)."""
+    loaded = list(load_manifests(paths))
+    findings = [item for item in loaded if isinstance(item, Finding)]
+    manifests = [item for item in loaded if isinstance(item, Manifest)]
+    findings += validate_objects(manifests, schemas or Schemas(), kubernetes_version, progress)
+    return len(manifests), findings
+
+
+def _validate_one(m: Manifest, schemas: Schemas, kubernetes_version: str) -> Iterator[Finding]:
+    body = m.body
+    if not isinstance(body, dict) or not isinstance(body.get("apiVersion"), str) or not isinstance(
+            body.get("kind"), str):
+        yield Finding(m.file, m.label, "", "not a Kubernetes object: apiVersion and kind are required")
+        return
+    schema_version = _schema_version(kubernetes_version)
+    if schema_version is None:
+        yield Finding(m.file, m.label, "", f"Kubernetes {kubernetes_version} is older than every schema kubetrain "
+                      f"ships ({', '.join(supported_kubernetes_versions()[:1])} is the oldest): declare a supported "
+                      "version on the cluster, or pass --kubernetes-version")
+        return
+    api_version, kind = body["apiVersion"], body["kind"]
+    validator = schemas.validator(schema_version, api_version, kind)
+    if validator is None:
+        folders = f" or the CRDs in {', '.join(map(str, schemas.crd_folders))}" if schemas.crd_folders else ""
+        yield Finding(m.file, m.label, "", f"unknown kind {api_version} {kind}: not in Kubernetes "
+                      f"{kubernetes_version}, kubetrain's shipped schemas{folders}; pass --crds with its CRD")
+        return
+    for path, message in validator.errors(body):
+        yield Finding(m.file, m.label, path, message)
+    name = (body.get("metadata") or {}).get("name") if isinstance(body.get("metadata"), dict) else None
+    if isinstance(name, str):
+        problem = _name_problem(kind, name)
+        if problem:
+            yield Finding(m.file, m.label, "metadata.name", problem)
+
+
+def _name_problem(kind: str, name: str) -> str | None:
+    fmt = ("DNS-1035 label" if kind in _DNS_1035_KINDS else
+           "DNS-1123 label" if kind in _DNS_1123_LABEL_KINDS else "DNS-1123 subdomain")
+    pattern, longest = _NAME_FORMATS[fmt]
+    if len(name) > longest or not pattern.match(name):
+        return f"{name!r} is not a {fmt} (at most {longest} lowercase letters, digits and '-'), as a {kind}'s name must be"
+    return None
