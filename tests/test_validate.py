@@ -118,3 +118,10 @@ def test_unsupported_kubernetes_version_is_bad_input():
     result = kubetrain("validate", "dist", "--kubernetes-version", "1.9")
     assert result.returncode == 2
     assert "is not one of" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_output_is_plain_lines_when_not_a_terminal():
+    result = kubetrain("validate", "dist")
+    assert result.returncode == 0 and "\x1b[" not in result.stdout + result.stderr
+    assert result.stdout.splitlines() == ["valid: 15 objects checked, 0 invalid, 0 problems"] or \
+        result.stdout.startswith("valid: ")

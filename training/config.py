@@ -144,7 +144,8 @@ class RunConfig(StrictModel):
 
     def to_yaml(self) -> str:
         """The complete config, defaults included: what the pod reads is exactly what was validated."""
-        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+        return yaml.dump(self.model_dump(mode="json"), Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
+                         sort_keys=False)
 
     def grad_accum_steps(self, world_size: int) -> int:
         """Micro-batches each rank runs per optimizer step (assumes `check_world_size` passed)."""

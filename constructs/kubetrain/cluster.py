@@ -10,6 +10,7 @@ from constructs import Construct
 from pydantic import Field, field_validator
 
 from kubetrain.jobs.props import StrictProps
+from kubetrain.diagnostics import diagnostics
 from kubetrain.names import Dns1123Label
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
 from kubetrain.platform.instances import BUILTIN_CATALOG, InstanceType
@@ -93,6 +94,7 @@ class Cluster(cdk8s.Chart):
                 raise
             raise ConfigError(id, [problem]) from None
         self.props = validated
+        self.diagnostics = diagnostics(self)  # kept here: every lookup of the app through jsii costs a round trip
         self.instance_catalog = BUILTIN_CATALOG.with_types(validated.instance_types)
         self._claims: dict[tuple[str, str], str] = {}  # (namespace, name) -> who claimed it
         self._scopes: dict[str, Construct] = {}

@@ -20,7 +20,6 @@ import cdk8s
 from constructs import Construct
 
 from kubetrain.cluster import Cluster, construct_id_problem
-from kubetrain.diagnostics import diagnostics
 from kubetrain.jobs.pod import JOB_LABEL, pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
@@ -44,7 +43,7 @@ class TrainingJob(Construct):
         where = f"{scope.props.name}/{id}"
         self.api_objects: list[cdk8s.ApiObject] = []
         self.spec: JobSpec | None = None
-        report = diagnostics(scope)
+        report = scope.diagnostics
         try:
             validated = validate_model(TrainingJobProps, {"name": id, **_as_fields(props), **kwargs}, where)
         except ConfigError as error:

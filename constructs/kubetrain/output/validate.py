@@ -190,12 +190,9 @@ _DOCUMENTS = re.compile(r"^(?:%|---|\.\.\.)", re.MULTILINE)
 def _differs_in_yaml_12(text: str) -> bool:
     if _DOCUMENTS.search(text):
         return True
-    for raw in _TOKEN.findall(text):
-        token = raw.strip(":'\"")
-        if raw.startswith("!") or token in _YAML_11_WORDS or (
-                token[:1] in "+-0123456789" and _YAML_11_NUMBER.fullmatch(token)):
-            return True
-    return False
+    tokens = {token.strip(":'\"") for token in set(_TOKEN.findall(text))}  # each distinct token once
+    return bool(tokens & _YAML_11_WORDS) or any(
+        token[:1] in "!+-0123456789" and (token[0] == "!" or _YAML_11_NUMBER.fullmatch(token)) for token in tokens)
 
 
 def parse_documents(text: str) -> list[Any]:
