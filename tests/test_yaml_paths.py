@@ -15,7 +15,8 @@ TRICKY = ["a: yes", "a: On", "a: 0777", "a: 0o17", "a: 1:30", "a: 1e3", "a: 1.5e
           "a: &x [1]\nb: *x", "x: !!str 3", "<<: {a: 1}", "%YAML 1.1\n---\na: 1", "a: 1\n---\nb: 2", "args: [3e-4]",
           "a: 1.0e-05", "a: .inf", "a: ~", "a: 'yes'", "a: |\n  on\n", "k: v\nk: w", "a: 0x1F", "a: 1_000",
           "- n\n- y", "a: [1,", "a: 3.0e+05", "env: {NCCL_P2P_DISABLE: '0'}",
-          "[on,off]", "{yes: 1}", "yes: 1", "a: !!binary aGk=", "pid=$!", "a: 2001-12-14t21:59:43.10-05:00"]
+          "[on,off]", "{yes: 1}", "yes: 1", "a: !!binary aGk=", "pid=$!", "a: 2001-12-14t21:59:43.10-05:00",
+          "a: ''", "a: ['', \"\"]"]
 
 
 def same(a, b) -> bool:

@@ -184,6 +184,7 @@ _YAML_11_NUMBER = re.compile(r"""(?x)
     | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?                # sexagesimal
     | [-+]?[0-9][0-9_]*[eE][-+]?[0-9]+ | [-+]?[0-9]*\.[0-9_]*[eE][0-9]+  # exponent without a dot or a sign
     | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}.*                                  # timestamps""")
+_NUMBER_OR_TAG = frozenset("!+-0123456789")
 _DOCUMENTS = re.compile(r"^(?:%|---|\.\.\.)", re.MULTILINE)
 
 
@@ -192,7 +193,7 @@ def _differs_in_yaml_12(text: str) -> bool:
         return True
     tokens = {token.strip(":'\"") for token in set(_TOKEN.findall(text))}  # each distinct token once
     return bool(tokens & _YAML_11_WORDS) or any(
-        token[:1] in "!+-0123456789" and (token[0] == "!" or _YAML_11_NUMBER.fullmatch(token)) for token in tokens)
+        token[:1] in _NUMBER_OR_TAG and (token[0] == "!" or _YAML_11_NUMBER.fullmatch(token)) for token in tokens)
 
 
 def parse_documents(text: str) -> list[Any]:
