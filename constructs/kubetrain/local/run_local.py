@@ -59,6 +59,8 @@ class LocalPod:
 class LocalJob:
     pods: list[LocalPod]
     backoff_limit: int
+    fail_job_exit_codes: set[int] = field(default_factory=set)
+    per_pod_backoff: bool = False
 
 
 def _fail(where: str, message: str, fix: str = CANNOT_RUN.fix) -> ConfigError:
@@ -114,7 +116,14 @@ def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[s
     target = Target.for_manifest(manifest) if isinstance(manifest, dict) else None
     if target is None:
         raise _fail(where, f"{job_file} is not a job of a known target", "run `kubetrain synth` to rewrite dist/")
-    plan = target.local_plan(manifest, free_port)
+    def sibling(kind: str, name: str) -> dict[str, Any] | None:
+        path = job_file.parent / f"{kind}.{name}.yaml"
+        return _read_yaml(path, where) if path.is_file() else None
+
+    try:
+        plan = target.local_plan(manifest, free_port, sibling)
+    except (LookupError, KeyError, TypeError, ValueError) as exc:
+        raise _fail(where, f"{job_file} cannot be run: {exc}", "run `kubetrain synth` to rewrite dist/") from None
     containers = []
     for replica in plan.replicas:  # every check before anything is written
         container = next((c for c in replica.template["spec"]["containers"] if c["name"] == plan.container_name),
@@ -138,7 +147,7 @@ def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[s
         env = {**os.environ, **pod_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
         cwd = Path(_map_path(container["workingDir"], mounts)) if "workingDir" in container else None
         pods.append(LocalPod(replica.name, command, env, replica.restart_policy, cwd, mounts))
-    return LocalJob(pods, plan.backoff_limit)
+    return LocalJob(pods, plan.backoff_limit, plan.fail_job_exit_codes, plan.per_pod_backoff)
 
 
 def _check_run_config(template: dict[str, Any], container: dict[str, Any], job_file: Path, steps: int | None,
@@ -236,7 +245,7 @@ class _Supervisor:
     def __init__(self, job: LocalJob):
         self.job = job
         self.lock = threading.Lock()
-        self.restarts = 0
+        self.restarts: dict[str, int] = {}  # per pod, or all under "" when the limit is the job's
 
     def start(self, pod: LocalPod) -> subprocess.Popen:
         process = subprocess.Popen(pod.command, env=pod.env, cwd=pod.cwd, stdout=subprocess.PIPE,
@@ -266,13 +275,15 @@ class _Supervisor:
                     code = code if code >= 0 else 128 - code  # killed by a signal, as a container reports it
                     if code == 0:
                         continue
-                    if restart_after(pod.restart_policy, code) and self.restarts < self.job.backoff_limit:
-                        self.restarts += 1
+                    retry = restart_after(pod.restart_policy, code, self.job.fail_job_exit_codes)
+                    counter = name if self.job.per_pod_backoff else ""
+                    if retry and self.restarts.get(counter, 0) < self.job.backoff_limit:
+                        self.restarts[counter] = self.restarts.get(counter, 0) + 1
                         self.say("run-local", f"pod {name} exited {code}; restartPolicy {pod.restart_policy} "
-                                 f"restarts it ({self.restarts} of backoffLimit {self.job.backoff_limit})")
+                                 f"restarts it ({self.restarts[counter]} of backoffLimit {self.job.backoff_limit})")
                         running[name] = (pod, self.start(pod))
                         continue
-                    reason = ("the backoff limit is spent" if restart_after(pod.restart_policy, code)
+                    reason = ("the backoff limit is spent" if retry
                               else f"restartPolicy {pod.restart_policy} does not retry it")
                     self.say("run-local", f"pod {name} exited {code} and {reason}: the job failed")
                     status = code

@@ -11,12 +11,13 @@ module is imported; `kubetrain.targets` imports every module in this package.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from kubetrain.rules.registry import register
 from training.problems import Problem
 
 if TYPE_CHECKING:
@@ -39,7 +40,9 @@ class LocalPlan:
 
     replicas: list[LocalReplica]
     container_name: str  # the container that runs the workload
-    backoff_limit: int  # pod restarts, over all pods, before the job fails
+    backoff_limit: int  # pod restarts before the job fails: over all pods, or each pod's own with per_pod_backoff
+    fail_job_exit_codes: set[int] = field(default_factory=set)  # exits that fail the job at once (podFailurePolicy)
+    per_pod_backoff: bool = False
 
 
 class Target(BaseModel, ABC):
@@ -93,21 +96,44 @@ class Target(BaseModel, ABC):
 
     @classmethod
     @abstractmethod
-    def local_plan(cls, manifest: dict[str, Any], loopback_port: Any) -> LocalPlan:
+    def local_plan(cls, manifest: dict[str, Any], loopback_port: Callable[[], int],
+                   sibling: Callable[[str, str], dict[str, Any] | None]) -> LocalPlan:
         """The pods of the committed `manifest`, with the environment the operator would inject.
-        `loopback_port()` returns a free local port for each address the operator would hand out."""
+        `loopback_port()` returns a free local port for each address the operator would hand out;
+        `sibling(kind, name)` reads another committed object of the job's namespace (a runtime, say)."""
 
     @classmethod
     def for_manifest(cls, manifest: dict[str, Any]) -> type[Target] | None:
         return cls.registry.get((manifest.get("apiVersion"), manifest.get("kind")))
 
 
-def restart_after(policy: str, exit_code: int) -> bool:
-    """Whether the operator restarts a pod whose container exited with `exit_code` under `policy`.
+def restart_after(policy: str, exit_code: int, fail_job_exit_codes: set[int] = frozenset()) -> bool:
+    """Whether the operator restarts (or replaces) a pod whose container exited with `exit_code`.
 
     `ExitCode`: 1-127 are permanent errors, 128-255 retryable (signals, and kubetrain's launcher's
-    "ranks kept failing" code); shared by the Kubeflow operators.
+    "ranks kept failing" code); shared by the Kubeflow operators. `Retry`: a batch Job's pod, replaced
+    after any failure its podFailurePolicy does not end the job for.
     """
-    if exit_code == 0:
+    if exit_code == 0 or exit_code in fail_job_exit_codes:
         return False
-    return {"Always": True, "OnFailure": True, "Never": False, "ExitCode": exit_code >= 128}.get(policy, False)
+    return {"Always": True, "OnFailure": True, "Retry": True, "Never": False,
+            "ExitCode": exit_code >= 128}.get(policy, False)
+
+
+def fail_job_exit_codes(job_spec: dict[str, Any], container: str) -> set[int]:
+    """The exit codes a batch Job's podFailurePolicy turns into a failed job at once."""
+    codes: set[int] = set()
+    for rule in (job_spec.get("podFailurePolicy") or {}).get("rules", []):
+        exits = rule.get("onExitCodes")
+        if rule.get("action") == "FailJob" and exits and exits.get("operator") == "In" and \
+                exits.get("containerName", container) == container:
+            codes |= set(exits.get("values", []))
+    return codes
+
+
+NOT_ON_THIS_TARGET = register(
+    "KT701", "error", "the job needs what its target cannot do",
+    rationale="Targets differ: only PyTorchJob has elastic membership, and operators that inject only torchrun's "
+              "PET_* variables need torchrun to read them.",
+    fix="choose a target that has the feature, or drop the feature", source="domain-facts 1 and 2",
+    targets=("trainjob", "indexed-job"))

@@ -84,7 +84,8 @@ class PyTorchJob(Target):
                  "spec": spec}]
 
     @classmethod
-    def local_plan(cls, manifest: dict[str, Any], loopback_port: Callable[[], int]) -> LocalPlan:
+    def local_plan(cls, manifest: dict[str, Any], loopback_port: Callable[[], int],
+                   sibling: Callable[[str, str], dict[str, Any] | None]) -> LocalPlan:
         spec = manifest["spec"]
         replica_specs = spec["pytorchReplicaSpecs"]
         pods = [(kind, i, replica_specs[kind]) for kind in ("Master", "Worker") if kind in replica_specs
