@@ -33,6 +33,7 @@ _EXPORTS = {
     "InstanceType": "kubetrain.platform.instances",
     "synth": "kubetrain.output.manifests",
     "PyTorchJob": "kubetrain.targets", "Target": "kubetrain.targets",
+    "TrainJob": "kubetrain.targets.trainjob", "IndexedJob": "kubetrain.targets.indexed_job",
     "RunConfig": "training.config",
     "ConfigError": "training.problems", "Problem": "training.problems",
 }
