@@ -92,3 +92,23 @@ def test_the_dev_job_trains_the_same_on_every_target(tmp_path):
         digests[job] = finished[0]["weights_sha256_per_rank"]
     # Same run config, same world size, same seed: the targets differ only in how the pods meet.
     assert digests["tiny-gpt-trainjob"] == digests["tiny-gpt-indexed"]
+
+
+def test_nccl_test_measures_a_gpu_pool_over_efa():
+    from kubetrain import NcclTest
+
+    app = App()
+    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    NcclTest(cluster, "nccl", image="nccl-tests:1", instance_type="p5.48xlarge", nodes=4)
+    NcclTest(cluster, "cpu", image="nccl-tests:1", instance_type="c5.xlarge")
+    assert [(f.where, f.problem.code) for f in diagnostics(app).errors] == [("c/ml/cpu", "KT702")]
+    diagnostics(app).findings.clear()
+    objects = render_objects(app)
+    check_objects(objects)
+    job = objects[next(p for p in objects if p.name == "MPIJob.nccl.yaml")]
+    assert job["metadata"]["annotations"]["kubetrain.dev/expected-busbw-gbytes"] == "320.0"
+    assert job["spec"]["slotsPerWorker"] == 8 and job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 4
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    assert launcher[:4] == ["mpirun", "--allow-run-as-root", "-np", "32"] and "FI_PROVIDER" in launcher
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert worker["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
