@@ -42,4 +42,8 @@ end
 if latest ~= nil then
   return {status = "Progressing", message = describe(latest)}
 end
+-- No condition is true, e.g. a TrainJob that was resumed (Suspended=False) and runs: say the last word.
+if #conditions > 0 then
+  return {status = "Progressing", message = describe(conditions[#conditions])}
+end
 return {status = "Progressing", message = "Waiting for the operator to start the run"}
