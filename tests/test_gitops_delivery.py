@@ -14,7 +14,7 @@ from kubetrain.gitops import plan, waves
 from kubetrain.gitops.construct import ArgoCd, delivery_props
 from kubetrain.gitops.delivery import SYNC_OPTIONS_ANNOTATION, finalize, finalize_paths
 from kubetrain.gitops.props import ArgoCdProps
-from kubetrain.output.manifests import dump_manifest, manifest_path, render_objects, write_tree
+from kubetrain.output.manifests import MARKER, dump_manifest, manifest_path, render_objects, replaceable, write_tree
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
 from training.problems import ConfigError
 
@@ -49,7 +49,7 @@ def test_every_object_passes_strict_validation(delivered: dict[Path, dict]) -> N
     assert validate_objects(manifests, Schemas()) == []
     assert {p for p in delivered if p.parts[0] == "argocd"} == {
         Path("argocd/argocd/AppProject.kubetrain.yaml"), Path("argocd/argocd/Application.kubetrain-dev.yaml"),
-        Path("argocd/argocd/Application.kubetrain-prod.yaml"), Path("argocd/argocd-cm.health.yaml")}
+        Path("argocd/argocd/Application.kubetrain-prod.yaml"), Path("argocd/_patch/ConfigMap.argocd-cm.yaml")}
 
 
 def test_finalize_is_pure(rendered: dict[Path, dict]) -> None:
@@ -139,6 +139,8 @@ def _write(delivered: dict[Path, dict], repo: Path) -> Path:
 def test_offline_sync_check_passes(delivered: dict[Path, dict], tmp_path: Path) -> None:
     dist = _write(delivered, tmp_path)
     assert plan.check(tmp_path, dist) == []
+    (dist / MARKER).unlink()
+    assert replaceable(dist) is None  # every file, the Argo CD ones too, is in synth's own layout
 
 
 def test_offline_sync_check_finds_what_argo_cd_would_refuse(delivered: dict[Path, dict], tmp_path: Path) -> None:

@@ -18,8 +18,9 @@ another app, and may not exist at the first dry run), and returns the Argo CD ob
 
 They go under `<outdir>/<folder>/` (default dist/argocd/): Argo CD's own objects live in the management
 cluster, not in any training cluster, and no cluster's Application reads that folder. Objects are in
-synth's layout (`<folder>/<namespace>/<Kind>.<name>.yaml`); the argocd-cm patch lies beside them
-(`<folder>/argocd-cm.health.yaml`), so `kubectl apply -f dist/argocd/argocd/` never replaces argocd-cm.
+synth's layout (`<folder>/<namespace>/<Kind>.<name>.yaml`); the argocd-cm patch is in the same layout under
+`<folder>/_patch/` (an underscore cannot start a namespace), so `kubectl apply -f dist/argocd/argocd/` never
+replaces argocd-cm, and synth still recognizes every file as its own.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from kubetrain.rules.registry import register
 from training.problems import ConfigError, Problem
 
 SYNC_OPTIONS_ANNOTATION = "argocd.argoproj.io/sync-options"
-HEALTH_PATCH_FILE = "argocd-cm.health.yaml"
+HEALTH_PATCH = Path("_patch", "ConfigMap.argocd-cm.yaml")
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kubetrain"}
 CLUSTER_LABEL = "kubetrain.dev/cluster"
 
@@ -111,7 +112,7 @@ def finalize(objects_by_cluster: dict[str, list[dict[str, Any]]], props: ArgoCdP
     for obj in [_project(objects_by_cluster, props),
                 *(_application(cluster, objects, props) for cluster, objects in sorted(objects_by_cluster.items()))]:
         argocd[Path(props.folder, props.argocd_namespace, f"{obj['kind']}.{obj['metadata']['name']}.yaml")] = obj
-    argocd[Path(props.folder, HEALTH_PATCH_FILE)] = argocd_cm_patch(props.argocd_namespace)
+    argocd[Path(props.folder) / HEALTH_PATCH] = argocd_cm_patch(props.argocd_namespace)
     return Delivery(annotated, argocd)
 
 
