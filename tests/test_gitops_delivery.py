@@ -7,8 +7,6 @@ import copy
 from pathlib import Path
 
 import pytest
-
-import apps
 from gitops_platform import platform_objects
 from kubetrain.gitops import plan, waves
 from kubetrain.gitops.construct import ArgoCd, delivery_props
@@ -16,6 +14,8 @@ from kubetrain.gitops.delivery import SYNC_OPTIONS_ANNOTATION, finalize, finaliz
 from kubetrain.gitops.props import ArgoCdProps
 from kubetrain.output.manifests import MARKER, dump_manifest, manifest_path, render_objects, replaceable, write_tree
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
+
+import apps
 from training.problems import ConfigError
 
 REPO = "https://github.com/example/fleet.git"

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
-
-from apps.dev import tiny_gpt_run
 from kubetrain import App, ClaimVolume, Cluster, NodeResources, Trainer, TrainingJob, TrainingJobProps
 from kubetrain.cli import app as cli
 from kubetrain.gitops.diff import COMMENT_MARKER, FieldChange, Key, ObjectChange, Report, render_markdown
 from kubetrain.output.manifests import synth
+from typer.testing import CliRunner
+
+from apps.dev import tiny_gpt_run
 
 IMAGE = "ghcr.io/kubetrain/kubetrain:0.1.0"
 

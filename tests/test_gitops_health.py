@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from kubetrain.gitops.health import CHECKS, HEALTH_KEY, argocd_cm_patch, script
 
 lupa = pytest.importorskip("lupa.lua51")

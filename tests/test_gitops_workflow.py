@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-
 from kubetrain.gitops.diff import COMMENT_MARKER
 
 WORKFLOWS = Path(__file__).parent.parent / ".github" / "workflows"

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from constructs import Construct
-
 from kubetrain.gitops.props import ArgoCdProps
 from training.problems import validate_model
 

@@ -237,7 +237,7 @@ def _image(pod_spec: dict[str, Any]) -> str | None:
 
 def _run_facts(obj: dict[str, Any]) -> dict[str, str]:
     """World size, GPUs, image and queue of one run object, as far as its kind says."""
-    group, kind = waves.group_kind(obj)
+    kind = waves.group_kind(obj)[1]
     spec = obj.get("spec") or {}
     pods: list[tuple[int, dict[str, Any]]] = []  # (replicas, pod spec)
     per_pod: str | int | None = None

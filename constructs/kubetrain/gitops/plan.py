@@ -34,7 +34,7 @@ class SyncObject:
 
     @property
     def label(self) -> str:
-        group, kind, namespace, name = self.key
+        _, kind, namespace, name = self.key
         return f"{self.app}: {kind} {namespace + '/' if namespace else ''}{name}"
 
 
