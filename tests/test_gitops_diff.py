@@ -137,3 +137,13 @@ def test_bad_input_is_one_line_and_exit_2(repo: Path, tmp_path: Path, where: str
     assert code == 2
     assert out == ""
     assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
+
+
+def test_unreadable_manifest_is_one_line(repo: Path, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+    (clone / "dist/dev/ml/ConfigMap.broken.yaml").write_text("metadata: [unclosed\n")
+    code, out, err = _run(clone)
+    assert code == 2 and out == ""
+    assert err.startswith("error: working tree: dev/ml/ConfigMap.broken.yaml: cannot read YAML") and \
+        len(err.splitlines()) == 1
