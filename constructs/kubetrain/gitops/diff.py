@@ -29,6 +29,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 COMMENT_MARKER = "<!-- kubetrain-diff -->"
 _GITHUB_COMMENT_LIMIT = 60_000  # GitHub refuses comments over 65,536 characters
 _MISSING = object()
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser where it exists
 
 
 class DiffInputError(Exception):
@@ -146,7 +147,7 @@ def _embedded(value: Any) -> Any:
     """A multi-line string holding a YAML mapping (an embedded config) as that mapping, else None."""
     if isinstance(value, str) and "\n" in value:
         try:
-            parsed = yaml.safe_load(value)
+            parsed = yaml.load(value, Loader=_LOADER)
         except yaml.YAMLError:
             return None
         return parsed if isinstance(parsed, dict) else None
@@ -217,7 +218,8 @@ def compare(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]], base
     changes += [ObjectChange("added", key) for key in added]
     changes += [ObjectChange("removed", key) for key in removed]
     changes.sort(key=lambda c: (c.key, c.change))
-    return Report(base, changes, training_impact(old, new))
+    touched = {c.key for c in changes} | {c.old_key for c in changes if c.old_key}
+    return Report(base, changes, training_impact(old, new, touched))
 
 
 # -- the training meaning -----------------------------------------------------------------------------
@@ -294,12 +296,19 @@ def _config_facts(obj: dict[str, Any]) -> dict[str, str]:
     return facts
 
 
-def _jobs(objects: dict[Key, dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, str]]:
-    """(cluster, namespace, job) -> its training facts, from its run object and its ConfigMap."""
+def _job_of(key: Key, obj: dict[str, Any]) -> tuple[str, str, str] | None:
+    job = _job_label(obj)
+    return (key.cluster, key.namespace, job) if job else None
+
+
+def _jobs(objects: dict[Key, dict[str, Any]], wanted: set[tuple[str, str, str]]) -> dict[tuple[str, str, str],
+                                                                                         dict[str, str]]:
+    """(cluster, namespace, job) -> its training facts, from its run object and its ConfigMap; only for the
+    `wanted` jobs (reading every run config of a large fleet would cost seconds for nothing)."""
     jobs: dict[tuple[str, str, str], dict[str, str]] = {}
     for key, obj in objects.items():
         job = _job_label(obj)
-        if not job:
+        if not job or (key.cluster, key.namespace, job) not in wanted:
             continue
         if (key.group, key.kind) in waves.IMMUTABLE_RUNS:
             jobs.setdefault((key.cluster, key.namespace, job), {}).update(_run_facts(obj))
@@ -311,8 +320,10 @@ def _jobs(objects: dict[Key, dict[str, Any]]) -> dict[tuple[str, str, str], dict
 FACT_ORDER = ("world size", "pods", "nodes", "GPUs", "global batch", "micro batch", "image", "queue")
 
 
-def training_impact(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]]) -> list[str]:
-    before, after = _jobs(old), _jobs(new)
+def training_impact(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]], touched: set[Key]) -> list[str]:
+    """One line per job that a change touches: what it means for training."""
+    wanted = {job for key in touched for side in (old, new) if key in side and (job := _job_of(key, side[key]))}
+    before, after = _jobs(old, wanted), _jobs(new, wanted)
     lines = []
     for job in sorted(before.keys() | after.keys()):
         name = "/".join(job)
