@@ -191,6 +191,12 @@ def _job_label(obj: dict[str, Any]) -> str | None:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(JOB_LABEL)
 
 
+def _run_slot(key: Key, obj: dict[str, Any]) -> tuple[str, str, str, str, str] | None:
+    """What stays when a job's object is renamed: its cluster, kind, namespace and job label."""
+    job = _job_label(obj)
+    return (key.cluster, key.group, key.kind, key.namespace, job) if job else None
+
+
 def compare(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]], base: str) -> Report:
     changes: list[ObjectChange] = []
     for key in sorted(old.keys() & new.keys()):
@@ -200,15 +206,12 @@ def compare(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]], base
     removed = sorted(old.keys() - new.keys())
     added = sorted(new.keys() - old.keys())
     # A run replaced under a new name: exactly one removed and one added object of the same job and kind.
-    def run_of(key: Key, obj: dict[str, Any]) -> tuple[str, str, str, str, str] | None:
-        job = _job_label(obj)
-        return (key.cluster, key.group, key.kind, key.namespace, job) if job else None
     gone: dict[Any, list[Key]] = {}
     for key in removed:
-        gone.setdefault(run_of(key, old[key]), []).append(key)
+        gone.setdefault(_run_slot(key, old[key]), []).append(key)
     came: dict[Any, list[Key]] = {}
     for key in added:
-        came.setdefault(run_of(key, new[key]), []).append(key)
+        came.setdefault(_run_slot(key, new[key]), []).append(key)
     for run, keys in came.items():
         if run is not None and len(keys) == 1 and len(gone.get(run, [])) == 1:
             old_key, new_key = gone[run][0], keys[0]
