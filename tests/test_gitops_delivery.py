@@ -10,7 +10,7 @@ import pytest
 from gitops_platform import platform_objects
 from kubetrain.gitops import plan, waves
 from kubetrain.gitops.construct import ArgoCd, delivery_props
-from kubetrain.gitops.delivery import SYNC_OPTIONS_ANNOTATION, finalize, finalize_paths
+from kubetrain.gitops.delivery import IGNORED, SYNC_OPTIONS_ANNOTATION, finalize, finalize_paths
 from kubetrain.gitops.props import ArgoCdProps
 from kubetrain.output.manifests import MARKER, dump_manifest, manifest_path, render_objects, replaceable, write_tree
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
@@ -64,16 +64,14 @@ def test_project_allows_exactly_what_the_fleet_emits(delivered: dict[Path, dict]
     assert spec["destinations"] == [{"name": "dev", "namespace": "ml-dev"},
                                     {"server": "https://prod.example.com:6443", "namespace": "ml-prod"}]
     cluster_kinds = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]}
-    assert cluster_kinds == {("", "Namespace"), ("", "PersistentVolume"), ("storage.k8s.io", "StorageClass"),
-                             ("karpenter.k8s.aws", "EC2NodeClass"), ("karpenter.sh", "NodePool"),
-                             ("kueue.x-k8s.io", "Topology"), ("kueue.x-k8s.io", "ResourceFlavor"),
-                             ("kueue.x-k8s.io", "ClusterQueue"), ("scheduling.volcano.sh", "Queue"),
-                             ("trainer.kubeflow.org", "ClusterTrainingRuntime")}
     namespaced = {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]}
-    assert namespaced == {("", "ConfigMap"), ("", "PersistentVolumeClaim"), ("", "Service"),
-                          ("kubeflow.org", "PyTorchJob"), ("trainer.kubeflow.org", "TrainJob"), ("batch", "Job"),
-                          ("kueue.x-k8s.io", "LocalQueue"), ("scheduling.volcano.sh", "PodGroup"),
-                          ("monitoring.coreos.com", "PodMonitor"), ("apps", "DaemonSet")}
+    fleet = [obj for path, obj in delivered.items() if path.parts[0] != "argocd"]
+    assert cluster_kinds == {waves.group_kind(o) for o in fleet if not o["metadata"].get("namespace")}
+    assert namespaced == {waves.group_kind(o) for o in fleet if o["metadata"].get("namespace")}
+    assert {("", "Namespace"), ("storage.k8s.io", "StorageClass"), ("kueue.x-k8s.io", "ClusterQueue"),
+            ("trainer.kubeflow.org", "ClusterTrainingRuntime")} <= cluster_kinds
+    assert {("", "ConfigMap"), ("kubeflow.org", "PyTorchJob"), ("trainer.kubeflow.org", "TrainJob"),
+            ("kueue.x-k8s.io", "LocalQueue")} <= namespaced
 
 
 def test_one_application_per_cluster(delivered: dict[Path, dict]) -> None:
@@ -86,12 +84,14 @@ def test_one_application_per_cluster(delivered: dict[Path, dict]) -> None:
     assert dev["syncPolicy"]["retry"] == {"limit": 5, "backoff": {"duration": "10s", "factor": 2,
                                                                   "maxDuration": "3m"}}
     ignored = {(i["group"], i["kind"]): i for i in dev["ignoreDifferences"]}
-    assert set(ignored) == {("kubeflow.org", "PyTorchJob"), ("trainer.kubeflow.org", "TrainJob"), ("batch", "Job")}
+    assert {("kubeflow.org", "PyTorchJob"), ("trainer.kubeflow.org", "TrainJob"), ("batch", "Job")} <= set(ignored)
     assert ignored[("kubeflow.org", "PyTorchJob")]["jsonPointers"] == ["/spec/runPolicy/suspend"]
     assert ignored[("trainer.kubeflow.org", "TrainJob")]["jsonPointers"] == ["/spec/suspend"]
     prod = _at(delivered, "argocd/argocd/Application.kubetrain-prod.yaml")["spec"]
     assert prod["destination"] == {"server": "https://prod.example.com:6443", "namespace": "ml-prod"}
-    assert [i["kind"] for i in prod["ignoreDifferences"]] == ["PyTorchJob"]  # only the kinds it holds
+    prod_kinds = {waves.group_kind(obj) for path, obj in delivered.items() if path.parts[0] == "prod"}
+    # Only the kinds it holds.
+    assert {(i["group"], i["kind"]) for i in prod["ignoreDifferences"]} == prod_kinds & set(IGNORED)
 
 
 def test_waves_and_sync_options(delivered: dict[Path, dict]) -> None:

@@ -73,6 +73,10 @@ WAVES: dict[tuple[str, str], int] = {
 IMMUTABLE_RUNS = frozenset({("kubeflow.org", "PyTorchJob"), ("kubeflow.org", "MPIJob"),
                             ("trainer.kubeflow.org", "TrainJob"), ("jobset.x-k8s.io", "JobSet"), ("batch", "Job")})
 
+# Kinds that hold pod templates for others to instantiate: their pods' volumes and classes are needed by
+# the runs made from them, not by the template itself.
+POD_TEMPLATES = frozenset({("trainer.kubeflow.org", "TrainingRuntime"), ("trainer.kubeflow.org", "ClusterTrainingRuntime")})
+
 BUILTIN_GROUPS = frozenset({"", "apps", "batch", "rbac.authorization.k8s.io", "networking.k8s.io", "storage.k8s.io",
                             "scheduling.k8s.io", "apiextensions.k8s.io", "policy", "autoscaling"})
 
@@ -127,7 +131,7 @@ def references(obj: dict[str, Any]) -> list[Reference]:
     found: list[Reference] = []
     if namespace:
         found.append(Reference("", "Namespace", None, namespace, admission=True))
-    for pod in _pod_specs(obj):
+    for pod in [] if (group, kind) in POD_TEMPLATES else _pod_specs(obj):
         for volume in pod.get("volumes") or []:
             if "persistentVolumeClaim" in volume:
                 found.append(Reference("", "PersistentVolumeClaim", namespace,
