@@ -25,10 +25,12 @@ PROPS = ArgoCdProps(repo_url=REPO, revision="main",
 
 @pytest.fixture(scope="module")
 def rendered() -> dict[Path, dict]:
-    app = apps.build()
+    app = apps.App()
+    apps.dev.define(app)
+    apps.prod.define(app)
+    objects = render_objects(app)  # no ArgoCd yet: the fleet's own objects, undelivered
     ArgoCd(app, "argocd", PROPS.model_dump())
     assert delivery_props(app) == PROPS  # the construct hands its props to render through the app
-    objects = render_objects(app)
     objects.update({manifest_path("dev", obj): obj for obj in platform_objects()})
     return objects
 

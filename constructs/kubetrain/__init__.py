@@ -31,6 +31,8 @@ _EXPORTS = {
         "PodSettings", "SecretVolume", "SecurityContext", "Toleration", "Trainer", "TrainingJobProps")},
     "TrainingJob": "kubetrain.jobs.training_job",
     "NcclTest": "kubetrain.jobs.nccl_test",
+    "ArgoCd": "kubetrain.gitops.construct", "ArgoCdProps": "kubetrain.gitops.props",
+    "Destination": "kubetrain.gitops.props",
     "InstanceType": "kubetrain.platform.instances",
     "synth": "kubetrain.output.manifests",
     "PyTorchJob": "kubetrain.targets", "Target": "kubetrain.targets",

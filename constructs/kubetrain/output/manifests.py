@@ -52,7 +52,11 @@ def manifest_path(chart: str, obj: dict[str, Any]) -> Path:
 
 
 def render_objects(app: cdk8s.App) -> dict[Path, dict[str, Any]]:
-    """Every object of every chart, by the relative path it is written to. One jsii call per chart."""
+    """Every object of every chart, by the relative path it is written to. One jsii call per chart.
+    When the fleet delivers through Argo CD (kubetrain.gitops.ArgoCd), its objects and sync waves are added."""
+    from kubetrain.gitops.construct import delivery_props
+    from kubetrain.gitops.delivery import finalize_paths
+
     objects: dict[Path, dict[str, Any]] = {}
     for chart in app.charts:
         chart_id = chart.node.id
@@ -63,7 +67,8 @@ def render_objects(app: cdk8s.App) -> dict[Path, dict[str, Any]]:
                     "KT010", str(path), "two objects of the same kind, namespace and name",
                     "give one of them another name")])
             objects[path] = obj
-    return objects
+    props = delivery_props(app)
+    return finalize_paths(objects, props) if props is not None else objects
 
 
 def render(app: cdk8s.App) -> dict[Path, str]:
