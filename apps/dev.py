@@ -35,7 +35,8 @@ def tiny_gpt_run(checkpoint_dir: str) -> RunConfig:
 
 
 def define(app: App) -> Cluster:
-    cluster = Cluster(app, "dev", kubernetes_version="1.33", namespaces=[NAMESPACE])
+    # Every change to a job is a new run (create-once): Argo CD creates it and prunes the old one.
+    cluster = Cluster(app, "dev", kubernetes_version="1.33", namespaces=[NAMESPACE], run_names="content-hash")
     k8s.KubePersistentVolumeClaim(cluster, "checkpoints", metadata=k8s.ObjectMeta(name="checkpoints",
                                                                                   namespace=NAMESPACE),
                                   spec=k8s.PersistentVolumeClaimSpec(

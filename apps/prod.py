@@ -28,7 +28,7 @@ P5_NODE = NodeResources(cpu="184", memory="1800Gi", accelerators=8, efa=32, shm=
 
 
 def define(app: App) -> Cluster:
-    cluster = Cluster(app, "prod", kubernetes_version="1.33", namespaces=[NAMESPACE])
+    cluster = Cluster(app, "prod", kubernetes_version="1.33", namespaces=[NAMESPACE], run_names="content-hash")
     # FSx for Lustre, provisioned by the FSx CSI driver's StorageClass.
     k8s.KubePersistentVolumeClaim(cluster, "fsx", metadata=k8s.ObjectMeta(name="fsx", namespace=NAMESPACE),
                                   spec=k8s.PersistentVolumeClaimSpec(

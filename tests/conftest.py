@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,3 +36,10 @@ def kubetrain(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -
 
 def read_tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def dist_file(cluster: str, kind: str, job: str) -> Path:
+    """A job's committed object: `<Kind>.<job>.yaml`, or `<Kind>.<job>-<hash>.yaml` for create-once runs."""
+    (path,) = [p for p in (ROOT / "dist" / cluster).glob(f"*/{kind}.{job}*.yaml")
+               if re.fullmatch(rf"{re.escape(kind)}\.{re.escape(job)}(-[0-9a-f]{{8}})?\.yaml", p.name)]
+    return path

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, kubetrain
+from conftest import ROOT, dist_file, kubetrain
 from kubetrain.jobs.launch import EXIT_RETRY
 from kubetrain.local.run_local import expand_env_refs, find_job, plan_job
 
@@ -106,7 +106,7 @@ def test_unknown_job_and_broken_manifest(tmp_path):
     assert result.returncode == 2 and "no job named 'nope'" in result.stderr
     dist = tmp_path / "dist"
     shutil.copytree(ROOT / "dist" / "dev", dist / "dev")
-    job = dist / "dev" / "ml-dev" / "PyTorchJob.tiny-gpt.yaml"
+    job = dist / "dev" / "ml-dev" / dist_file("dev", "PyTorchJob", "tiny-gpt").name
     job.write_text("<<<<<<< HEAD\n" + job.read_text() + "=======\n>>>>>>> branch\n")
     result = kubetrain("run-local", "dev/tiny-gpt", "--workdir", str(tmp_path / "w"), "--dist", str(dist))
     assert result.returncode == 2 and "Traceback" not in result.stderr and "cannot read" in result.stderr
@@ -154,7 +154,7 @@ def test_restarts_follow_the_operator(tmp_path):
 
 def test_launcher_fails_a_bad_config_at_once_without_torchrun(tmp_path):
     """The pod's launcher script checks the run config before torchrun: exit 2, which ExitCode never retries."""
-    job = yaml.safe_load((ROOT / "dist" / "dev" / "ml-dev" / "PyTorchJob.tiny-gpt.yaml").read_text())
+    job = yaml.safe_load(dist_file("dev", "PyTorchJob", "tiny-gpt").read_text())
     command = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
     (tmp_path / "run.yaml").write_text("batch: {global_size: 4, micro_size: 1}\nmax_steps: 1\noptimiser: {}\n")
     (tmp_path / "bin").mkdir()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, kubetrain, read_tree, run
+from conftest import ROOT, dist_file, kubetrain, read_tree, run
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +40,11 @@ def test_synth_is_byte_identical_across_runs(synthesized, tmp_path):
 
 
 def test_one_file_per_object_under_cluster_and_namespace(synthesized):
-    assert "dev/ml-dev/PyTorchJob.tiny-gpt.yaml" in synthesized
-    assert "dev/ml-dev/ConfigMap.tiny-gpt-config.yaml" in synthesized
+    job = dist_file("dev", "PyTorchJob", "tiny-gpt")
+    assert str(job.relative_to(ROOT / "dist")) in synthesized
+    assert f"dev/ml-dev/ConfigMap.{job.name.split('.')[1]}-config.yaml" in synthesized
     assert "dev/_cluster/Namespace.ml-dev.yaml" in synthesized
-    assert "prod/ml-prod/PyTorchJob.gpt-1b-fsdp.yaml" in synthesized
+    assert str(dist_file("prod", "PyTorchJob", "gpt-1b-fsdp").relative_to(ROOT / "dist")) in synthesized
     for path, text in synthesized.items():
         if path == ".kubetrain-synth":
             continue

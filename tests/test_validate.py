@@ -6,9 +6,9 @@ from pathlib import Path
 
 import yaml
 
-from conftest import ROOT, kubetrain
+from conftest import dist_file, kubetrain
 
-JOB = ROOT / "dist" / "dev" / "ml-dev" / "PyTorchJob.tiny-gpt.yaml"
+JOB = dist_file("dev", "PyTorchJob", "tiny-gpt")
 
 
 def write(tmp_path: Path, name: str, obj: dict) -> Path:
@@ -44,7 +44,8 @@ def test_unknown_field_in_custom_resource_is_an_error(crds, tmp_path):
     result = kubetrain("validate", str(path), "--crds", str(crds))
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert any(line.startswith(f"{path}: PyTorchJob/tiny-gpt: spec.pytorchReplicaSpecs.Master.template.spec."
+    name = JOB.name.split(".")[1]
+    assert any(line.startswith(f"{path}: PyTorchJob/{name}: spec.pytorchReplicaSpecs.Master.template.spec."
                                "containers[0]: ") and "'imagePullPolice' was unexpected" in line for line in lines)
     assert any("spec.runPolicy: " in line and "'backofLimit' was unexpected" in line for line in lines)
     assert "2 problems" in result.stderr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import cdk8s
 from cdk8s_plus_33 import k8s
@@ -55,6 +55,10 @@ class ClusterProps(StrictProps):
                                                      "against it. One of `supported_kubernetes_versions()`.")
     namespaces: list[Dns1123Label] = Field(..., min_length=1,
                                            description="Namespaces created and owned here; the first is the default.")
+    run_names: Literal["fixed", "content-hash"] = Field(
+        "fixed", description="`content-hash`: every run's objects are named <job>-<8 hex digits of the definition>, "
+                             "so a changed job is a new object and a GitOps sync never patches a running one "
+                             "(create-once); `fixed`: named <job>.")
     instance_types: list[InstanceType] = Field(default_factory=list,
                                                description="Instance types beyond the built-in catalog (or "
                                                            "replacing an entry of the same name).")

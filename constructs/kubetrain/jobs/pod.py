@@ -14,7 +14,6 @@ from kubetrain.jobs.spec import CONFIG_MOUNT, SHM_MOUNT, JobSpec
 from kubetrain.nccl import EFA_ENV, GPU_ENV, NCCL_FAULT_ENV
 
 EFA_HUGEPAGES_DEFAULT = "5120Mi"
-JOB_LABEL = "kubetrain.dev/job"
 CONFIG_HASH_ANNOTATION = "kubetrain.dev/config-sha256"
 # The taint each accelerator's node pools carry, so only pods that need the accelerator land there.
 ACCELERATOR_TAINTS = {"nvidia.com/gpu": "nvidia.com/gpu", "aws.amazon.com/neuron": "aws.amazon.com/neuron"}
@@ -114,7 +113,7 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     annotations = dict(pod.annotations)
     if config_hash:
         annotations[CONFIG_HASH_ANNOTATION] = config_hash
-    metadata: dict[str, Any] = {"labels": {**pod.labels, JOB_LABEL: props.name}}
+    metadata: dict[str, Any] = {"labels": {**pod.labels, **job.labels}}
     if annotations:
         metadata["annotations"] = annotations
     return {"metadata": metadata, "spec": spec}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -18,16 +20,33 @@ RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT}
 DEFAULT_ACCELERATOR_RESOURCE = "nvidia.com/gpu"
 
 
+JOB_LABEL = "kubetrain.dev/job"
+
+
 @dataclass(frozen=True)
 class JobSpec:
     props: TrainingJobProps
     namespace: str
     cluster: str
     instance: InstanceType | None  # None when no instance type is named, or it is unknown (KT111)
+    create_once: bool = False  # the run's objects carry a hash of the definition in their names
 
     @property
     def name(self) -> str:
-        return self.props.name
+        """The name of the run's objects: the job's name, plus the definition's hash when runs are create-once."""
+        return f"{self.props.name}-{self.definition_hash}" if self.create_once else self.props.name
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """On every object of the run: the job's own name, which stays when the run's name changes."""
+        return {JOB_LABEL: self.props.name}
+
+    @property
+    def definition_hash(self) -> str:
+        """8 hex digits of the definition's SHA-256: a changed job is a new run, never a patched one."""
+        definition = {"props": self.props.model_dump(mode="json", exclude={"target"}),
+                      "target": [type(self.props.target).__name__, self.props.target.model_dump(mode="json")]}
+        return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:8]
 
     @property
     def where(self) -> str:

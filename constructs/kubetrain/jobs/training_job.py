@@ -20,7 +20,7 @@ import cdk8s
 from constructs import Construct
 
 from kubetrain.cluster import Cluster, construct_id_problem
-from kubetrain.jobs.pod import JOB_LABEL, pod_template
+from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
 from kubetrain.objects import api_object
@@ -53,9 +53,10 @@ class TrainingJob(Construct):
         namespace, problems = scope.check_namespace(validated.namespace)
         where = f"{scope.props.name}/{namespace}/{validated.name}"
         if not problems:
-            spec = JobSpec(validated, namespace, scope.props.name, scope.instance_type(validated.instance_type))
+            spec = JobSpec(validated, namespace, scope.props.name, scope.instance_type(validated.instance_type),
+                           create_once=scope.props.run_names == "content-hash")
             problems = check_job(spec)
-            names = {validated.name: "name", **{n: "name" for n in validated.target.derived_names(spec)}}
+            names = {spec.name: "name", **{n: "name" for n in validated.target.derived_names(spec)}}
             if spec.trainer:
                 names[spec.config_map_name] = "name"
             problems += scope.claim(namespace, names, f"job {validated.name}")
@@ -80,7 +81,7 @@ class TrainingJob(Construct):
             return [problem]
 
     def _emit(self, job: JobSpec) -> None:
-        labels = {JOB_LABEL: job.name}
+        labels = job.labels
         config_hash = None
         if job.trainer:
             config_text = job.trainer.run.to_yaml()

@@ -76,10 +76,13 @@ def _read_yaml(path: Path, where: str) -> Any:
 
 
 def find_job(dist: Path, ref: str) -> Path:
-    """`[cluster/]job` -> the job's manifest file under dist/, whatever its target."""
+    """`[cluster/]job` -> the job's manifest file under dist/, whatever its target. A create-once run's
+    file is `<Kind>.<job>-<hash>.yaml`: the job is found by its own name either way."""
     cluster, _, name = ref.rpartition("/")
     kinds = {target.kind for target in Target.registry.values()}
-    matches = sorted(p for p in dist.glob(f"{cluster or '*'}/*/*.{name}.yaml") if p.name.split(".")[0] in kinds)
+    run_name = re.compile(rf"^{re.escape(name)}(-[0-9a-f]{{8}})?$")
+    matches = sorted(p for p in dist.glob(f"{cluster or '*'}/*/*.{name}*.yaml")
+                     if p.name.split(".")[0] in kinds and run_name.match(p.name.split(".", 1)[1].removesuffix(".yaml")))
     if len(matches) != 1:
         found = "no job" if not matches else f"{len(matches)} jobs ({', '.join(map(str, matches))})"
         raise _fail(ref, f"{found} named {name!r} in {dist}/{cluster or '*'}",

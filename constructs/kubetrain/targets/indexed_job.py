@@ -58,7 +58,7 @@ class IndexedJob(Target):
                           "launch the command with torchrun")
 
     def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
-        props, labels = job.props, {"kubetrain.dev/job": job.name}
+        props, labels = job.props, job.labels
         pod = {**pod_template, "spec": {**pod_template["spec"], "restartPolicy": "Never", "subdomain": job.name}}
         batch_job = {
             "apiVersion": self.api_version, "kind": self.kind,

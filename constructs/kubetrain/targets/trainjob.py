@@ -71,7 +71,7 @@ class TrainJob(Target):
                           "only torchrun reads", "launch the command with torchrun")
 
     def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
-        props, labels = job.props, {"kubetrain.dev/job": job.name}
+        props, labels = job.props, job.labels
         pod = {**pod_template, "spec": {**pod_template["spec"], "restartPolicy": "Never"}}
         runtime = {
             "apiVersion": self.api_version, "kind": "TrainingRuntime",
