@@ -188,6 +188,20 @@ class _NodePool(PlatformConstruct):
     def tolerations(self) -> list[dict[str, str]]:
         return [{"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in self.taints]
 
+    @property
+    def max_nodes(self) -> int:
+        return self.props.max_nodes
+
+    def node_capacity(self) -> dict[str, Decimal]:
+        """What one node gives pods, by Kubernetes resource name (the queues' quotas are this x max_nodes)."""
+        t = self.instance_type
+        if t is None:
+            return {}
+        capacity = {"cpu": t.allocatable_cpu(), "memory": t.allocatable_memory()}
+        if t.accelerator_resource:
+            capacity[t.accelerator_resource] = Decimal(t.accelerators)
+        return capacity
+
     def placement(self, nccl: NcclProfile | None = None) -> PodPlacement:
         return PodPlacement(self.node_selector(), self.tolerations())
 
@@ -299,6 +313,15 @@ class EfaNodePool(_NodePool):
         if self.props.placement_group:
             extra["placementGroupSelector"] = {"name": self.props.placement_group}
         return extra
+
+    def node_capacity(self) -> dict[str, Decimal]:
+        capacity = super().node_capacity()
+        t = self.instance_type
+        if t is not None and t.efa_interfaces:
+            capacity[EFA_RESOURCE] = Decimal(t.efa_interfaces)
+            capacity[HUGE_PAGES_RESOURCE] = parse_quantity(self.props.huge_pages)
+            capacity["memory"] -= capacity[HUGE_PAGES_RESOURCE]  # huge pages come out of the node's memory
+        return capacity
 
     def shm_size(self) -> str:
         t = self.instance_type
