@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,17 @@ def pools(c: Cluster) -> tuple[EfaNodePool, CpuNodePool]:
     return EfaNodePool(c, "p5", **P5), CpuNodePool(c, "cpu", **CPU)
 
 
+@cache
+def _schemas(crds: Path) -> Schemas:
+    return Schemas([crds])  # compiled validators are kept across tests
+
+
 def emitted(c: Cluster, crds: Path) -> dict[str, dict[str, Any]]:
     """Every object of the cluster by 'Kind/name', after checking each strictly against the upstream CRDs
     and the Kubernetes 1.33 schemas."""
     objects = render_objects(c.node.root)
     manifests = [Manifest(str(path), obj) for path, obj in objects.items()]
-    findings = validate_objects(manifests, Schemas([crds]), "1.33")
+    findings = validate_objects(manifests, _schemas(crds), "1.33")
     assert [f.format() for f in findings] == []
     return {f"{obj['kind']}/{obj['metadata']['name']}": obj for obj in objects.values()}
 
