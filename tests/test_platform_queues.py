@@ -5,16 +5,18 @@ from __future__ import annotations
 import pytest
 
 from kubetrain.platform.kueue import ClusterQueue, LocalQueue, ResourceFlavor, Topology, queued_job_problems
+from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.volcano import VolcanoQueue
-from platform_support import cluster, codes, emitted, pools
+from platform_support import CPU, P5, cluster, codes, emitted
 from training.problems import ConfigError
 
 LAYER_3 = "topology.k8s.aws/network-node-layer-3"
 
 
 def kueue(c, **queue):
-    gpu, cpu = pools(c)
+    # Topology-aware placement needs nodes that exist: the GPU pool keeps 4 up (KT423)
+    gpu, cpu = EfaNodePool(c, "p5", **P5, static_nodes=4), CpuNodePool(c, "cpu", **CPU)
     topology = Topology(c, "eks-network")
     flavors = [ResourceFlavor(c, "p5", pool=gpu, topology=topology), ResourceFlavor(c, "cpu", pool=cpu)]
     cq = ClusterQueue(c, "training", flavors=flavors, **queue)
@@ -37,6 +39,8 @@ def test_kueue_objects_are_valid_and_cover_every_resource_the_pools_give(crds):
     assert quotas["p5"]["nvidia.com/gpu"] == "64" and quotas["p5"]["vpc.amazonaws.com/efa"] == "512"
     assert quotas["cpu"]["nvidia.com/gpu"] == "0"
     assert objects["ClusterQueue/training"]["spec"]["cohortName"] == "org"
+    assert objects["NodePool/p5"]["spec"]["replicas"] == 4
+    assert objects["NodePool/p5"]["spec"]["limits"] == {"nodes": "16"}
     assert objects["LocalQueue/training"]["metadata"]["namespace"] == "ml"
     assert (queue.job_labels(), queue.scheduler_name) == ({"kueue.x-k8s.io/queue-name": "training"}, None)
     assert queue.pod_annotations(TopologyPlacement(level=LAYER_3)) == {
@@ -55,6 +59,15 @@ def test_placement_must_name_a_level_of_the_flavors_topology():
     gpu = c.node.find_child("nodepool:p5")
     bare = LocalQueue(c, "bare", cluster_queue=ClusterQueue(c, "bare", flavors=[ResourceFlavor(c, "plain", pool=gpu)]))
     assert [p.code for p in bare.placement_problems(TopologyPlacement(level=LAYER_3))] == ["KT421"]
+
+
+def test_a_topology_on_a_pool_that_scales_from_zero_is_a_warning():
+    c = cluster()
+    gpu = EfaNodePool(c, "p5", **P5)
+    ResourceFlavor(c, "p5", pool=gpu, topology=Topology(c, "eks-network"))
+    [(code, path, fix)] = codes(c)
+    assert (code, path) == ("KT423", "topology") and "static_nodes" in fix
+    assert c.diagnostics.errors == []  # a warning: the flavor is still emitted
 
 
 def test_one_queue_system_per_cluster(crds):

@@ -48,6 +48,17 @@ SUSPEND_SET = register(
     source="domain-facts 11 (Kueue job webhook)")
 
 
+TOPOLOGY_ON_DYNAMIC_POOL = register(
+    "KT423", "warning", "topology-aware flavor on a pool that scales from zero",
+    rationale="Kueue's topology-aware scheduling assigns a job's pods to topology domains of nodes that exist "
+              "and admits it only then; Karpenter creates nodes only for pods that are pending, which Kueue holds "
+              "back until admission. On a pool with no nodes up, a topology placement can wait forever (the TAS "
+              "design relies on existing capacity or ProvisioningRequests, which Karpenter does not serve).",
+    fix="keep the pool's nodes up (EfaNodePool(static_nodes=N), e.g. over a capacity reservation), or drop the "
+        "Topology from this flavor",
+    source="Kueue KEP-2724 (topology-aware scheduling) discussion; Karpenter NodePool replicas")
+
+
 class TopologyProps(StrictProps):
     name: Dns1123Subdomain
     levels: list[str] = Field(list(EKS_NETWORK_LEVELS), min_length=1,
@@ -92,9 +103,14 @@ class ResourceFlavor(PlatformConstruct):
         spec: dict[str, Any] = {"nodeLabels": self.pool.node_selector()}
         if self.pool.taints:
             spec["nodeTaints"] = self.pool.taints
+        problems = claim_queue_system(scope, "kueue")
         if self.topology:
             spec["topologyName"] = self.topology.name
-        self._emit(claim_queue_system(scope, "kueue"), [{
+            if self.pool.scales_from_zero:
+                problems.append(Problem(TOPOLOGY_ON_DYNAMIC_POOL.code, "topology", f"pool {self.pool.name} scales "
+                                        "from zero; Kueue places topology-aware jobs only on nodes that exist",
+                                        TOPOLOGY_ON_DYNAMIC_POOL.fix))
+        self._emit(problems, [{
             "apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": self.name}, "spec": spec}])
 
     def default_quota(self) -> dict[str, Decimal]:

@@ -104,9 +104,21 @@ class NodePoolProps(StrictProps):
     consolidate_after: str = Field("10m", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                                    description="How long a node stays empty (EFA) or underused (CPU) before "
                                                "Karpenter removes it.")
+    static_nodes: int | None = Field(None, ge=0, description="Keep exactly this many nodes up (Karpenter's alpha "
+                                                              "static capacity, NodePool `replicas`) instead of "
+                                                              "scaling with pending pods; needed for Kueue "
+                                                              "topology-aware placement (KT423). A pool cannot switch "
+                                                              "between static and dynamic later.")
     expire_after: str = Field("720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                               description="Node lifetime (Karpenter's default 720h). 'Never' keeps long runs' "
                                           "nodes from expiring under them.")
+
+    @model_validator(mode="after")
+    def _static_within_limit(self) -> NodePoolProps:
+        if self.static_nodes is not None and self.static_nodes > self.max_nodes:
+            raise rule_violation("KT003", f"static_nodes {self.static_nodes} is above max_nodes {self.max_nodes}",
+                                 "raise max_nodes or lower static_nodes", field="static_nodes")
+        return self
 
     @model_validator(mode="after")
     def _reservations(self) -> NodePoolProps:
@@ -192,6 +204,11 @@ class _NodePool(PlatformConstruct):
     def max_nodes(self) -> int:
         return self.props.max_nodes
 
+    @property
+    def scales_from_zero(self) -> bool:
+        """True when nodes exist only while pods wait for them (no static capacity)."""
+        return self.props.static_nodes is None
+
     def node_capacity(self) -> dict[str, Decimal]:
         """What one node gives pods, by Kubernetes resource name (the queues' quotas are this x max_nodes)."""
         t = self.instance_type
@@ -242,11 +259,15 @@ class _NodePool(PlatformConstruct):
             "requirements": requirements, "expireAfter": p.expire_after}
         if self.taints:
             spec["taints"] = self.taints
-        return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": self.name},
-                "spec": {"template": {"metadata": {"labels": {"kubetrain.dev/pool": self.name}}, "spec": spec},
-                         "limits": self._limits(),
-                         "disruption": {"consolidationPolicy": self.consolidation_policy,
-                                        "consolidateAfter": p.consolidate_after}}}
+        pool: dict[str, Any] = {
+            "template": {"metadata": {"labels": {"kubetrain.dev/pool": self.name}}, "spec": spec},
+            "limits": self._limits(),
+            "disruption": {"consolidationPolicy": self.consolidation_policy, "consolidateAfter": p.consolidate_after}}
+        if p.static_nodes is not None:
+            # Static capacity: Karpenter keeps `replicas` nodes and accepts only a node-count limit.
+            pool["replicas"] = p.static_nodes
+            pool["limits"] = {"nodes": str(p.max_nodes)}
+        return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": self.name}, "spec": pool}
 
     consolidation_policy = "WhenEmptyOrUnderutilized"
 
