@@ -11,11 +11,11 @@ from kubetrain.output.manifests import render_objects
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 
-P5 = dict(instance_types=["p5.48xlarge"], zones=["us-west-2a"], subnet_ids=["subnet-0abc"],
-          security_group_ids=["sg-0efa"], role="KarpenterNodeRole-prod", max_nodes=16)
-CPU = dict(instance_types=["m5.2xlarge", "m5.4xlarge"], zones=["us-west-2a", "us-west-2b"],
-           subnet_ids=["subnet-0abc", "subnet-0def"], security_group_ids=["sg-0node"], role="KarpenterNodeRole-prod",
-           max_nodes=10)
+P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc"],
+      "security_group_ids": ["sg-0efa"], "role": "KarpenterNodeRole-prod", "max_nodes": 16}
+CPU = {"instance_types": ["m5.2xlarge", "m5.4xlarge"], "zones": ["us-west-2a", "us-west-2b"],
+       "subnet_ids": ["subnet-0abc", "subnet-0def"], "security_group_ids": ["sg-0node"],
+       "role": "KarpenterNodeRole-prod", "max_nodes": 10}
 
 
 def cluster(namespaces: tuple[str, ...] = ("ml",)) -> Cluster:

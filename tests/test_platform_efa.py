@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from kubetrain.platform.efa import NcclProfile
+
 from training.problems import ConfigError, validate_model
 
 MODERN = NcclProfile(aws_ofi_nccl="1.16.0", nccl="2.27.3")

@@ -40,7 +40,8 @@ def test_dcgm_exporter_in_a_baseline_namespace_or_on_a_cpu_pool_is_refused(crds)
     DcgmExporter(c, "dcgm-exporter", pools=[cpu], namespace="ml")
     found = codes(c)
     assert [(code, path) for code, path, _ in found] == [
-        ("KT432", "pools.0"), ("KT430", "volumes.0.hostPath"), ("KT430", "containers.0.securityContext.capabilities.add")]
+        ("KT432", "pools.0"), ("KT430", "volumes.0.hostPath"),
+        ("KT430", "containers.0.securityContext.capabilities.add")]
     assert "privileged" in found[1][2]
     assert "DaemonSet/dcgm-exporter" not in emitted(c, crds)
 

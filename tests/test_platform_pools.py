@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import pytest
-
 from kubetrain.platform.efa import NcclProfile
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool, pool_placement_problems
 from platform_support import CPU, P5, cluster, codes, emitted, pools
+
 from training.problems import ConfigError
 
 
 def test_efa_and_cpu_pools_emit_valid_karpenter_objects(crds):
     c = cluster()
-    gpu, cpu = pools(c)
+    pools(c)
     objects = emitted(c, crds)
     pool = objects["NodePool/p5"]["spec"]
     assert pool["template"]["spec"]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
 from kubetrain.platform.storage import Efs, FsxLustre, S3Bucket, checkpoint_volume_problems, dataset_volume_problems
 from platform_support import cluster, codes, emitted
+
 from training.problems import ConfigError
 
-STATIC_FSX = dict(file_system_id="fs-0abc123", dns_name="fs-0abc123.fsx.us-west-2.amazonaws.com",
-                  mount_name="abcdefgh", capacity_gib=2400)
+STATIC_FSX = {"file_system_id": "fs-0abc123", "dns_name": "fs-0abc123.fsx.us-west-2.amazonaws.com",
+              "mount_name": "abcdefgh", "capacity_gib": 2400}
 
 
 def test_every_backend_emits_valid_objects(crds):

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from constructs import Construct
 from pydantic import BaseModel
 
+from constructs import Construct
 from kubetrain.cluster import Cluster, construct_id_problem
 from kubetrain.objects import api_object
 from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model

@@ -24,7 +24,7 @@ from kubetrain.cluster import Cluster
 from kubetrain.jobs.props import StrictProps
 from kubetrain.names import Dns1123Label, Dns1123Subdomain
 from kubetrain.platform.construct import PlatformConstruct
-from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, _NodePool
+from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, NodePool
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.registry import register
@@ -84,7 +84,7 @@ class Topology(PlatformConstruct):
 
 class ResourceFlavorProps(StrictProps):
     name: Dns1123Subdomain
-    pool: InstanceOf[_NodePool] = Field(..., description="The node pool whose nodes this flavor stands for.")
+    pool: InstanceOf[NodePool] = Field(..., description="The node pool whose nodes this flavor stands for.")
     topology: InstanceOf[Topology] | None = Field(None, description="Topology for topology-aware scheduling.")
 
 
@@ -98,7 +98,7 @@ class ResourceFlavor(PlatformConstruct):
                  **kwargs: Any):
         super().__init__(scope, id, props, kwargs)
         self.name: str = self.props.name
-        self.pool: _NodePool = self.props.pool
+        self.pool: NodePool = self.props.pool
         self.topology: Topology | None = self.props.topology
         spec: dict[str, Any] = {"nodeLabels": self.pool.node_selector()}
         if self.pool.taints:

@@ -21,9 +21,13 @@ from kubetrain.jobs.props import StrictProps
 from kubetrain.names import Dns1123Label, ImageRef
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.platform.construct import PlatformConstruct
-from kubetrain.platform.node_pools import NODEPOOL_LABEL, _NodePool
-from kubetrain.platform.security import (namespace_level, pod_security_labels, pod_security_problems,
-                                         record_namespace_level)
+from kubetrain.platform.node_pools import NODEPOOL_LABEL, NodePool
+from kubetrain.platform.security import (
+    namespace_level,
+    pod_security_labels,
+    pod_security_problems,
+    record_namespace_level,
+)
 from kubetrain.rules.registry import register
 from training.problems import Problem
 
@@ -42,7 +46,7 @@ class DcgmExporterProps(StrictProps):
     name: Dns1123Label = Field(..., description="DaemonSet, Service and ServiceMonitor name; default the id.")
     namespace: Dns1123Label = Field("gpu-monitoring", description="A namespace of its own, created here and "
                                                                   "labelled privileged (see the module's note).")
-    pools: list[InstanceOf[_NodePool]] = Field(..., min_length=1, description="The GPU pools to run on.")
+    pools: list[InstanceOf[NodePool]] = Field(..., min_length=1, description="The GPU pools to run on.")
     image: ImageRef = Field("nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04",
                             description="Pin the release that supports your nodes' GPU driver.")
     interval: str = Field("30s", pattern=r"^[0-9]+(ms|s|m)$", description="Scrape interval.")

@@ -162,7 +162,9 @@ class PodPlacement:
     pod_fields: dict[str, Any] = field(default_factory=dict)  # hostNetwork and dnsPolicy, when chosen
 
 
-class _NodePool(PlatformConstruct):
+class NodePool(PlatformConstruct):
+    """What both pools share, and the type a job's `pool=` takes (use EfaNodePool or CpuNodePool)."""
+
     kind = "nodepool"
     accelerated: bool
 
@@ -302,7 +304,7 @@ class _NodePool(PlatformConstruct):
         return {}
 
 
-class EfaNodePool(_NodePool):
+class EfaNodePool(NodePool):
     """Accelerator nodes with EFA (p4d, p5, p6, trn...): tainted, one zone, emptied only when idle.
 
     A job placed here gets the accelerators and EFA interfaces of the whole instance, huge pages, a
@@ -363,7 +365,7 @@ class EfaNodePool(_NodePool):
                             nccl.pod_fields() if nccl else {})
 
 
-class CpuNodePool(_NodePool):
+class CpuNodePool(NodePool):
     """CPU nodes, untainted, consolidated when empty or underused."""
 
     Props = CpuNodePoolProps
@@ -386,7 +388,7 @@ def _tolerated(taint: Mapping[str, str], tolerations: list[Mapping[str, Any]]) -
     return False
 
 
-def pool_placement_problems(pool: _NodePool, requests: Mapping[str, str | int], tolerations: list[Mapping[str, Any]],
+def pool_placement_problems(pool: NodePool, requests: Mapping[str, str | int], tolerations: list[Mapping[str, Any]],
                             shm: str | None = None, path: str = "resources") -> list[Problem]:
     """KT401-KT403 for one pod on `pool`: `requests` are the container's (Kubernetes names: cpu, memory,
     nvidia.com/gpu, vpc.amazonaws.com/efa, hugepages-2Mi), `tolerations` the pod's, `shm` a memory-backed

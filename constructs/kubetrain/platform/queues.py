@@ -43,8 +43,9 @@ class TopologyPlacement(StrictProps):
 
 
 def claim_queue_system(cluster: Cluster, system: QueueSystem, path: str = "") -> list[Problem]:
-    """The cluster's queue system is the first one used; another one is KT420."""
-    chosen = getattr(cluster, _SYSTEM_ATTRIBUTE, None)
+    """The cluster's queue system: the one its props name (a `queue_system` field, when the Cluster has one),
+    else the first one used; another one is KT420."""
+    chosen = getattr(cluster.props, "queue_system", None) or getattr(cluster, _SYSTEM_ATTRIBUTE, None)
     if chosen is None:
         setattr(cluster, _SYSTEM_ATTRIBUTE, system)
         return []
@@ -55,4 +56,4 @@ def claim_queue_system(cluster: Cluster, system: QueueSystem, path: str = "") ->
 
 
 def queue_system(cluster: Cluster) -> QueueSystem | None:
-    return getattr(cluster, _SYSTEM_ATTRIBUTE, None)
+    return getattr(cluster.props, "queue_system", None) or getattr(cluster, _SYSTEM_ATTRIBUTE, None)

@@ -80,7 +80,8 @@ class FsxLustreProps(ClaimProps):
         static = [self.file_system_id, self.dns_name, self.mount_name]
         if any(static) and not all(static):
             raise rule_violation("KT002", "a static FSx volume needs file_system_id, dns_name and mount_name",
-                                 "give all three (or none, and subnet_id for a new file system)", field="file_system_id")
+                                 "give all three (or none, and subnet_id for a new file system)",
+                                 field="file_system_id")
         if not any(static) and not (self.subnet_id and self.security_group_ids):
             raise rule_violation("KT002", "a new FSx file system needs subnet_id and security_group_ids",
                                  "give them, or file_system_id, dns_name and mount_name of an existing one",
@@ -127,8 +128,9 @@ class S3BucketProps(ClaimProps):
     capacity: str = Field("1Ti", description="Nominal size (S3 ignores it; Kubernetes needs one).")
 
 
-class _Claim(PlatformConstruct):
-    """A PersistentVolumeClaim in a namespace, and what backs it."""
+class Claim(PlatformConstruct):
+    """A PersistentVolumeClaim in a namespace, and what backs it: the type a job's volumes take (use FsxLustre,
+    Efs or S3Bucket)."""
 
     shared = True  # every backend here is network storage that pods on many nodes mount
     persistent = True  # reclaimPolicy Retain: the data outlives pods, claims and jobs
@@ -189,7 +191,7 @@ class _Claim(PlatformConstruct):
         raise NotImplementedError
 
 
-class FsxLustre(_Claim):
+class FsxLustre(Claim):
     """FSx for Lustre (fsx.csi.aws.com): POSIX, renames, survives pods: the place for checkpoints."""
 
     Props = FsxLustreProps
@@ -216,7 +218,7 @@ class FsxLustre(_Claim):
         return [storage_class, self._claim(size, f"fsx-{self.pv_name}")]
 
 
-class Efs(_Claim):
+class Efs(Claim):
     """EFS (efs.csi.aws.com) through an access point per claim: elastic, NFS semantics, renames."""
 
     Props = EfsProps
@@ -240,7 +242,7 @@ class Efs(_Claim):
         return [storage_class, self._claim("5Gi", f"efs-{self.pv_name}")]
 
 
-class S3Bucket(_Claim):
+class S3Bucket(Claim):
     """An S3 bucket through Mountpoint (s3.csi.aws.com): fast sequential reads for datasets; no renames on
     general-purpose buckets (so no DCP checkpoints there), no changes to existing files."""
 
@@ -267,7 +269,7 @@ class S3Bucket(_Claim):
         return [self._static_volume(p.capacity, csi, options), self._claim(p.capacity, "", self.pv_name)]
 
 
-def checkpoint_volume_problems(claim: _Claim, path: str = "checkpoint_dir") -> list[Problem]:
+def checkpoint_volume_problems(claim: Claim, path: str = "checkpoint_dir") -> list[Problem]:
     """KT412: why `claim` cannot hold DCP checkpoints (empty when it can)."""
     why = ("is mounted read-only" if claim.read_only else
            "does not outlive the pod" if not claim.persistent else
@@ -276,7 +278,7 @@ def checkpoint_volume_problems(claim: _Claim, path: str = "checkpoint_dir") -> l
     return [Problem(CHECKPOINT_VOLUME.code, path, f"the checkpoint volume {why}", CHECKPOINT_VOLUME.fix)] if why else []
 
 
-def dataset_volume_problems(claim: _Claim, path: str = "volumes") -> list[Problem]:
+def dataset_volume_problems(claim: Claim, path: str = "volumes") -> list[Problem]:
     """KT413: a dataset's claim mounted read-write."""
     if claim.read_only:
         return []
