@@ -103,3 +103,26 @@ def test_bad_props_are_a_config_error():
         EfaNodePool(c, "p5", **{**P5, "max_nodes": 0, "consolidate_after": "soon", "zone": "us-west-2a"})
     assert {(p.code, p.path) for p in raised.value.problems} == {
         ("KT003", "max_nodes"), ("KT003", "consolidate_after"), ("KT001", "zone")}
+
+
+def test_a_fleets_own_instance_type_makes_a_pool(crds):
+    from kubetrain import App, Cluster
+    from kubetrain.platform.instances import InstanceType
+    mine = InstanceType(name="p5.4xlarge", vcpus=16, memory_gib=256, accelerator_resource="nvidia.com/gpu",
+                        accelerators=1, accelerator="H100", accelerator_memory_gib=80, efa_interfaces=1,
+                        gpudirect_rdma=True, peak_bf16_flops=989e12)
+    c = Cluster(App(), "prod", kubernetes_version="1.33", namespaces=["ml"], instance_types=[mine])
+    pool = EfaNodePool(c, "small", **{**P5, "instance_types": ["p5.4xlarge"]})
+    assert pool.instance_type is mine and pool.placement().resources["vpc.amazonaws.com/efa"] == "1"
+    assert emitted(c, crds)["NodePool/small"]["spec"]["limits"]["nvidia.com/gpu"] == "16"
+    assert codes(c) == []
+
+
+def test_a_trainium_pool_asks_for_neuron_devices():
+    c = cluster()
+    trn = EfaNodePool(c, "trn2", **{**P5, "instance_types": ["trn2.48xlarge"]})
+    placed = trn.placement()
+    assert placed.resources["aws.amazon.com/neuron"] == "16" and placed.resources["vpc.amazonaws.com/efa"] == "16"
+    assert trn.taints == [{"key": "aws.amazon.com/neuron", "effect": "NoSchedule"}]
+    assert pool_placement_problems(trn, {"cpu": "8", "nvidia.com/gpu": "1", **placed.resources},
+                                   placed.tolerations)[0].path == "resources.nvidia.com/gpu"
