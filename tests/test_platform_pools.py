@@ -126,3 +126,11 @@ def test_a_trainium_pool_asks_for_neuron_devices():
     assert trn.taints == [{"key": "aws.amazon.com/neuron", "effect": "NoSchedule"}]
     assert pool_placement_problems(trn, {"cpu": "8", "nvidia.com/gpu": "1", **placed.resources},
                                    placed.tolerations)[0].path == "resources.nvidia.com/gpu"
+
+
+def test_a_pod_fits_a_mixed_cpu_pool_when_its_roomiest_type_holds_it():
+    c = cluster()
+    _, cpu = pools(c)  # m5.2xlarge (8 vCPU, 32 GiB) and m5.4xlarge (16 vCPU, 64 GiB)
+    assert pool_placement_problems(cpu, {"cpu": "12", "memory": "48Gi"}, []) == []
+    [problem] = pool_placement_problems(cpu, {"cpu": "16", "memory": "48Gi"}, [])
+    assert (problem.code, problem.path) == ("KT401", "resources.cpu") and "m5.4xlarge" in problem.message

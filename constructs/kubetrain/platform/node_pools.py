@@ -400,15 +400,18 @@ def pool_placement_problems(pool: NodePool, requests: Mapping[str, str | int], t
     amounts = {name: parse_quantity(value) for name, value in requests.items()}
     memory = amounts.get("memory", Decimal(0)) + amounts.get(HUGE_PAGES_RESOURCE, Decimal(0))
     memory += parse_quantity(shm) if shm else 0
-    checks = [("cpu", amounts.get("cpu", Decimal(0)), t.allocatable_cpu(), "cores"),
-              ("memory", memory, t.allocatable_memory(), "bytes (memory, huge pages and /dev/shm)")]
+    # Karpenter launches whichever of the pool's types fits the pod, so the pod must fit the roomiest one.
+    largest = max(pool.instance_types, key=lambda i: (i.allocatable_memory(), i.allocatable_cpu()))
+    checks = [("cpu", amounts.get("cpu", Decimal(0)), max(i.allocatable_cpu() for i in pool.instance_types), "cores"),
+              ("memory", memory, largest.allocatable_memory(), "bytes (memory, huge pages and /dev/shm)")]
     if t.accelerator_resource:
         checks.append((t.accelerator_resource, amounts.get(t.accelerator_resource, Decimal(0)),
                        Decimal(t.accelerators), "accelerators"))
     for name, wanted, has, unit in checks:
         if wanted > has:
-            problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{name}", f"asks for {wanted:f} {unit}; a "
-                                    f"{t.name} node of pool {pool.name} can allocate {has:f}", POD_DOES_NOT_FIT.fix))
+            problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{name}", f"asks for {wanted:f} {unit}; the "
+                                    f"largest node of pool {pool.name} ({largest.name}) can allocate {has:f}",
+                                    POD_DOES_NOT_FIT.fix))
     for other in ("nvidia.com/gpu", "aws.amazon.com/neuron"):
         if other != t.accelerator_resource and amounts.get(other):
             problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{other}", f"{t.name} has no {other}",
