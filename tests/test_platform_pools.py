@@ -65,10 +65,11 @@ def test_a_pod_is_checked_against_its_pool():
     gpu, cpu = pools(c)
     placed = gpu.placement()
     fits = {"cpu": "180", "memory": "1500Gi", **placed.resources}
-    assert pool_placement_problems(gpu, fits, placed.tolerations, shm="236Gi") == []
-    # KT401: more memory (with huge pages and /dev/shm) than a node allocates; more GPUs than it has
-    too_big = pool_placement_problems(gpu, {**fits, "memory": "1800Gi", "nvidia.com/gpu": "16"},
-                                      placed.tolerations, shm="236Gi")
+    assert pool_placement_problems(gpu, fits, placed.tolerations) == []
+    assert pool_placement_problems(gpu, {**fits, "memory": "1800Gi"}, placed.tolerations) == []  # apps/prod.py's
+    # KT401: more memory (with huge pages) than a node allocates; more GPUs than it has
+    too_big = pool_placement_problems(gpu, {**fits, "memory": "1890Gi", "nvidia.com/gpu": "16"},
+                                      placed.tolerations)
     assert [(p.code, p.path) for p in too_big] == [("KT401", "resources.memory"), ("KT401", "resources.nvidia.com/gpu")]
     assert all(p.fix for p in too_big)
     # KT402: no toleration of the GPU taint; KT403: no EFA on an EFA pool

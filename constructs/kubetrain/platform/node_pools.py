@@ -41,7 +41,7 @@ TRITON_CACHE_DIR = "/var/cache/triton"
 
 POD_DOES_NOT_FIT = register(
     "KT401", "error", "pod does not fit the pool's instance",
-    rationale="A pod asking for more CPU, memory (huge pages and memory-backed /dev/shm included) or accelerators "
+    rationale="A pod asking for more CPU, memory (with its huge pages) or accelerators "
               "than one node of its pool can allocate stays Pending forever: Karpenter finds no instance type "
               "for it. Allocatable is the instance less kube-reserved and the eviction threshold.",
     fix="request at most the pool's allocatable figures, or choose a larger instance type",
@@ -389,21 +389,20 @@ def _tolerated(taint: Mapping[str, str], tolerations: list[Mapping[str, Any]]) -
 
 
 def pool_placement_problems(pool: NodePool, requests: Mapping[str, str | int], tolerations: list[Mapping[str, Any]],
-                            shm: str | None = None, path: str = "resources") -> list[Problem]:
+                            path: str = "resources") -> list[Problem]:
     """KT401-KT403 for one pod on `pool`: `requests` are the container's (Kubernetes names: cpu, memory,
-    nvidia.com/gpu, vpc.amazonaws.com/efa, hugepages-2Mi), `tolerations` the pod's, `shm` a memory-backed
-    /dev/shm size limit (it counts against memory)."""
+    nvidia.com/gpu, vpc.amazonaws.com/efa, hugepages-2Mi; a memory-backed /dev/shm is inside `memory`, as it
+    counts against the memory limit), `tolerations` the pod's."""
     problems: list[Problem] = []
     t = pool.instance_type
     if t is None:
         return problems  # KT406 already reported on the pool
     amounts = {name: parse_quantity(value) for name, value in requests.items()}
     memory = amounts.get("memory", Decimal(0)) + amounts.get(HUGE_PAGES_RESOURCE, Decimal(0))
-    memory += parse_quantity(shm) if shm else 0
     # Karpenter launches whichever of the pool's types fits the pod, so the pod must fit the roomiest one.
     largest = max(pool.instance_types, key=lambda i: (i.allocatable_memory(), i.allocatable_cpu()))
     checks = [("cpu", amounts.get("cpu", Decimal(0)), max(i.allocatable_cpu() for i in pool.instance_types), "cores"),
-              ("memory", memory, largest.allocatable_memory(), "bytes (memory, huge pages and /dev/shm)")]
+              ("memory", memory, largest.allocatable_memory(), "bytes (memory and huge pages)")]
     if t.accelerator_resource:
         checks.append((t.accelerator_resource, amounts.get(t.accelerator_resource, Decimal(0)),
                        Decimal(t.accelerators), "accelerators"))
