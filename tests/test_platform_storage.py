@@ -42,6 +42,7 @@ def test_claims_expose_what_job_rules_need():
     assert (data.read_only, data.supports_rename) == (True, False)
     assert data.volume() == {"name": "datasets", "persistentVolumeClaim": {"claimName": "datasets", "readOnly": True}}
     assert fsx.volume("ckpt") == {"name": "ckpt", "persistentVolumeClaim": {"claimName": "checkpoints"}}
+    assert data.volume_mount("/data") == {"name": "datasets", "mountPath": "/data", "readOnly": True}
 
 
 def test_checkpoints_need_a_volume_dcp_can_write():

@@ -8,7 +8,7 @@ Each construct is one PersistentVolumeClaim in a namespace (plus its StorageClas
 PersistentVolume, cluster-scoped). Facts: domain-facts sections 9 and 11.
 
 Interface for jobs (read-only): `claim_name`, `namespace`, `read_only`, `supports_rename`, `persistent`,
-`shared`, `volume()` (the pod's volume entry), and the rules `checkpoint_volume_problems(claim)` (KT412)
+`shared`, `volume()` (the pod's volume entry), `volume_mount(path)`, and the rules `checkpoint_volume_problems(claim)` (KT412)
 and `dataset_volume_problems(claim)` (KT413). A Triton cache must not go on any claim here (`shared`):
 the job rules' KT117.
 """
@@ -168,6 +168,13 @@ class Claim(PlatformConstruct):
         if self.read_only:
             claim["readOnly"] = True
         return {"name": name or self.claim_name, "persistentVolumeClaim": claim}
+
+    def volume_mount(self, mount_path: str, name: str | None = None) -> dict[str, Any]:
+        """The container's volumeMounts entry for `volume(name)` at `mount_path`."""
+        mount: dict[str, Any] = {"name": name or self.claim_name, "mountPath": mount_path}
+        if self.read_only:
+            mount["readOnly"] = True
+        return mount
 
     def _claim(self, size: str, storage_class: str, volume_name: str | None = None) -> dict[str, Any]:
         spec: dict[str, Any] = {"accessModes": [self.access_mode], "storageClassName": storage_class,
