@@ -9,9 +9,8 @@ PersistentVolume, cluster-scoped). Facts: domain-facts sections 9 and 11.
 
 Interface for jobs (read-only): `claim_name`, `namespace`, `read_only`, `supports_rename`, `persistent`,
 `shared`, `volume()` (the pod's volume entry), `volume_mount(path)`, and the rules
-`checkpoint_volume_problems(claim)` (KT412)
-and `dataset_volume_problems(claim)` (KT413). A Triton cache must not go on any claim here (`shared`):
-the job rules' KT117.
+`checkpoint_volume_problems(claim)` (KT412) and `dataset_volume_problems(claim)` (KT413). A Triton cache
+must not go on any claim here (`shared`): the job rules' KT117.
 """
 
 from __future__ import annotations
