@@ -121,6 +121,7 @@ BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
         "12xlarge": (48, 192, 4, 1), "16xlarge": (64, 256, 1, 1), "24xlarge": (96, 384, 4, 1),
         "48xlarge": (192, 768, 8, 1)}.items()),
     *(_gpu(f"g6e.{size}", v, m, g, "L40S", 48, efa, False, None, 362e12) for size, (v, m, g, efa) in {
+        "xlarge": (4, 32, 1, 0), "2xlarge": (8, 64, 1, 0), "4xlarge": (16, 128, 1, 0),
         "8xlarge": (32, 256, 1, 1), "12xlarge": (48, 384, 4, 1), "16xlarge": (64, 512, 1, 1),
         "24xlarge": (96, 768, 4, 2), "48xlarge": (192, 1536, 8, 4)}.items()),
     *(_gpu(f"g4dn.{size}", v, m, g, "T4", 16, efa, False, None, None) for size, (v, m, g, efa) in {
