@@ -6,11 +6,13 @@ from kubetrain import (
     Cluster,
     Command,
     Elastic,
+    IndexedJob,
     NodeResources,
     RunConfig,
     Trainer,
     TrainingJob,
     TrainingJobProps,
+    TrainJob,
     k8s,
 )
 
@@ -51,6 +53,12 @@ def define(app: App) -> Cluster:
     TrainingJob(cluster, "tiny-gpt-elastic", TrainingJobProps(
         name="tiny-gpt-elastic", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],
         elastic=Elastic(min_nodes=1), workload=Trainer(run=tiny_gpt_run("/checkpoints/tiny-gpt-elastic"))))
+    # The same job on the other launch targets: Kubeflow Trainer v2, and a plain Indexed Job for
+    # clusters without a training operator.
+    for name, target in (("tiny-gpt-trainjob", TrainJob()), ("tiny-gpt-indexed", IndexedJob())):
+        TrainingJob(cluster, name, TrainingJobProps(
+            name=name, image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],
+            target=target, workload=Trainer(run=tiny_gpt_run(f"/checkpoints/{name}"))))
     # The user's own torchrun script: kubetrain writes torchrun's flags and appends the command.
     TrainingJob(cluster, "ddp-minimal", TrainingJobProps(
         name="ddp-minimal", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],

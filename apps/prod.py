@@ -11,6 +11,7 @@ from kubetrain import (
     ClaimVolume,
     Cluster,
     Command,
+    NcclTest,
     NodeResources,
     Parallelism,
     RunConfig,
@@ -74,4 +75,8 @@ def define(app: App) -> Cluster:
                      "--distributed-timeout-minutes", "30"],
             parallelism=Parallelism(tensor=2, pipeline=1, micro_batch=2, global_batch=512),
             checkpoint_dir=checkpoints)))
+    # Before a long run: does EFA carry the bandwidth it should? Compare the launcher's
+    # "# Avg bus bandwidth" line with the job's kubetrain.dev/expected-busbw-gbytes annotation.
+    NcclTest(cluster, "nccl-allreduce-p5", image="public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.40.0-ofiv1.15.0",
+             instance_type=P5, nodes=2)
     return cluster

@@ -30,9 +30,11 @@ _EXPORTS = {
         "ClaimVolume", "Command", "ConfigMapVolume", "Elastic", "EmptyDirVolume", "NodeResources", "Parallelism",
         "PodSettings", "SecretVolume", "SecurityContext", "Toleration", "Trainer", "TrainingJobProps")},
     "TrainingJob": "kubetrain.jobs.training_job",
+    "NcclTest": "kubetrain.jobs.nccl_test",
     "InstanceType": "kubetrain.platform.instances",
     "synth": "kubetrain.output.manifests",
     "PyTorchJob": "kubetrain.targets", "Target": "kubetrain.targets",
+    "TrainJob": "kubetrain.targets.trainjob", "IndexedJob": "kubetrain.targets.indexed_job",
     "RunConfig": "training.config",
     "ConfigError": "training.problems", "Problem": "training.problems",
 }

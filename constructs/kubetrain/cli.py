@@ -1,4 +1,4 @@
-"""The `kubetrain` command line: synth, validate, run-local, explain and rules.
+"""The `kubetrain` command line: synth, validate, run-local, diff, explain and rules.
 
 Bad input is the user's, not a crash: every command prints one line per problem naming where it
 is and how to fix it, exits 2, prints no traceback, and writes nothing. `validate` exits 1 when
@@ -176,6 +176,26 @@ def rules(markdown: Annotated[bool, typer.Option(help="Print the README's Markdo
         return
     for rule in every_rule():
         out.print(f"{rule.code}  {rule.severity:<7}  {rule.title}", markup=False)
+
+
+@app.command()
+def diff(
+    base: Annotated[str, typer.Option(help="The git revision to compare with.")] = "HEAD",
+    dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
+    format: Annotated[str, typer.Option(help="text, or markdown for a pull-request comment.")] = "text",
+) -> None:
+    """Show what changed in dist/ since a git revision: objects, field paths, and the training meaning."""
+    from kubetrain.gitops.diff import DiffInputError, diff as semantic_diff, render_markdown, render_text
+
+    if format not in ("text", "markdown"):
+        _print_errors([f"--format {format!r} is not text or markdown"])
+        raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        report = semantic_diff(dist, base)
+    except DiffInputError as error:
+        _print_errors([str(error)])
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    out.print(render_markdown(report) if format == "markdown" else render_text(report), markup=False, end="")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -1,0 +1,228 @@
+"""Argo CD delivery of the fleet, as a pure function over the rendered objects.
+
+`finalize(objects_by_cluster, props)` annotates every object with its sync wave (waves.py) and, for
+custom resources, `SkipDryRunOnMissingResource=true` (their CRDs come with the operators, installed by
+another app, and may not exist at the first dry run), and returns the Argo CD objects:
+
+- `AppProject <project>`: the fleet's repository as its only source, each cluster's namespaces as its
+  only destinations, and exactly the kinds the fleet emits (cluster-scoped and namespaced whitelists):
+  anything else in dist/ fails the sync instead of landing on a cluster.
+- one `Application <project>-<cluster>` per cluster folder, not an ApplicationSet: synth writes the Argo
+  CD objects together with the clusters' folders, so the generator's one advantage (finding new folders
+  without editing Argo CD objects) buys nothing, while explicit Applications carry each cluster's own
+  destination and only the ignoreDifferences of the kinds it holds, and show up in the pull request.
+  Automated sync with prune and self-heal, server-side apply (training CRDs exceed the 262,144-byte
+  annotation client-side apply needs), retries with backoff, and `RespectIgnoreDifferences` so self-heal
+  leaves alone the fields Kueue and the operators own (`IGNORED`).
+- the argocd-cm health patch (health.py).
+
+They go under `<outdir>/<folder>/` (default dist/argocd/): Argo CD's own objects live in the management
+cluster, not in any training cluster, and no cluster's Application reads that folder. Objects are in
+synth's layout (`<folder>/<namespace>/<Kind>.<name>.yaml`); the argocd-cm patch is in the same layout under
+`<folder>/_patch/` (an underscore cannot start a namespace), so `kubectl apply -f dist/argocd/argocd/` never
+replaces argocd-cm, and synth still recognizes every file as its own.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubetrain.gitops import waves
+from kubetrain.gitops.health import argocd_cm_patch
+from kubetrain.gitops.props import ArgoCdProps
+from kubetrain.rules.registry import register
+from training.problems import ConfigError, Problem
+
+SYNC_OPTIONS_ANNOTATION = "argocd.argoproj.io/sync-options"
+HEALTH_PATCH = Path("_patch", "ConfigMap.argocd-cm.yaml")
+MANAGED_BY = {"app.kubernetes.io/managed-by": "kubetrain"}
+CLUSTER_LABEL = "kubetrain.dev/cluster"
+
+NO_DESTINATION = register(
+    "KT501", "error", "a cluster without an Argo CD destination, or a destination without a cluster",
+    rationale="Each cluster folder of dist/ becomes one Argo CD Application, which must say where the cluster's "
+              "API server is; a destination for a cluster the fleet does not define is a typo that would "
+              "leave the real cluster without delivery.",
+    fix="give ArgoCdProps.destinations one entry per Cluster, keyed by the cluster's name",
+    source="Argo CD Application spec.destination")
+NO_WAVE = register(
+    "KT502", "error", "an object kind without a sync wave",
+    rationale="Argo CD applies objects wave by wave and waits for each wave to be healthy; a kind kubetrain "
+              "does not know could be a workload that must wait for its queue, or a definition others need "
+              "first, so it is not guessed.",
+    fix="add the kind's (group, kind) to kubetrain.gitops.waves.WAVES in the wave it belongs to",
+    source="Argo CD sync waves")
+FOLDER_TAKEN = register(
+    "KT503", "error", "a cluster has the name of the Argo CD folder",
+    rationale="dist/<folder>/ holds the Argo CD objects; a cluster of that name would share the folder.",
+    fix="rename the cluster, or set ArgoCdProps.folder to another name",
+    source="kubetrain")
+
+# Fields that Kueue or the operators write on objects kubetrain emits, per (group, kind): Argo CD must
+# neither report them as drift nor (with RespectIgnoreDifferences) put them back. Kueue flips `suspend`
+# on queued jobs and, when it admits one, merges its flavor's node selector and tolerations (and, with
+# topology-aware scheduling, scheduling gates) into the pod templates; Trainer records Kueue's
+# runtime patch in the TrainJob. Runs are create-once, so ignoring template fields loses no update.
+_POD_FIELDS = ("nodeSelector", "tolerations", "schedulingGates")
+
+
+def _templates(prefix: str) -> list[str]:
+    return [f"{prefix}.{name}" for name in _POD_FIELDS]
+
+
+IGNORED: dict[tuple[str, str], dict[str, list[str]]] = {
+    ("kubeflow.org", "PyTorchJob"): {
+        "jsonPointers": ["/spec/runPolicy/suspend"],
+        "jqPathExpressions": _templates(".spec.pytorchReplicaSpecs[].template.spec")},
+    ("kubeflow.org", "MPIJob"): {
+        "jsonPointers": ["/spec/runPolicy/suspend"],
+        "jqPathExpressions": _templates(".spec.mpiReplicaSpecs[].template.spec")},
+    ("trainer.kubeflow.org", "TrainJob"): {
+        "jsonPointers": ["/spec/suspend"],
+        "jqPathExpressions": ['.spec.runtimePatches[] | select(.manager == "kueue.x-k8s.io/manager")']},
+    ("jobset.x-k8s.io", "JobSet"): {
+        "jsonPointers": ["/spec/suspend"],
+        "jqPathExpressions": _templates(".spec.replicatedJobs[].template.spec.template.spec")},
+    ("batch", "Job"): {
+        "jsonPointers": ["/spec/suspend"],
+        "jqPathExpressions": _templates(".spec.template.spec")},
+}
+
+
+@dataclass
+class Delivery:
+    """What `finalize` returns: the clusters' objects with their waves, and the Argo CD objects by the
+    path they are written to (relative to synth's output folder)."""
+
+    objects_by_cluster: dict[str, list[dict[str, Any]]]
+    argocd: dict[Path, dict[str, Any]] = field(default_factory=dict)
+
+
+def finalize(objects_by_cluster: dict[str, list[dict[str, Any]]], props: ArgoCdProps) -> Delivery:
+    """Annotate every object for Argo CD and build the Argo CD objects. Pure: the input is not changed.
+    Raises ConfigError (KT501, KT502, KT503) with every problem at once."""
+    problems = _check(objects_by_cluster, props)
+    if problems:
+        raise ConfigError("argocd", problems)
+    annotated = {cluster: [_annotate(obj) for obj in objects] for cluster, objects in objects_by_cluster.items()}
+    argocd: dict[Path, dict[str, Any]] = {}
+    for obj in [_project(objects_by_cluster, props),
+                *(_application(cluster, objects, props) for cluster, objects in sorted(objects_by_cluster.items()))]:
+        argocd[Path(props.folder, props.argocd_namespace, f"{obj['kind']}.{obj['metadata']['name']}.yaml")] = obj
+    argocd[Path(props.folder) / HEALTH_PATCH] = argocd_cm_patch(props.argocd_namespace)
+    return Delivery(annotated, argocd)
+
+
+def finalize_paths(objects: dict[Path, dict[str, Any]], props: ArgoCdProps) -> dict[Path, dict[str, Any]]:
+    """`finalize` over synth's `render_objects` output (path -> object; the first path part is the
+    cluster): the annotated objects at their paths, plus the Argo CD objects."""
+    by_cluster: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    for path, obj in objects.items():
+        by_cluster.setdefault(path.parts[0], []).append((path, obj))
+    delivery = finalize({cluster: [obj for _, obj in items] for cluster, items in by_cluster.items()}, props)
+    result = {path: obj for cluster, items in by_cluster.items()
+              for (path, _), obj in zip(items, delivery.objects_by_cluster[cluster])}
+    result.update(delivery.argocd)
+    return result
+
+
+def _check(objects_by_cluster: dict[str, list[dict[str, Any]]], props: ArgoCdProps) -> list[Problem]:
+    problems = [Problem(NO_DESTINATION.code, f"destinations.{cluster}", f"cluster {cluster!r} has no destination",
+                        NO_DESTINATION.fix) for cluster in sorted(set(objects_by_cluster) - set(props.destinations))]
+    problems += [Problem(NO_DESTINATION.code, f"destinations.{cluster}",
+                         f"no cluster {cluster!r} in the fleet (clusters: {', '.join(sorted(objects_by_cluster))})",
+                         NO_DESTINATION.fix) for cluster in sorted(set(props.destinations) - set(objects_by_cluster))]
+    if props.folder in objects_by_cluster:
+        problems.append(Problem(FOLDER_TAKEN.code, "folder", f"cluster {props.folder!r} would share "
+                                f"{props.path_prefix}/{props.folder}/ with the Argo CD objects", FOLDER_TAKEN.fix))
+    unknown = sorted({waves.group_kind(obj) for objects in objects_by_cluster.values() for obj in objects
+                      if waves.wave_of(obj) is None})
+    problems += [Problem(NO_WAVE.code, "", f"no sync wave for kind {kind} (group {group or 'core'!r})", NO_WAVE.fix)
+                 for group, kind in unknown]
+    return problems
+
+
+def _annotate(obj: dict[str, Any]) -> dict[str, Any]:
+    result = copy.deepcopy(obj)
+    annotations = result.setdefault("metadata", {}).setdefault("annotations", {})
+    annotations[waves.WAVE_ANNOTATION] = str(waves.wave_of(obj))
+    if waves.is_custom_resource(obj):
+        options = [o for o in annotations.get(SYNC_OPTIONS_ANNOTATION, "").split(",") if o]
+        if "SkipDryRunOnMissingResource=true" not in options:
+            options.append("SkipDryRunOnMissingResource=true")
+        annotations[SYNC_OPTIONS_ANNOTATION] = ",".join(options)
+    return result
+
+
+def _is_namespaced(obj: dict[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("namespace"))
+
+
+def _namespaces(objects: list[dict[str, Any]]) -> list[str]:
+    """A cluster's namespaces: those it creates (in order: the first is the default), then any others used."""
+    created = [obj["metadata"]["name"] for obj in objects if waves.group_kind(obj) == ("", "Namespace")]
+    used = sorted({obj["metadata"]["namespace"] for obj in objects if _is_namespaced(obj)} - set(created))
+    return created + used
+
+
+def _destination(cluster: str, objects: list[dict[str, Any]], props: ArgoCdProps) -> dict[str, str]:
+    target = props.destinations[cluster]
+    where = {"server": target.server} if target.server else {"name": target.name}
+    namespace = target.namespace or next(iter(_namespaces(objects)), None)
+    return {**where, "namespace": namespace} if namespace else where
+
+
+def _kinds(objects: list[dict[str, Any]], namespaced: bool) -> list[dict[str, str]]:
+    found = sorted({waves.group_kind(obj) for obj in objects if _is_namespaced(obj) == namespaced})
+    return [{"group": group, "kind": kind} for group, kind in found]
+
+
+def _project(objects_by_cluster: dict[str, list[dict[str, Any]]], props: ArgoCdProps) -> dict[str, Any]:
+    everything = [obj for objects in objects_by_cluster.values() for obj in objects]
+    destinations = []
+    for cluster in sorted(objects_by_cluster):
+        where = {k: v for k, v in _destination(cluster, objects_by_cluster[cluster], props).items()
+                 if k != "namespace"}
+        destinations += [{**where, "namespace": ns} for ns in _namespaces(objects_by_cluster[cluster])]
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AppProject",
+        "metadata": {"name": props.project, "namespace": props.argocd_namespace, "labels": dict(MANAGED_BY)},
+        "spec": {
+            "description": "kubetrain's fleet: exactly the repository, namespaces and kinds that synth writes",
+            "sourceRepos": [props.repo_url],
+            "destinations": destinations,
+            "clusterResourceWhitelist": _kinds(everything, namespaced=False),
+            "namespaceResourceWhitelist": _kinds(everything, namespaced=True),
+        },
+    }
+
+
+def _application(cluster: str, objects: list[dict[str, Any]], props: ArgoCdProps) -> dict[str, Any]:
+    kinds = {waves.group_kind(obj) for obj in objects}
+    ignored = [{"group": group, "kind": kind, **IGNORED[(group, kind)]} for group, kind in sorted(IGNORED)
+               if (group, kind) in kinds]
+    metadata: dict[str, Any] = {"name": f"{props.project}-{cluster}", "namespace": props.argocd_namespace,
+                                "labels": {**MANAGED_BY, CLUSTER_LABEL: cluster}}
+    if props.cascade_delete:
+        metadata["finalizers"] = ["resources-finalizer.argocd.argoproj.io"]
+    spec: dict[str, Any] = {
+        "project": props.project,
+        "source": {"repoURL": props.repo_url, "targetRevision": props.revision,
+                   "path": f"{props.path_prefix}/{cluster}", "directory": {"recurse": True}},
+        "destination": _destination(cluster, objects, props),
+        "syncPolicy": {
+            "automated": {"prune": True, "selfHeal": True},
+            # The namespaces are objects of the app (wave 0), never created on the side.
+            "syncOptions": ["ServerSideApply=true", "RespectIgnoreDifferences=true", "CreateNamespace=false"],
+            "retry": {"limit": props.retry.limit,
+                      "backoff": {"duration": props.retry.duration, "factor": props.retry.factor,
+                                  "maxDuration": props.retry.max_duration}},
+        },
+    }
+    if ignored:
+        spec["ignoreDifferences"] = ignored
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": metadata, "spec": spec}

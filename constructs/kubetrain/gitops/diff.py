@@ -1,0 +1,439 @@
+"""`kubetrain diff`: what a change to dist/ means, object by object and for training.
+
+Compares dist/ at a git revision with the working tree. Objects are matched by (cluster folder, API group,
+kind, namespace, name); an object removed and another added with the same cluster, kind, namespace and
+`kubetrain.dev/job` label are one job's run replaced (create-once run names put a new name on every
+changed definition), shown as one change with its field paths. Field paths match list items by their
+`name` where they have one (containers, env, volumes), and look inside embedded YAML (a run config in a
+ConfigMap). On top, the training meaning per job: world size, GPUs, global batch, image, queue.
+
+Git is only read (`git rev-parse`, `git ls-tree`, `git cat-file --batch`); nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubetrain.gitops import waves
+from kubetrain.output.validate import parse_documents
+
+JOB_LABEL = "kubetrain.dev/job"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+COMMENT_MARKER = "<!-- kubetrain-diff -->"
+_GITHUB_COMMENT_LIMIT = 60_000  # GitHub refuses comments over 65,536 characters
+_MISSING = object()
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser where it exists
+
+
+class DiffInputError(Exception):
+    """Bad input (not a git repository, unknown revision, unreadable manifest): one line for the user."""
+
+
+@dataclass(frozen=True, order=True)
+class Key:
+    cluster: str
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    def label(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.cluster}: {self.kind} {where}{self.name}"
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    path: str
+    old: Any
+    new: Any
+
+
+@dataclass
+class ObjectChange:
+    change: str  # added | removed | changed | replaced
+    key: Key  # the new object's key (the old one's for removals)
+    old_key: Key | None = None  # set when replaced under another name
+    fields: list[FieldChange] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    base: str
+    changes: list[ObjectChange]
+    training: list[str]
+
+    def count(self, change: str) -> int:
+        return sum(1 for c in self.changes if c.change == change)
+
+
+# -- reading both sides -------------------------------------------------------------------------------
+
+def _git(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", "-C", str(repo), *args], input=stdin, capture_output=True, check=False)
+
+
+def repository_root(where: Path) -> Path:
+    found = _git(where if where.is_dir() else where.parent, "rev-parse", "--show-toplevel")
+    if found.returncode != 0:
+        raise DiffInputError(f"{where.resolve()} is not inside a git repository: kubetrain diff compares dist/ "
+                             "with a git revision")
+    return Path(found.stdout.decode().strip())
+
+
+def read_revision(repo: Path, ref: str, prefix: str) -> dict[str, bytes]:
+    """Every file under `prefix` (repository-relative) at `ref`, by path relative to `prefix`."""
+    commit = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    if commit.returncode != 0:
+        raise DiffInputError(f"unknown revision {ref!r}: give a branch, tag or commit of this repository")
+    sha = commit.stdout.decode().strip()
+    listing = _git(repo, "ls-tree", "-r", "-z", "--full-tree", sha, "--", prefix)
+    if listing.returncode != 0:
+        raise DiffInputError(f"cannot list {prefix}/ at {ref}: {listing.stderr.decode().strip()}")
+    blobs: list[tuple[str, str]] = []
+    for entry in filter(None, listing.stdout.decode().split("\0")):
+        meta, path = entry.split("\t", 1)
+        if meta.split()[1] == "blob" and path.endswith((".yaml", ".yml")):
+            blobs.append((meta.split()[2], path))
+    if not blobs:
+        return {}
+    batch = _git(repo, "cat-file", "--batch", stdin="".join(f"{blob}\n" for blob, _ in blobs).encode())
+    data, files, offset = batch.stdout, {}, 0
+    for _, path in blobs:  # each answer: "<sha> blob <size>\n<content>\n"
+        header_end = data.index(b"\n", offset)
+        size = int(data[offset:header_end].split()[2])
+        files[path[len(prefix) + 1:]] = data[header_end + 1:header_end + 1 + size]
+        offset = header_end + 1 + size + 1
+    return files
+
+
+def read_worktree(folder: Path) -> dict[str, bytes]:
+    if not folder.is_dir():
+        return {}
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.suffix in (".yaml", ".yml") and p.is_file()}
+
+
+def load_objects(files: dict[str, bytes], side: str) -> dict[Key, dict[str, Any]]:
+    objects: dict[Key, dict[str, Any]] = {}
+    for path, data in sorted(files.items()):
+        try:
+            documents = parse_documents(data.decode("utf-8"))
+        except (UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise DiffInputError(f"{side}: {path}: cannot read YAML: {' '.join(str(exc).split())[:200]}") from None
+        for doc in documents:
+            if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict):
+                group, kind = waves.group_kind(doc)
+                meta = doc["metadata"]
+                key = Key(Path(path).parts[0], group, kind, str(meta.get("namespace") or ""), str(meta.get("name")))
+                objects[key] = doc
+    return objects
+
+
+# -- comparing ----------------------------------------------------------------------------------------
+
+def _segment(key: str) -> str:
+    return f".{key}" if key.replace("_", "a").replace("-", "a").isalnum() else f"[{json.dumps(key)}]"
+
+
+def _embedded(value: Any) -> Any:
+    """A multi-line string holding a YAML mapping (an embedded config) as that mapping, else None."""
+    if isinstance(value, str) and "\n" in value:
+        try:
+            parsed = yaml.load(value, Loader=_LOADER)
+        except yaml.YAMLError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+def _by_name(items: list[Any]) -> dict[str, Any] | None:
+    if all(isinstance(i, dict) and isinstance(i.get("name"), str) for i in items):
+        named = {i["name"]: i for i in items}
+        return named if len(named) == len(items) else None
+    return None
+
+
+def field_changes(old: Any, new: Any, path: str = "") -> Iterator[FieldChange]:
+    """The leaf paths where `old` and `new` differ, with both values (`None` where one side lacks it)."""
+    if old == new:
+        return
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            yield from field_changes(old.get(key, _MISSING), new.get(key, _MISSING), path + _segment(str(key)))
+        return
+    if isinstance(old, list) and isinstance(new, list):
+        old_named, new_named = _by_name(old), _by_name(new)
+        if old_named is not None and new_named is not None and (old or new):
+            for name in [*old_named, *(n for n in new_named if n not in old_named)]:
+                yield from field_changes(old_named.get(name, _MISSING), new_named.get(name, _MISSING),
+                                         f"{path}[{name}]")
+            return
+        if len(old) == len(new):
+            for i, (a, b) in enumerate(zip(old, new)):
+                yield from field_changes(a, b, f"{path}[{i}]")
+            return
+    old_doc, new_doc = _embedded(old), _embedded(new)
+    if old_doc is not None and new_doc is not None:
+        yield from field_changes(old_doc, new_doc, path)
+        return
+    yield FieldChange(path.lstrip("."), None if old is _MISSING else old, None if new is _MISSING else new)
+
+
+def _job_label(obj: dict[str, Any]) -> str | None:
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(JOB_LABEL)
+
+
+def _run_slot(key: Key, obj: dict[str, Any]) -> tuple[str, str, str, str, str] | None:
+    """What stays when a job's object is renamed: its cluster, kind, namespace and job label."""
+    job = _job_label(obj)
+    return (key.cluster, key.group, key.kind, key.namespace, job) if job else None
+
+
+def compare(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]], base: str) -> Report:
+    changes: list[ObjectChange] = []
+    for key in sorted(old.keys() & new.keys()):
+        fields = list(field_changes(old[key], new[key]))
+        if fields:
+            changes.append(ObjectChange("changed", key, fields=fields))
+    removed = sorted(old.keys() - new.keys())
+    added = sorted(new.keys() - old.keys())
+    # A run replaced under a new name: exactly one removed and one added object of the same job and kind.
+    gone: dict[Any, list[Key]] = {}
+    for key in removed:
+        gone.setdefault(_run_slot(key, old[key]), []).append(key)
+    came: dict[Any, list[Key]] = {}
+    for key in added:
+        came.setdefault(_run_slot(key, new[key]), []).append(key)
+    for run, keys in came.items():
+        if run is not None and len(keys) == 1 and len(gone.get(run, [])) == 1:
+            old_key, new_key = gone[run][0], keys[0]
+            changes.append(ObjectChange("replaced", new_key, old_key, list(field_changes(old[old_key], new[new_key]))))
+            removed.remove(old_key)
+            added.remove(new_key)
+    changes += [ObjectChange("added", key) for key in added]
+    changes += [ObjectChange("removed", key) for key in removed]
+    changes.sort(key=lambda c: (c.key, c.change))
+    touched = {c.key for c in changes} | {c.old_key for c in changes if c.old_key}
+    return Report(base, changes, training_impact(old, new, touched))
+
+
+# -- the training meaning -----------------------------------------------------------------------------
+
+def _gpus(pod_spec: dict[str, Any]) -> int:
+    total = 0
+    for container in pod_spec.get("containers") or []:
+        limits = (container.get("resources") or {}).get("limits") or {}
+        total += int(str(limits.get("nvidia.com/gpu", 0)))
+    return total
+
+
+def _image(pod_spec: dict[str, Any]) -> str | None:
+    containers = pod_spec.get("containers") or []
+    return containers[0].get("image") if containers else None
+
+
+def _run_facts(obj: dict[str, Any]) -> dict[str, str]:
+    """World size, GPUs, image and queue of one run object, as far as its kind says."""
+    kind = waves.group_kind(obj)[1]
+    spec = obj.get("spec") or {}
+    pods: list[tuple[int, dict[str, Any]]] = []  # (replicas, pod spec)
+    per_pod: str | int | None = None
+    facts: dict[str, str] = {}
+    if kind in ("PyTorchJob", "MPIJob"):
+        replicas = spec.get("pytorchReplicaSpecs") or spec.get("mpiReplicaSpecs") or {}
+        for role, replica in replicas.items():
+            if kind == "MPIJob" and role == "Launcher":
+                continue
+            pods.append((int(replica.get("replicas", 1)), (replica.get("template") or {}).get("spec") or {}))
+        per_pod = spec.get("nprocPerNode") if kind == "PyTorchJob" else spec.get("slotsPerWorker", 1)
+        elastic = spec.get("elasticPolicy")
+        if elastic:
+            facts["nodes"] = f"{elastic.get('minReplicas', '?')}-{elastic.get('maxReplicas', '?')} (elastic)"
+        schedule_queue = ((spec.get("runPolicy") or {}).get("schedulingPolicy") or {}).get("queue")
+        if schedule_queue:
+            facts["queue"] = schedule_queue
+    elif kind == "TrainJob":
+        trainer = spec.get("trainer") or {}
+        nodes = int(trainer.get("numNodes", 1))
+        gpus = int(str(((trainer.get("resourcesPerNode") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)))
+        per_pod = trainer.get("numProcPerNode")
+        pods.append((nodes, {"containers": [{"image": trainer.get("image"),
+                                             "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}))
+    elif kind == "Job":
+        pods.append((int(spec.get("parallelism", 1)), (spec.get("template") or {}).get("spec") or {}))
+    elif kind == "JobSet":
+        for replicated in spec.get("replicatedJobs") or []:
+            job_spec = (replicated.get("template") or {}).get("spec") or {}
+            pods.append((int(replicated.get("replicas", 1)) * int(job_spec.get("parallelism", 1)),
+                         (job_spec.get("template") or {}).get("spec") or {}))
+    count = sum(n for n, _ in pods)
+    facts["pods"] = str(count)
+    if isinstance(per_pod, int) or (isinstance(per_pod, str) and per_pod.isdigit()):
+        facts["world size"] = str(count * int(per_pod))
+    facts["GPUs"] = str(sum(n * _gpus(pod) for n, pod in pods))
+    images = sorted({image for _, pod in pods if (image := _image(pod))})
+    if images:
+        facts["image"] = ", ".join(images)
+    queue = ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
+    if queue:
+        facts["queue"] = queue
+    return facts
+
+
+def _config_facts(obj: dict[str, Any]) -> dict[str, str]:
+    """Batch sizes from a job's run config (a ConfigMap with a run.yaml)."""
+    facts = {}
+    for value in (obj.get("data") or {}).values():
+        run = _embedded(value)
+        batch = (run or {}).get("batch")
+        if isinstance(batch, dict):
+            facts.update({"global batch": str(batch.get("global_size")), "micro batch": str(batch.get("micro_size"))})
+    return facts
+
+
+def _job_of(key: Key, obj: dict[str, Any]) -> tuple[str, str, str] | None:
+    job = _job_label(obj)
+    return (key.cluster, key.namespace, job) if job else None
+
+
+def _jobs(objects: dict[Key, dict[str, Any]], wanted: set[tuple[str, str, str]]) -> dict[tuple[str, str, str],
+                                                                                         dict[str, str]]:
+    """(cluster, namespace, job) -> its training facts, from its run object and its ConfigMap; only for the
+    `wanted` jobs (reading every run config of a large fleet would cost seconds for nothing)."""
+    jobs: dict[tuple[str, str, str], dict[str, str]] = {}
+    for key, obj in objects.items():
+        job = _job_label(obj)
+        if not job or (key.cluster, key.namespace, job) not in wanted:
+            continue
+        if (key.group, key.kind) in waves.IMMUTABLE_RUNS:
+            jobs.setdefault((key.cluster, key.namespace, job), {}).update(_run_facts(obj))
+        elif key.kind == "ConfigMap":
+            jobs.setdefault((key.cluster, key.namespace, job), {}).update(_config_facts(obj))
+    return jobs
+
+
+FACT_ORDER = ("world size", "pods", "nodes", "GPUs", "global batch", "micro batch", "image", "queue")
+
+
+def training_impact(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]], touched: set[Key]) -> list[str]:
+    """One line per job that a change touches: what it means for training."""
+    wanted = {job for key in touched for side in (old, new) if key in side and (job := _job_of(key, side[key]))}
+    before, after = _jobs(old, wanted), _jobs(new, wanted)
+    lines = []
+    for job in sorted(before.keys() | after.keys()):
+        name = "/".join(job)
+        if job not in before:
+            facts = after[job]
+            lines.append(f"{name}: new job, " + ", ".join(f"{k} {facts[k]}" for k in FACT_ORDER if k in facts))
+        elif job not in after:
+            lines.append(f"{name}: job removed")
+        else:
+            moved = [f"{k} {before[job].get(k, '-')} -> {after[job].get(k, '-')}" for k in FACT_ORDER
+                     if before[job].get(k) != after[job].get(k)]
+            if moved:
+                lines.append(f"{name}: " + ", ".join(moved))
+    return lines
+
+
+# -- output -------------------------------------------------------------------------------------------
+
+def _value(value: Any, width: int = 80) -> str:
+    if value is None:
+        return "(none)"
+    if value == "":
+        return "(empty)"
+    if isinstance(value, str) and "\n" in value:
+        return f"({value.count(chr(10)) + 1} lines of text)"
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+_VERB = {"added": "+ added", "removed": "- removed", "changed": "~ changed", "replaced": "~ replaced"}
+
+
+def _title(change: ObjectChange) -> str:
+    if change.change == "replaced" and change.old_key:
+        return f"{change.key.label()} (was {change.old_key.name})"
+    return change.key.label()
+
+
+def _summary(report: Report) -> str:
+    counts = [f"{report.count(c)} {c}" for c in ("changed", "replaced", "added", "removed")]
+    return ", ".join(counts)
+
+
+def render_text(report: Report) -> str:
+    if not report.changes:
+        return f"kubetrain diff {report.base}..working tree: no changes\n"
+    lines = [f"kubetrain diff {report.base}..working tree: {_summary(report)}"]
+    if report.training:
+        lines += ["training:", *(f"  {line}" for line in report.training)]
+    for change in report.changes:
+        lines.append(f"{_VERB[change.change]} {_title(change)}")
+        lines += [f"    {f.path}: {_value(f.old)} -> {_value(f.new)}" for f in change.fields]
+    return "\n".join(lines) + "\n"
+
+
+def _code(text: str) -> str:
+    """Text as a Markdown code span: shown as is (no HTML, no entities); a backtick would end it."""
+    return "`" + text.replace("`", "'") + "`"
+
+
+def _cell(text: str) -> str:
+    """A code span inside a table cell, where a pipe would end the cell (GitHub reads `\\|` there)."""
+    return _code(text).replace("|", "\\|")
+
+
+def render_markdown(report: Report, details: bool = True) -> str:
+    lines = [COMMENT_MARKER, f"### kubetrain diff: `{report.base}` → this change", ""]
+    if not report.changes:
+        return "\n".join([*lines, "No changes to the manifests.", ""])
+    lines += [f"**{_summary(report)}** objects.", ""]
+    if report.training:
+        lines += ["#### Training impact", "", *(f"- {_code(line)}" for line in report.training), ""]
+    lines += ["#### Objects", "", "| change | cluster | object | fields |", "|---|---|---|---|"]
+    for change in report.changes:
+        where = f"{change.key.namespace}/" if change.key.namespace else ""
+        name = f"{change.key.kind} {where}{change.key.name}"
+        if change.change == "replaced" and change.old_key:
+            name += f" (was {change.old_key.name})"
+        lines.append(f"| {change.change} | {change.key.cluster} | {_cell(name)} | {len(change.fields) or ''} |")
+    changed = [c for c in report.changes if c.fields]
+    if details and changed:
+        lines += ["", "<details><summary>Field changes</summary>", ""]
+        for change in changed:
+            lines += [f"**{_code(_title(change))}**", "", "| field | old | new |", "|---|---|---|"]
+            lines += [f"| {_cell(f.path)} | {_cell(_value(f.old))} | {_cell(_value(f.new))} |" for f in change.fields]
+            lines.append("")
+        lines.append("</details>")
+    text = "\n".join(lines) + "\n"
+    if len(text) > _GITHUB_COMMENT_LIMIT and details:
+        return render_markdown(report, details=False) + "\n_Field changes left out: too long for a comment; run " \
+                                                         "`kubetrain diff` locally._\n"
+    return text
+
+
+def diff(dist: Path, base: str = "HEAD") -> Report:
+    """Compare `dist` at revision `base` with the working tree. Raises DiffInputError on bad input."""
+    repo = repository_root(dist if dist.exists() else dist.parent if dist.parent.exists() else Path.cwd())
+    try:
+        prefix = dist.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        raise DiffInputError(f"{dist} is outside the git repository at {repo}") from None
+    if prefix == ".":
+        raise DiffInputError(f"{dist} is the repository root: give the folder synth writes (dist)")
+    old_files, new_files = read_revision(repo, base, prefix), read_worktree(dist)
+    # A file with the same bytes on both sides holds the same objects: only the others are parsed, which
+    # keeps a one-job change in a fleet of thousands of objects quick.
+    same = {path for path in old_files.keys() & new_files.keys() if old_files[path] == new_files[path]}
+    old = load_objects({p: data for p, data in old_files.items() if p not in same}, base)
+    new = load_objects({p: data for p, data in new_files.items() if p not in same}, "working tree")
+    return compare(old, new, base)

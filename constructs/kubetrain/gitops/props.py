@@ -1,0 +1,84 @@
+"""What the fleet says about its delivery: the Git repository Argo CD reads and where each cluster is."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator, model_validator
+
+from kubetrain.jobs.props import StrictProps
+from kubetrain.names import Dns1123Label, Dns1123Subdomain
+from training.problems import INVALID_VALUE, rule_violation
+
+# https://host/path, ssh://user@host/path or scp-like user@host:path: the forms Argo CD's repo server clones.
+_REPO_URL = re.compile(r"^(https?://[^\s/]+/\S+|ssh://\S+@[^\s/]+/\S+|[\w.-]+@[\w.-]+:\S+)$")
+_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
+
+
+class Destination(StrictProps):
+    """Where one cluster's Application syncs to: the API server URL or the name of a cluster registered in
+    Argo CD (exactly one), and the namespace for objects that name none."""
+
+    server: str | None = Field(None, description="API server URL, e.g. https://kubernetes.default.svc.")
+    name: str | None = Field(None, description="Name of a cluster registered in Argo CD (its cluster secret).")
+    namespace: Dns1123Label | None = Field(
+        None, description="Default namespace of the Application. Default: the cluster's first namespace.")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Destination:
+        if (self.server is None) == (self.name is None):
+            raise rule_violation(INVALID_VALUE, "a destination needs exactly one of server and name",
+                                 "give the API server URL (server=...) or the Argo CD cluster name (name=...)")
+        return self
+
+
+class Retry(StrictProps):
+    """How Argo CD retries a failed sync: an operator's webhook not yet up, a CRD not yet installed."""
+
+    limit: int = Field(5, ge=1, description="Attempts after the first.")
+    duration: str = Field("10s", description="First backoff.")
+    factor: int = Field(2, ge=1, description="Each backoff is the previous one times this.")
+    max_duration: str = Field("3m", description="Longest backoff.")
+
+    @field_validator("duration", "max_duration")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if not _DURATION.match(value):
+            raise rule_violation(INVALID_VALUE, f"{value!r} is not a duration", "write it as Go does: 10s, 3m, 1h30m")
+        return value
+
+
+class ArgoCdProps(StrictProps):
+    """Argo CD delivery of the whole fleet: one AppProject and one Application per cluster."""
+
+    repo_url: str = Field(..., description="The Git repository that holds dist/, as Argo CD clones it.")
+    revision: str = Field("main", min_length=1, description="Branch, tag or commit Argo CD syncs.")
+    path_prefix: str = Field("dist", description="Where synth's output lies in the repository.")
+    destinations: dict[Dns1123Label, Destination] = Field(
+        ..., description="Every cluster of the fleet, by name, and where Argo CD reaches it.")
+    project: Dns1123Subdomain = Field("kubetrain", description="The AppProject's name; Applications are "
+                                                               "named <project>-<cluster>.")
+    argocd_namespace: Dns1123Label = Field("argocd", description="The namespace Argo CD runs in.")
+    folder: Dns1123Label = Field("argocd", description="The folder under dist/ for the Argo CD objects; "
+                                                       "no cluster may have this name.")
+    retry: Retry = Field(default_factory=Retry)
+    cascade_delete: bool = Field(False, description="Deleting an Application deletes its objects (Argo CD's "
+                                                    "resources finalizer). Off: removing a cluster from the fleet "
+                                                    "must not kill its running jobs by accident.")
+
+    @field_validator("repo_url")
+    @classmethod
+    def _repo(cls, value: str) -> str:
+        if not _REPO_URL.match(value):
+            raise rule_violation(INVALID_VALUE, f"{value!r} is not a Git URL Argo CD can clone",
+                                 "use https://host/org/repo.git or git@host:org/repo.git")
+        return value
+
+    @field_validator("path_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        parts = value.strip("/").split("/")
+        if not value.strip("/") or any(p in ("", ".", "..") for p in parts):
+            raise rule_violation(INVALID_VALUE, f"{value!r} is not a folder inside the repository",
+                                 "give the path of dist/ relative to the repository root, e.g. dist")
+        return "/".join(parts)

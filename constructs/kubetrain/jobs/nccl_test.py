@@ -1,0 +1,137 @@
+"""NcclTest: prove a pool's EFA bandwidth with NCCL's own benchmark before a long run.
+
+An MPIJob (`kubeflow.org/v2beta1`, mpi-operator v0.8) runs nccl-tests' `all_reduce_perf` (or
+another collective) across `nodes` workers, one rank per GPU. Its launcher prints a summary line,
+
+    # Avg bus bandwidth    : 312.457
+
+in GB/s, to compare with the job's `kubetrain.dev/expected-busbw-gbytes` annotation: the
+instance's estimate from the catalog. Far below it means EFA is not in use (a missing
+`vpc.amazonaws.com/efa` request, the wrong FI_PROVIDER) or a bad node: the guides' "EFA not
+detected" and "slow training" rows, found in minutes instead of a day into a run.
+The workers run the image's sshd (the operator's default); the launcher needs no GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import cdk8s
+from constructs import Construct
+from pydantic import Field
+
+from kubetrain.cluster import Cluster, construct_id_problem
+from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef, StrictProps
+from kubetrain.nccl import EFA_ENV
+from kubetrain.objects import api_object
+from kubetrain.rules.registry import register
+from training.problems import ConfigError, Problem, validate_model
+
+EXPECTED_BUSBW_ANNOTATION = "kubetrain.dev/expected-busbw-gbytes"
+EFA_HUGEPAGES = "5120Mi"
+
+NOT_A_GPU_POOL = register(
+    "KT702", "error", "NCCL test on an instance type without GPUs or EFA",
+    rationale="nccl-tests measures NCCL collectives between GPUs; across nodes it tells something only where EFA "
+              "carries the traffic.",
+    fix="name a GPU instance type with EFA interfaces (p4d, p5, p5e, p5en, p6-b200, g5/g6e large sizes)",
+    source="nccl-tests; domain-facts 6", targets=("mpijob",))
+
+
+class NcclTestProps(StrictProps):
+    """An NCCL benchmark across the nodes of one instance type."""
+
+    name: Dns1035Label
+    namespace: Dns1123Label | None = Field(None, description="Default: the cluster's first namespace.")
+    image: ImageRef = Field(..., description="An image with nccl-tests, Open MPI and aws-ofi-nccl, e.g. AWS's "
+                                             "nccl-tests image.")
+    instance_type: str = Field(..., description="The GPU instance type to measure, from the cluster's catalog.")
+    nodes: int = Field(2, ge=2, le=1024, description="Workers, one per node; two already cross EFA.")
+    collective: Literal["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf"] = Field(
+        "all_reduce_perf", description="The nccl-tests binary.")
+    max_bytes: str = Field("16G", pattern=r"^[0-9]+[KMG]?$", description="Largest message (nccl-tests' -e).")
+    binary_dir: str = Field("/opt/nccl-tests/build", pattern=r"^/", description="Where the image keeps the binaries.")
+    shm: ByteQuantity = Field("8Gi", description="Memory-backed /dev/shm of each worker.")
+
+
+class NcclTest(Construct):
+    """An MPIJob that runs nccl-tests across `nodes` workers of an EFA instance type."""
+
+    def __init__(self, scope: Cluster, id: str, **props: Any):
+        where = f"{scope.props.name}/{id}"
+        try:
+            spec = validate_model(NcclTestProps, {"name": id, **props}, where)
+        except ConfigError as error:
+            scope.diagnostics.report(where, error.problems)
+            super().__init__(scope, f"{id}#invalid")
+            return
+        namespace, problems = scope.check_namespace(spec.namespace)
+        instance = scope.instance_type(spec.instance_type)
+        if instance is None:
+            problems.append(Problem("KT111", "instance_type", f"unknown instance type {spec.instance_type!r}",
+                                    "use a type of the instance catalog, or register yours on the Cluster"))
+        elif not (instance.accelerator_resource == "nvidia.com/gpu" and instance.efa_interfaces):
+            problems.append(Problem(NOT_A_GPU_POOL.code, "instance_type",
+                                    f"{instance.name} has no {'GPUs' if not instance.accelerators else 'EFA'}",
+                                    NOT_A_GPU_POOL.fix))
+        problems += scope.claim(namespace, {spec.name: "name"}, f"NCCL test {spec.name}") if not problems else []
+        try:
+            super().__init__(scope.namespace_scope(namespace if namespace in scope.props.namespaces
+                                                   else scope.default_namespace), id)
+        except RuntimeError as error:
+            problem = construct_id_problem(error)
+            if problem is None:
+                raise
+            problems.append(problem)
+            super().__init__(scope, f"{id}#{len(scope.node.find_all())}")
+        if scope.diagnostics.report(f"{scope.props.name}/{namespace}/{spec.name}", problems):
+            return
+        self.api_object: cdk8s.ApiObject = api_object(self, "mpijob", mpijob(spec, namespace, instance))
+
+
+def expected_busbw_gbytes(instance: Any) -> float | None:
+    """An estimate, not a measurement: large all-reduce messages over EFA approach the node's network
+    bandwidth, less protocol overhead (taken as 20 %), in GB/s."""
+    return round(instance.network_gbps / 8 * 0.8, 1) if instance.network_gbps else None
+
+
+def mpijob(spec: NcclTestProps, namespace: str, instance: Any) -> dict[str, Any]:
+    gpus = instance.accelerators
+    labels = {"kubetrain.dev/nccl-test": spec.name}
+    resources = {"nvidia.com/gpu": str(gpus), "vpc.amazonaws.com/efa": str(instance.efa_interfaces),
+                 "hugepages-2Mi": EFA_HUGEPAGES}
+    env = {**EFA_ENV, "NCCL_DEBUG": "INFO"}  # INFO prints the transport NCCL chose: NET/OFI means EFA
+    launcher = ["mpirun", "--allow-run-as-root", "-np", str(spec.nodes * gpus), "-npernode", str(gpus),
+                "--bind-to", "none", *[arg for name in env for arg in ("-x", name)],
+                f"{spec.binary_dir}/{spec.collective}", "-b", "8", "-e", spec.max_bytes, "-f", "2", "-g", "1"]
+    worker_pod = {
+        "containers": [{"name": "worker", "image": spec.image,
+                        "env": [{"name": k, "value": v} for k, v in env.items()],
+                        "resources": {"requests": {"memory": "32Gi", **resources},
+                                      "limits": {"memory": "32Gi", **resources}},
+                        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}],
+        "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": spec.shm}}],
+        "nodeSelector": {"node.kubernetes.io/instance-type": instance.name},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    }
+    annotations = {}
+    expected = expected_busbw_gbytes(instance)
+    if expected is not None:
+        annotations[EXPECTED_BUSBW_ANNOTATION] = str(expected)
+    return {
+        "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+        "metadata": {"name": spec.name, "namespace": namespace, "labels": labels, "annotations": annotations},
+        "spec": {
+            "slotsPerWorker": gpus,
+            "mpiImplementation": "OpenMPI",
+            "launcherCreationPolicy": "WaitForWorkersReady",
+            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": {"metadata": {"labels": labels}, "spec": {
+                    "containers": [{"name": "launcher", "image": spec.image, "command": launcher,
+                                    "resources": {"requests": {"cpu": "1", "memory": "2Gi"},
+                                                  "limits": {"memory": "2Gi"}}}]}}},
+                "Worker": {"replicas": spec.nodes, "template": {"metadata": {"labels": labels}, "spec": worker_pod}},
+            },
+        },
+    }

@@ -1,0 +1,93 @@
+"""An Indexed batch/v1 Job and a headless Service: distributed training with no operator installed.
+
+The seed guides' first option. Kubernetes gives each of the `nodes` pods a completion index
+(`JOB_COMPLETION_INDEX`) and, through the headless Service named like the job (the pods'
+`subdomain`), a stable DNS name `<job>-<index>.<job>`; pod 0 hosts torchrun's c10d rendezvous.
+Nothing injects torchrun's variables, so the target sets them itself: PET_NNODES,
+PET_NPROC_PER_NODE and PET_RDZV_ENDPOINT, which torchrun reads as the defaults of its flags.
+Failures: pods restart never in place; the Job replaces a failed pod up to `backoffLimitPerIndex`
+times per index, fails at once on the launcher's bad-config exit (podFailurePolicy), ignores
+preemption, and ends with success when pod 0 (rank 0's node) succeeds (successPolicy).
+Pod hostnames are `<job>-<index>`, a DNS label; the Service name is a DNS-1035 label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from kubetrain.targets.base import LocalPlan, LocalReplica, Target, fail_job_exit_codes
+from training.problems import Problem
+
+if TYPE_CHECKING:
+    from kubetrain.jobs.spec import JobSpec
+
+RENDEZVOUS_PORT = 29500
+BAD_CONFIG_EXIT = 2  # the launcher's exit for a bad run config
+INDEX_LABEL = "batch.kubernetes.io/job-name"
+
+
+class IndexedJob(Target):
+    """batch/v1 Job in Indexed completion mode, with a headless Service for the pods' DNS names."""
+
+    name: ClassVar[str] = "indexed-job"
+    api_version: ClassVar[str] = "batch/v1"
+    kind: ClassVar[str] = "Job"
+    container_name: ClassVar[str] = "trainer"
+
+    def injected_env(self, job: JobSpec) -> set[str]:
+        return {"JOB_COMPLETION_INDEX"}  # set by the Job controller in every pod
+
+    def launch_env(self, job: JobSpec) -> dict[str, str]:
+        return {"PET_NNODES": str(job.props.nodes), "PET_NPROC_PER_NODE": str(job.props.procs_per_node),
+                "PET_RDZV_ENDPOINT": f"{job.name}-0.{job.name}:{RENDEZVOUS_PORT}"}
+
+    def rendezvous_args(self, job: JobSpec) -> list[str]:
+        return []  # all from the PET_* variables of launch_env
+
+    def max_name_length(self, job: JobSpec) -> tuple[int, str]:
+        suffix = f"-{job.props.nodes - 1}"
+        return 63 - len(suffix), f"{job.name}{suffix}"
+
+    def check(self, job: JobSpec) -> Iterator[Problem]:
+        if job.props.elastic is not None:
+            yield Problem("KT701", "elastic", "an Indexed Job runs a fixed number of pods",
+                          "use the PyTorchJob target (the default) for elastic jobs, or remove elastic")
+        if not job.launched_by_torchrun:
+            yield Problem("KT701", "workload.launcher", "the pods find each other through torchrun's rendezvous",
+                          "launch the command with torchrun")
+
+    def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
+        props, labels = job.props, {"kubetrain.dev/job": job.name}
+        pod = {**pod_template, "spec": {**pod_template["spec"], "restartPolicy": "Never", "subdomain": job.name}}
+        batch_job = {
+            "apiVersion": self.api_version, "kind": self.kind,
+            "metadata": {"name": job.name, "namespace": job.namespace, "labels": labels},
+            "spec": {
+                "completionMode": "Indexed", "completions": props.nodes, "parallelism": props.nodes,
+                "backoffLimitPerIndex": props.backoff_limit, "maxFailedIndexes": 0,
+                "podFailurePolicy": {"rules": [
+                    {"action": "FailJob", "onExitCodes": {"containerName": self.container_name, "operator": "In",
+                                                          "values": [BAD_CONFIG_EXIT]}},
+                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
+                "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
+                "template": pod}}
+        service = {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": job.name, "namespace": job.namespace, "labels": labels},
+            # Pods resolve each other before they are ready: the rendezvous is how they become ready.
+            "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {INDEX_LABEL: job.name},
+                     "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT}]}}
+        return [batch_job, service]
+
+    @classmethod
+    def local_plan(cls, manifest: dict[str, Any], loopback_port: Callable[[], int],
+                   sibling: Callable[[str, str], dict[str, Any] | None]) -> LocalPlan:
+        spec = manifest["spec"]
+        endpoint = f"127.0.0.1:{loopback_port()}"
+        replicas = [LocalReplica(f"{manifest['metadata']['name']}-{i}", spec["template"], "Retry",
+                                 {"JOB_COMPLETION_INDEX": str(i), "PET_RDZV_ENDPOINT": endpoint})
+                    for i in range(spec["completions"])]
+        # backoffLimitPerIndex, with maxFailedIndexes 0: any index out of retries fails the job.
+        return LocalPlan(replicas, cls.container_name, spec.get("backoffLimitPerIndex", 6),
+                         fail_job_exit_codes=fail_job_exit_codes(spec, cls.container_name), per_pod_backoff=True)
