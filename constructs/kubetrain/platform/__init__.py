@@ -1,1 +1,22 @@
-"""The platform under the jobs: instance types, node pools, storage, queues, monitoring."""
+"""The platform under the jobs: instance types, node pools, storage, queues, monitoring, security.
+
+One module per concept: instances.py (the catalog), node_pools.py (Karpenter), efa.py (the NCCL/EFA
+profile), storage.py (FSx, EFS, S3), kueue.py and volcano.py (one queue system per cluster, queues.py),
+monitoring.py (DCGM exporter, PodMonitor), security.py (Pod Security). Import from the modules; the
+names below are the public ones.
+"""
+
+PUBLIC = {
+    "kubetrain.platform.instances": ("InstanceType", "InstanceCatalog", "BUILTIN_INSTANCE_TYPES", "BUILTIN_CATALOG"),
+    "kubetrain.platform.node_pools": ("NodePool", "EfaNodePool", "CpuNodePool", "PodPlacement",
+                                      "pool_placement_problems"),
+    "kubetrain.platform.efa": ("NcclProfile", "EnvFinding"),
+    "kubetrain.platform.storage": ("Claim", "FsxLustre", "Efs", "S3Bucket", "checkpoint_volume_problems",
+                                   "dataset_volume_problems"),
+    "kubetrain.platform.kueue": ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "queued_job_problems"),
+    "kubetrain.platform.volcano": ("VolcanoQueue",),
+    "kubetrain.platform.queues": ("TopologyPlacement",),
+    "kubetrain.platform.monitoring": ("DcgmExporter", "TrainingPodMonitor"),
+    "kubetrain.platform.security": ("PodSecurity", "pod_security_problems", "pod_security_labels",
+                                    "namespace_level"),
+}

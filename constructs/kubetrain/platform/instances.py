@@ -15,12 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field
 GIB = 2**30
 MIB = 2**20
 
-# Karpenter's model of what the kubelet leaves to pods (karpenter-provider-aws, instancetype.go):
-# EC2 reports more memory than the kernel sees (vmMemoryOverheadPercent, default 7.5 %); the
-# kubelet reserves 11 MiB per pod plus 255 MiB and a CPU share that falls with the core count;
-# the hard eviction threshold keeps 100 MiB free.
+# Karpenter's model of what the kubelet leaves to pods (karpenter-provider-aws,
+# pkg/providers/instancetype/types.go: kubeReservedResources, evictionThreshold, memory()), the same
+# formulas as the EKS AMIs' bootstrap (amazon-eks-ami, bottlerocket's pluto: "11 * max_pods + 255"):
+#   allocatable = capacity - kube-reserved - system-reserved (none by default) - hard eviction
+#   memory capacity = EC2's figure x (1 - vmMemoryOverheadPercent), the setting's default 7.5 %
+#     (EC2 lists more memory than the kernel sees);
+#   kube-reserved memory = 11 MiB x maxPods + 255 MiB;
+#   kube-reserved CPU = 6 % of the first core, 1 % of the second, 0.5 % of the next two, 0.25 % of the rest;
+#   eviction: memory.available < 100Mi (the kubelet's default hard threshold).
 VM_MEMORY_OVERHEAD = Decimal("0.075")
-MAX_PODS = 110
+DEFAULT_MAX_PODS = 110  # the kubelet's default; set InstanceType.max_pods for ENI-limited density
 EVICTION_MIB = 100
 _CPU_RESERVED = [(1, Decimal("0.06")), (1, Decimal("0.01")), (2, Decimal("0.005"))]  # then 0.25 % a core
 
@@ -32,7 +37,8 @@ class InstanceType(BaseModel):
 
     name: str = Field(..., description="EC2 name, e.g. p5.48xlarge.")
     vcpus: int = Field(..., gt=0)
-    memory_gib: float = Field(..., gt=0, description="Memory as EC2 lists it.")
+    memory_gib: float = Field(..., gt=0, description="Memory in GiB as EC2 lists it (not what pods get: see "
+                                                     "allocatable_memory()).")
     accelerator_resource: Literal["nvidia.com/gpu", "aws.amazon.com/neuron"] | None = Field(
         None, description="The extended resource its accelerators are requested as; None for CPU types.")
     accelerators: int = Field(0, ge=0, description="GPUs, or Neuron devices (chips).")
@@ -41,7 +47,19 @@ class InstanceType(BaseModel):
     efa_interfaces: int = Field(0, ge=0)
     gpudirect_rdma: bool = Field(False, description="EFA with GPUDirect RDMA (p4d and newer, Trainium).")
     network_gbps: float | None = Field(None, gt=0)
-    peak_bf16_flops: float | None = Field(None, gt=0, description="Dense bf16 peak of one accelerator, for MFU.")
+    peak_bf16_flops: float | None = Field(None, gt=0, description="Dense bf16 peak of one accelerator in FLOP/s, "
+                                                                  "for MFU; None when unknown.")
+    nccl_allreduce_busbw_gbs: float | None = Field(
+        None, gt=0, description="Expected nccl-tests all_reduce_perf bus bandwidth (GB/s) between nodes of this "
+                                "type at large message sizes, the pass mark of an NCCL test; None when unknown.")
+    nccl_busbw_source: str | None = Field(None, description="Where nccl_allreduce_busbw_gbs comes from "
+                                                            "('estimate: ...' when it is one).")
+    max_pods: int = Field(DEFAULT_MAX_PODS, gt=0, description="The kubelet's maxPods on these nodes (it sizes the "
+                                                              "kube-reserved memory).")
+
+    @property
+    def uses_efa(self) -> bool:
+        return self.efa_interfaces > 0
 
     def allocatable_cpu(self) -> Decimal:
         """Cores a pod can request: the vCPUs less the kubelet's reservation."""
@@ -55,17 +73,28 @@ class InstanceType(BaseModel):
     def allocatable_memory(self) -> Decimal:
         """Bytes a pod can request (huge pages included): EC2's figure less overhead, reservation, eviction."""
         kernel = Decimal(str(self.memory_gib)) * GIB * (1 - VM_MEMORY_OVERHEAD)
-        return (kernel - (11 * MAX_PODS + 255 + EVICTION_MIB) * MIB).to_integral_value()
+        return (kernel - (11 * self.max_pods + 255 + EVICTION_MIB) * MIB).to_integral_value()
 
 
 _GPU, _NEURON = "nvidia.com/gpu", "aws.amazon.com/neuron"
 
 
+# Expected inter-node all-reduce bus bandwidth. No published figure is pinned in the project's sources
+# (domain-facts 6 lists line rates only), so these are estimates: nccl-tests' bus bandwidth of a ring
+# all-reduce across nodes is bounded by the node's network line rate (Gbps / 8 = GB/s), and AWS's
+# GPUDirect RDMA types reach roughly 80 % of it at large messages. Replace them with your own
+# measurements (InstanceType.model_copy(update=...)) once the NCCL test has run on your fleet.
+_BUSBW_EFFICIENCY = 0.8
+_BUSBW_NOTE = "estimate: 80 % of the EFA line rate (Gbps / 8)"
+
+
 def _gpu(name: str, vcpus: int, memory: float, gpus: int, chip: str, chip_gib: float, efa: int, rdma: bool,
          gbps: float | None, peak: float | None) -> InstanceType:
+    busbw = gbps / 8 * _BUSBW_EFFICIENCY if rdma and gbps else None
     return InstanceType(name=name, vcpus=vcpus, memory_gib=memory, accelerator_resource=_GPU, accelerators=gpus,
                         accelerator=chip, accelerator_memory_gib=chip_gib, efa_interfaces=efa, gpudirect_rdma=rdma,
-                        network_gbps=gbps, peak_bf16_flops=peak)
+                        network_gbps=gbps, peak_bf16_flops=peak, nccl_allreduce_busbw_gbs=busbw,
+                        nccl_busbw_source=_BUSBW_NOTE if busbw else None)
 
 
 def _cpu(family: str, sizes: dict[str, tuple[int, float]]) -> list[InstanceType]:
@@ -83,7 +112,7 @@ BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
     _gpu("p6-b200.48xlarge", 192, 2048, 8, "B200", 179, 8, True, 3200, 2250e12),
     InstanceType(name="trn1.32xlarge", vcpus=128, memory_gib=512, accelerator_resource=_NEURON, accelerators=16,
                  accelerator="Trainium", accelerator_memory_gib=32, efa_interfaces=8, gpudirect_rdma=True,
-                 network_gbps=800),
+                 network_gbps=800, peak_bf16_flops=None),
     InstanceType(name="trn2.48xlarge", vcpus=192, memory_gib=2048, accelerator_resource=_NEURON, accelerators=16,
                  accelerator="Trainium2", accelerator_memory_gib=96, efa_interfaces=16, gpudirect_rdma=True,
                  network_gbps=3200),
@@ -92,6 +121,7 @@ BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
         "12xlarge": (48, 192, 4, 1), "16xlarge": (64, 256, 1, 1), "24xlarge": (96, 384, 4, 1),
         "48xlarge": (192, 768, 8, 1)}.items()),
     *(_gpu(f"g6e.{size}", v, m, g, "L40S", 48, efa, False, None, 362e12) for size, (v, m, g, efa) in {
+        "xlarge": (4, 32, 1, 0), "2xlarge": (8, 64, 1, 0), "4xlarge": (16, 128, 1, 0),
         "8xlarge": (32, 256, 1, 1), "12xlarge": (48, 384, 4, 1), "16xlarge": (64, 512, 1, 1),
         "24xlarge": (96, 768, 4, 2), "48xlarge": (192, 1536, 8, 4)}.items()),
     *(_gpu(f"g4dn.{size}", v, m, g, "T4", 16, efa, False, None, None) for size, (v, m, g, efa) in {
@@ -105,7 +135,11 @@ BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
 
 
 class InstanceCatalog:
-    """Instance types by name: the built-in ones, plus a fleet's own (which win on a name clash)."""
+    """Instance types by name: the built-in ones, plus a fleet's own (which win on a name clash).
+
+        catalog = BUILTIN_CATALOG.with_types([InstanceType(name="p5.4xlarge", vcpus=16, memory_gib=256, ...)])
+        catalog.get("p5.4xlarge")  # the registered type; get() of an unknown name is None
+    """
 
     def __init__(self, types: tuple[InstanceType, ...] | list[InstanceType] = BUILTIN_INSTANCE_TYPES):
         self._types = {t.name: t for t in types}
@@ -118,6 +152,9 @@ class InstanceCatalog:
 
     def names(self) -> list[str]:
         return sorted(self._types)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._types
 
 
 BUILTIN_CATALOG = InstanceCatalog()

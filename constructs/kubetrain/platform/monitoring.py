@@ -1,0 +1,158 @@
+"""Monitoring: NVIDIA's DCGM exporter on the GPU pools, and a PodMonitor for the training pods.
+
+    DcgmExporter(cluster, "dcgm-exporter", pools=[p5])   # namespace gpu-monitoring, labelled privileged
+    TrainingPodMonitor(cluster, "training", namespace="ml")
+
+The DCGM exporter maps GPU metrics to pods by reading the kubelet's pod-resources socket from the host
+(a hostPath) and needs SYS_ADMIN for DCGM's profiling metrics: Pod Security `baseline` forbids both, so
+it runs in a namespace of its own labelled `privileged`, and nothing else runs there. Its
+service-account token is not mounted (it never calls the API).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field, InstanceOf
+
+from kubetrain.cluster import Cluster
+from kubetrain.jobs.props import StrictProps
+from kubetrain.names import Dns1123Label, ImageRef
+from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION
+from kubetrain.platform.construct import PlatformConstruct
+from kubetrain.platform.node_pools import NODEPOOL_LABEL, NodePool
+from kubetrain.platform.security import (
+    namespace_level,
+    pod_security_labels,
+    pod_security_problems,
+    record_namespace_level,
+)
+from kubetrain.rules.registry import register
+from training.problems import Problem
+
+JOB_LABEL = "kubetrain.dev/job"  # every training pod carries it (jobs/pod.py)
+METRICS_PORT = 9400
+PRIVILEGED_REASON = ("DCGM exporter: reads the kubelet's pod-resources socket through a hostPath and needs "
+                     "SYS_ADMIN for profiling metrics; nothing else runs in this namespace")
+
+NOT_A_GPU_POOL = register(
+    "KT432", "error", "DCGM exporter on a pool without NVIDIA GPUs",
+    rationale="The DCGM exporter only runs where NVIDIA GPUs and their driver are; on other nodes its pods crash "
+              "in a loop.", fix="list only pools of NVIDIA GPU instance types", source="domain-facts 6")
+
+
+class DcgmExporterProps(StrictProps):
+    name: Dns1123Label = Field(..., description="DaemonSet, Service and ServiceMonitor name; default the id.")
+    namespace: Dns1123Label = Field("gpu-monitoring", description="A namespace of its own, created here and "
+                                                                  "labelled privileged (see the module's note).")
+    pools: list[InstanceOf[NodePool]] = Field(..., min_length=1, description="The GPU pools to run on.")
+    image: ImageRef = Field("nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04",
+                            description="Pin the release that supports your nodes' GPU driver.")
+    interval: str = Field("30s", pattern=r"^[0-9]+(ms|s|m)$", description="Scrape interval.")
+    prometheus_labels: dict[str, str] = Field(default_factory=dict, description="Labels your Prometheus selects "
+                                              "monitors by, e.g. {'release': 'kube-prometheus-stack'}.")
+
+
+class DcgmExporter(PlatformConstruct):
+    """Namespace (privileged), DaemonSet, Service and ServiceMonitor of the DCGM exporter."""
+
+    Props = DcgmExporterProps
+    kind = "dcgm"
+
+    def __init__(self, scope: Cluster, id: str, props: DcgmExporterProps | Mapping[str, Any] | None = None,
+                 **kwargs: Any):
+        super().__init__(scope, id, props, kwargs)
+        p = self.props
+        self.namespace = p.namespace
+        problems = [Problem(NOT_A_GPU_POOL.code, f"pools.{i}", f"pool {pool.name} has no NVIDIA GPUs",
+                            NOT_A_GPU_POOL.fix) for i, pool in enumerate(p.pools)
+                    if pool.instance_type is None or pool.instance_type.accelerator_resource != "nvidia.com/gpu"]
+        own_namespace = p.namespace not in scope.props.namespaces
+        level = "privileged" if own_namespace else namespace_level(scope, p.namespace)
+        problems += pod_security_problems(self.pod_spec(), level, path="")
+        manifests = [self._namespace()] if own_namespace else []
+        manifests += [self._daemon_set(), self._service(), self._service_monitor()]
+        if self._emit(problems, manifests) and own_namespace:
+            record_namespace_level(scope, p.namespace, "privileged")
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {"app.kubernetes.io/name": "dcgm-exporter", "app.kubernetes.io/instance": self.props.name}
+
+    def pod_spec(self) -> dict[str, Any]:
+        p = self.props
+        tolerations = {(t["key"], t["effect"]): t for pool in p.pools for t in pool.tolerations()}
+        return {
+            "automountServiceAccountToken": False,
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": NODEPOOL_LABEL, "operator": "In",
+                                       "values": sorted(pool.name for pool in p.pools)}]}]}}},
+            "tolerations": list(tolerations.values()),
+            "containers": [{
+                "name": "dcgm-exporter", "image": p.image,
+                "env": [{"name": "DCGM_EXPORTER_KUBERNETES", "value": "true"},
+                        {"name": "DCGM_EXPORTER_LISTEN", "value": f":{METRICS_PORT}"}],
+                "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+                "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "capabilities": {"add": ["SYS_ADMIN"]}},
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+                "readinessProbe": {"httpGet": {"path": "/health", "port": METRICS_PORT}, "initialDelaySeconds": 15},
+                "livenessProbe": {"httpGet": {"path": "/health", "port": METRICS_PORT}, "initialDelaySeconds": 30},
+                "volumeMounts": [{"name": "pod-resources", "mountPath": "/var/lib/kubelet/pod-resources",
+                                  "readOnly": True}]}],
+            "volumes": [{"name": "pod-resources", "hostPath": {"path": "/var/lib/kubelet/pod-resources",
+                                                               "type": "Directory"}}]}
+
+    def _namespace(self) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": self.namespace, "labels": pod_security_labels("privileged", "privileged"),
+            "annotations": {"kubetrain.dev/privileged-because": PRIVILEGED_REASON,
+                            KUBERNETES_VERSION_ANNOTATION: self.cluster.props.kubernetes_version}}}
+
+    def _meta(self) -> dict[str, Any]:
+        return {"name": self.props.name, "namespace": self.namespace, "labels": dict(self.labels)}
+
+    def _daemon_set(self) -> dict[str, Any]:
+        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": self._meta(), "spec": {
+            "selector": {"matchLabels": self.labels},
+            "updateStrategy": {"type": "RollingUpdate"},
+            "template": {"metadata": {"labels": self.labels}, "spec": self.pod_spec()}}}
+
+    def _service(self) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Service", "metadata": self._meta(), "spec": {
+            "selector": self.labels, "ports": [{"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics"}]}}
+
+    def _service_monitor(self) -> dict[str, Any]:
+        meta = self._meta()
+        meta["labels"] = {**meta["labels"], **self.props.prometheus_labels}
+        return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": meta, "spec": {
+            "selector": {"matchLabels": self.labels},
+            "endpoints": [{"port": "metrics", "interval": self.props.interval}]}}
+
+
+class TrainingPodMonitorProps(StrictProps):
+    name: Dns1123Label = Field(..., description="PodMonitor name; default the id.")
+    namespace: Dns1123Label | None = Field(None, description="The training namespace; default the cluster's first.")
+    port: str = Field("metrics", description="Name of the training container's metrics port.")
+    path: str = Field("/metrics")
+    interval: str = Field("30s", pattern=r"^[0-9]+(ms|s|m)$")
+    prometheus_labels: dict[str, str] = Field(default_factory=dict)
+
+
+class TrainingPodMonitor(PlatformConstruct):
+    """A PodMonitor scraping every training pod (label kubetrain.dev/job) of a namespace on its metrics port."""
+
+    Props = TrainingPodMonitorProps
+    kind = "podmonitor"
+
+    def __init__(self, scope: Cluster, id: str, props: TrainingPodMonitorProps | Mapping[str, Any] | None = None,
+                 **kwargs: Any):
+        super().__init__(scope, id, props, kwargs)
+        p = self.props
+        self.namespace, problems = scope.check_namespace(p.namespace)
+        self._emit(problems, [{
+            "apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+            "metadata": {"name": p.name, "namespace": self.namespace, "labels": dict(p.prometheus_labels)},
+            "spec": {"selector": {"matchExpressions": [{"key": JOB_LABEL, "operator": "Exists"}]},
+                     "podTargetLabels": [JOB_LABEL],
+                     "podMetricsEndpoints": [{"port": p.port, "path": p.path, "interval": p.interval}]}}])

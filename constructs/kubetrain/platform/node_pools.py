@@ -1,0 +1,429 @@
+"""Karpenter node pools: an EFA accelerator pool and a CPU pool, and what a job placed on one gets.
+
+    gpu = EfaNodePool(cluster, "p5", instance_types=["p5.48xlarge"], zones=["us-west-2a"],
+                      subnet_ids=["subnet-0abc"], security_group_ids=["sg-0efa"], role="KarpenterNodeRole-prod",
+                      max_nodes=16)
+    gpu.placement(NcclProfile(aws_ofi_nccl="1.14.0", nccl="2.26.2"))  # selector, tolerations, requests, env
+
+Each pool is a `NodePool` (karpenter.sh/v1) and its own `EC2NodeClass` (karpenter.k8s.aws/v1), both
+cluster-scoped. Facts: domain-facts sections 6 and 7. Pools scale to zero: Karpenter creates nodes only
+for pending pods, and `consolidationPolicy` removes them (an EFA pool only when empty, so a running job's
+nodes are never consolidated away) after `consolidate_after`.
+
+Interface for jobs (read-only): `name`, `instance_type` / `instance_types`, `zone`, `taints`,
+`node_selector()`, `tolerations()`, `placement(nccl)` and `pool_placement_problems(pool, ...)` (KT401-403).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from kubetrain.cluster import Cluster
+from kubetrain.jobs.props import StrictProps
+from kubetrain.names import Dns1123Label
+from kubetrain.platform.construct import PlatformConstruct
+from kubetrain.platform.efa import NcclProfile
+from kubetrain.platform.instances import GIB, InstanceType
+from kubetrain.quantity import parse_quantity
+from kubetrain.rules.registry import register
+from training.problems import Problem, rule_violation
+
+NODEPOOL_LABEL = "karpenter.sh/nodepool"  # Karpenter labels every node with its pool
+ZONE_LABEL = "topology.kubernetes.io/zone"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+HUGE_PAGES_RESOURCE = "hugepages-2Mi"
+TRITON_CACHE_DIR = "/var/cache/triton"
+
+POD_DOES_NOT_FIT = register(
+    "KT401", "error", "pod does not fit the pool's instance",
+    rationale="A pod asking for more CPU, memory (with its huge pages) or accelerators "
+              "than one node of its pool can allocate stays Pending forever: Karpenter finds no instance type "
+              "for it. Allocatable is the instance less kube-reserved and the eviction threshold.",
+    fix="request at most the pool's allocatable figures, or choose a larger instance type",
+    source="EKS/Karpenter kube-reserved formulas (platform/instances.py); domain-facts 6")
+TAINT_NOT_TOLERATED = register(
+    "KT402", "error", "pod does not tolerate the pool's taints",
+    rationale="Accelerator pools are tainted (nvidia.com/gpu, aws.amazon.com/neuron) so that only pods that need "
+              "them land there; a pod without the toleration is never scheduled on the pool.",
+    fix="use the pool's tolerations() (a job placed on the pool gets them)", source="domain-facts 6")
+EFA_MISMATCH = register(
+    "KT403", "error", "EFA requested where the pool has none, or not requested where it has",
+    rationale="Karpenter attaches EFA interfaces only when a pending pod requests vpc.amazonaws.com/efa; a pod on "
+              "an EFA pool without the request gets no EFA and NCCL falls back to TCP sockets, and a request on a "
+              "pool without EFA can never be met.",
+    fix="request exactly the instance's EFA interfaces on EFA pools, none elsewhere",
+    source="domain-facts 6, 7")
+EFA_POOL_SPANS_ZONES = register(
+    "KT404", "error", "EFA pool not confined to one zone and subnet",
+    rationale="EFA traffic does not cross availability zones, and a job's nodes should share a cluster placement "
+              "group; an EFA pool spanning zones (or subnets) can split one job's nodes where they cannot talk.",
+    fix="give the EFA pool exactly one zone and one subnet (make one pool per zone)",
+    source="domain-facts 7 (EFA pools in practice)")
+MIXED_INSTANCE_TYPES = register(
+    "KT405", "error", "pool mixes instance types with different accelerator or EFA counts",
+    rationale="A job on a pool requests the instance's accelerators and EFA interfaces; with types that differ in "
+              "them, no single request fits every node the pool may create.",
+    fix="split the pool, one per accelerator/EFA shape", source="kubetrain")
+WRONG_INSTANCE_TYPE = register(
+    "KT406", "error", "instance type unknown, or of the wrong kind for the pool",
+    rationale="A pool's instance types come from the cluster's catalog: an accelerator pool needs accelerator types "
+              "(and an EFA pool EFA types), a CPU pool CPU types.",
+    fix="use a type of the catalog that fits the pool, or register yours with Cluster(instance_types=[...])",
+    source="platform/instances.py")
+CAPACITY_RESERVATION = register(
+    "KT407", "error", "capacity reservations and capacity type disagree",
+    rationale="Karpenter launches into capacity reservations only for capacity type 'reserved', and a 'reserved' "
+              "pool needs at least one reservation to select.",
+    fix="with capacity_type='reserved' list capacity_reservation_ids (cr-...); otherwise list none",
+    source="domain-facts 7 (capacityReservationSelectorTerms)")
+
+
+class NodePoolProps(StrictProps):
+    """What every pool has. Defaults are documented beside each field."""
+
+    name: Dns1123Label = Field(..., description="NodePool and EC2NodeClass name; defaults to the construct id.")
+    instance_types: list[str] = Field(..., min_length=1, description="Catalog names, e.g. ['p5.48xlarge'].")
+    capacity_type: Literal["on-demand", "spot", "reserved"] = Field("on-demand")
+    capacity_reservation_ids: list[str] = Field(default_factory=list,
+                                                description="cr-... ids, only with capacity_type='reserved'.")
+    zones: list[str] = Field(..., min_length=1, description="Availability zones, e.g. ['us-west-2a'].")
+    subnet_ids: list[str] = Field(..., min_length=1, description="subnet-... ids the nodes launch in.")
+    security_group_ids: list[str] = Field(..., min_length=1, description="sg-... ids of the nodes.")
+    role: str = Field(..., description="IAM role of the nodes (Karpenter creates the instance profile).")
+    ami_alias: str = Field("al2023@latest", description="amiSelectorTerms alias; pin a version (al2023@v2025...) "
+                                                        "for reproducible nodes. Karpenter picks the NVIDIA or "
+                                                        "Neuron variant of AL2023 for accelerator types.")
+    root_volume_gib: int = Field(200, ge=20, description="Root EBS volume (gp3, encrypted): images live here.")
+    max_nodes: int = Field(..., ge=1, description="Limit on the pool's nodes (NodePool limits, in CPU and "
+                                                  "accelerators); the pool scales from zero to this.")
+    consolidate_after: str = Field("10m", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
+                                   description="How long a node stays empty (EFA) or underused (CPU) before "
+                                               "Karpenter removes it.")
+    static_nodes: int | None = Field(None, ge=0, description="Keep exactly this many nodes up (Karpenter's alpha "
+                                                              "static capacity, NodePool `replicas`) instead of "
+                                                              "scaling with pending pods; needed for Kueue "
+                                                              "topology-aware placement (KT423). A pool cannot switch "
+                                                              "between static and dynamic later.")
+    expire_after: str = Field("720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
+                              description="Node lifetime (Karpenter's default 720h). 'Never' keeps long runs' "
+                                          "nodes from expiring under them.")
+
+    @model_validator(mode="after")
+    def _static_within_limit(self) -> NodePoolProps:
+        if self.static_nodes is not None and self.static_nodes > self.max_nodes:
+            raise rule_violation("KT003", f"static_nodes {self.static_nodes} is above max_nodes {self.max_nodes}",
+                                 "raise max_nodes or lower static_nodes", field="static_nodes")
+        return self
+
+    @model_validator(mode="after")
+    def _reservations(self) -> NodePoolProps:
+        reserved = self.capacity_type == "reserved"
+        if reserved != bool(self.capacity_reservation_ids):
+            raise rule_violation(CAPACITY_RESERVATION.code,
+                                 "capacity_type 'reserved' needs capacity_reservation_ids" if reserved else
+                                 f"capacity_reservation_ids are used only with capacity_type 'reserved', not "
+                                 f"{self.capacity_type!r}", CAPACITY_RESERVATION.fix, field="capacity_reservation_ids")
+        return self
+
+
+class EfaNodePoolProps(NodePoolProps):
+    """An accelerator pool with EFA: one zone, one subnet, an EFA security group, instance store as RAID0."""
+
+    max_nodes: int = Field(..., ge=1)
+    placement_group: str | None = Field(None, description="Name of a cluster placement group (Karpenter >= 1.11).")
+    huge_pages: str = Field("5120Mi", description="2 MiB huge pages each pod requests (the EFA driver's; AWS's "
+                                                  "NCCL-test manifests use 5120Mi).")
+    shm_fraction: float = Field(0.125, gt=0, lt=0.5, description="/dev/shm of a placed pod as a share of the "
+                                                                   "node's allocatable memory (it counts against "
+                                                                   "the pod's memory limit).")
+
+
+class CpuNodePoolProps(NodePoolProps):
+    """A pool of CPU instances for everything else (data preparation, controllers, evaluation)."""
+
+    max_nodes: int = Field(..., ge=1)
+
+
+@dataclass(frozen=True)
+class PodPlacement:
+    """What a pod placed on a pool gets (plain Kubernetes data)."""
+
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    resources: dict[str, str] = field(default_factory=dict)  # requests = limits: accelerators, EFA, huge pages
+    volumes: list[dict[str, Any]] = field(default_factory=list)
+    volume_mounts: list[dict[str, Any]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    pod_fields: dict[str, Any] = field(default_factory=dict)  # hostNetwork and dnsPolicy, when chosen
+
+
+class NodePool(PlatformConstruct):
+    """What both pools share, and the type a job's `pool=` takes (use EfaNodePool or CpuNodePool)."""
+
+    kind = "nodepool"
+    accelerated: bool
+
+    def __init__(self, scope: Cluster, id: str, props: Any, kwargs: dict[str, Any]):
+        super().__init__(scope, id, props, kwargs)
+        self.name: str = self.props.name
+        self.instance_types: list[InstanceType] = [t for n in self.props.instance_types
+                                                   if (t := scope.instance_type(n)) is not None]
+        problems = self._type_problems() + self._pool_problems()
+        self._emit(problems, [self._node_pool(), self._node_class()] if not problems else None)
+
+    # -- the interface jobs use ---------------------------------------------------------------------------
+
+    @property
+    def instance_type(self) -> InstanceType | None:
+        """The pool's instance type (the first; KT405 keeps the others' accelerator and EFA shape equal)."""
+        return self.instance_types[0] if self.instance_types else None
+
+    @property
+    def zone(self) -> str | None:
+        """The pool's zone when it has exactly one."""
+        return self.props.zones[0] if len(self.props.zones) == 1 else None
+
+    @property
+    def taints(self) -> list[dict[str, str]]:
+        resource = self.instance_type.accelerator_resource if self.instance_type else None
+        return [{"key": resource, "effect": "NoSchedule"}] if self.accelerated and resource else []
+
+    def node_selector(self) -> dict[str, str]:
+        selector = {NODEPOOL_LABEL: self.name}
+        if self.zone:
+            selector[ZONE_LABEL] = self.zone
+        return selector
+
+    def tolerations(self) -> list[dict[str, str]]:
+        return [{"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in self.taints]
+
+    @property
+    def max_nodes(self) -> int:
+        return self.props.max_nodes
+
+    @property
+    def scales_from_zero(self) -> bool:
+        """True when nodes exist only while pods wait for them (no static capacity)."""
+        return self.props.static_nodes is None
+
+    def node_capacity(self) -> dict[str, Decimal]:
+        """What one node gives pods, by Kubernetes resource name (the queues' quotas are this x max_nodes)."""
+        t = self.instance_type
+        if t is None:
+            return {}
+        capacity = {"cpu": t.allocatable_cpu(), "memory": t.allocatable_memory()}
+        if t.accelerator_resource:
+            capacity[t.accelerator_resource] = Decimal(t.accelerators)
+        return capacity
+
+    def placement(self, nccl: NcclProfile | None = None) -> PodPlacement:
+        return PodPlacement(self.node_selector(), self.tolerations())
+
+    # -- checks and objects -------------------------------------------------------------------------------
+
+    def _type_problems(self) -> list[Problem]:
+        problems = []
+        for i, name in enumerate(self.props.instance_types):
+            t = self.cluster.instance_type(name)
+            wrong = (None if t is not None and bool(t.accelerators) == self.accelerated and
+                     (not self.accelerated or t.uses_efa) else
+                     "is not in the cluster's instance catalog" if t is None else
+                     "has no EFA interfaces" if self.accelerated and t.accelerators else
+                     "has no accelerators" if self.accelerated else "has accelerators: use an EfaNodePool")
+            if wrong:
+                problems.append(Problem(WRONG_INSTANCE_TYPE.code, f"instance_types.{i}", f"{name} {wrong}",
+                                        WRONG_INSTANCE_TYPE.fix))
+        shapes = {(t.accelerator_resource, t.accelerators, t.efa_interfaces) for t in self.instance_types}
+        if len(shapes) > 1:
+            listed = ", ".join(f"{t.name} ({t.accelerators} accelerators, {t.efa_interfaces} EFA)"
+                               for t in self.instance_types)
+            problems.append(Problem(MIXED_INSTANCE_TYPES.code, "instance_types", f"the pool mixes {listed}",
+                                    MIXED_INSTANCE_TYPES.fix))
+        return problems
+
+    def _pool_problems(self) -> list[Problem]:
+        return []
+
+    def _node_pool(self) -> dict[str, Any]:
+        p = self.props
+        requirements = [
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(p.instance_types)},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [p.capacity_type]},
+            {"key": ZONE_LABEL, "operator": "In", "values": list(p.zones)},
+        ]
+        spec: dict[str, Any] = {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": self.name},
+            "requirements": requirements, "expireAfter": p.expire_after}
+        if self.taints:
+            spec["taints"] = self.taints
+        pool: dict[str, Any] = {
+            "template": {"metadata": {"labels": {"kubetrain.dev/pool": self.name}}, "spec": spec},
+            "limits": self._limits(),
+            "disruption": {"consolidationPolicy": self.consolidation_policy, "consolidateAfter": p.consolidate_after}}
+        if p.static_nodes is not None:
+            # Static capacity: Karpenter keeps `replicas` nodes and accepts only a node-count limit.
+            pool["replicas"] = p.static_nodes
+            pool["limits"] = {"nodes": str(p.max_nodes)}
+        return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": self.name}, "spec": pool}
+
+    consolidation_policy = "WhenEmptyOrUnderutilized"
+
+    def _limits(self) -> dict[str, str]:
+        n = self.props.max_nodes
+        limits = {"cpu": str(n * max(t.vcpus for t in self.instance_types)),
+                  "memory": f"{n * max(int(t.memory_gib) for t in self.instance_types)}Gi"}
+        t = self.instance_type
+        if t is not None and t.accelerator_resource:
+            limits[t.accelerator_resource] = str(n * t.accelerators)
+        return limits
+
+    def _node_class(self) -> dict[str, Any]:
+        p = self.props
+        spec: dict[str, Any] = {
+            "role": p.role,
+            "amiSelectorTerms": [{"alias": p.ami_alias}],
+            "subnetSelectorTerms": [{"id": s} for s in p.subnet_ids],
+            "securityGroupSelectorTerms": [{"id": s} for s in p.security_group_ids],
+            "blockDeviceMappings": [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {
+                "volumeSize": f"{p.root_volume_gib}Gi", "volumeType": "gp3", "encrypted": True,
+                "deleteOnTermination": True}}],
+            # IMDSv2 only, one hop: pods cannot reach the node's credentials.
+            "metadataOptions": {"httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 1},
+        }
+        if p.capacity_reservation_ids:
+            spec["capacityReservationSelectorTerms"] = [{"id": r} for r in p.capacity_reservation_ids]
+        return {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": self.name},
+                "spec": {**spec, **self._node_class_extra()}}
+
+    def _node_class_extra(self) -> dict[str, Any]:
+        return {}
+
+
+class EfaNodePool(NodePool):
+    """Accelerator nodes with EFA (p4d, p5, p6, trn...): tainted, one zone, emptied only when idle.
+
+    A job placed here gets the accelerators and EFA interfaces of the whole instance, huge pages, a
+    memory-backed /dev/shm, a Triton cache on the node's instance store and the NCCL profile's environment.
+    """
+
+    Props = EfaNodePoolProps
+    accelerated = True
+    # Consolidating an underused node would evict a training pod; only empty nodes go.
+    consolidation_policy = "WhenEmpty"
+
+    def __init__(self, scope: Cluster, id: str, props: EfaNodePoolProps | Mapping[str, Any] | None = None,
+                 **kwargs: Any):
+        super().__init__(scope, id, props, kwargs)
+
+    def _pool_problems(self) -> list[Problem]:
+        p = self.props
+        spans = [f"{len(v)} {what}" for what, v in (("zones", p.zones), ("subnets", p.subnet_ids)) if len(v) != 1]
+        if spans:
+            return [Problem(EFA_POOL_SPANS_ZONES.code, "zones" if len(p.zones) != 1 else "subnet_ids",
+                            f"an EFA pool must stay in one zone and subnet; this one has {' and '.join(spans)}",
+                            EFA_POOL_SPANS_ZONES.fix)]
+        return []
+
+    def _node_class_extra(self) -> dict[str, Any]:
+        # RAID0 puts the kubelet's and containerd's storage on the instance store's NVMe (/mnt/k8s-disks/0):
+        # emptyDir volumes such as the Triton cache live on local flash, not on the root EBS volume.
+        extra: dict[str, Any] = {"instanceStorePolicy": "RAID0"}
+        if self.props.placement_group:
+            extra["placementGroupSelector"] = {"name": self.props.placement_group}
+        return extra
+
+    def node_capacity(self) -> dict[str, Decimal]:
+        capacity = super().node_capacity()
+        t = self.instance_type
+        if t is not None and t.efa_interfaces:
+            capacity[EFA_RESOURCE] = Decimal(t.efa_interfaces)
+            capacity[HUGE_PAGES_RESOURCE] = parse_quantity(self.props.huge_pages)
+            capacity["memory"] -= capacity[HUGE_PAGES_RESOURCE]  # huge pages come out of the node's memory
+        return capacity
+
+    def shm_size(self) -> str:
+        t = self.instance_type
+        return f"{int(t.allocatable_memory() * Decimal(str(self.props.shm_fraction)) / GIB)}Gi" if t else "1Gi"
+
+    def placement(self, nccl: NcclProfile | None = None) -> PodPlacement:
+        t = self.instance_type
+        resources = {HUGE_PAGES_RESOURCE: self.props.huge_pages}
+        if t is not None and t.accelerator_resource:
+            resources[t.accelerator_resource] = str(t.accelerators)
+        if t is not None and t.efa_interfaces:
+            resources[EFA_RESOURCE] = str(t.efa_interfaces)
+        volumes = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": self.shm_size()}},
+                   {"name": "triton-cache", "emptyDir": {}}]
+        mounts = [{"name": "shm", "mountPath": "/dev/shm"}, {"name": "triton-cache", "mountPath": TRITON_CACHE_DIR}]
+        env = {**(nccl.environment() if nccl else {}), "TRITON_CACHE_DIR": TRITON_CACHE_DIR}
+        return PodPlacement(self.node_selector(), self.tolerations(), resources, volumes, mounts, env,
+                            nccl.pod_fields() if nccl else {})
+
+
+class CpuNodePool(NodePool):
+    """CPU nodes, untainted, consolidated when empty or underused."""
+
+    Props = CpuNodePoolProps
+    accelerated = False
+
+    def __init__(self, scope: Cluster, id: str, props: CpuNodePoolProps | Mapping[str, Any] | None = None,
+                 **kwargs: Any):
+        super().__init__(scope, id, props, kwargs)
+
+
+def _tolerated(taint: Mapping[str, str], tolerations: list[Mapping[str, Any]]) -> bool:
+    """Kubernetes' matching: an empty key with Exists tolerates everything; an empty effect every effect."""
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint.get("effect"):
+            continue
+        if t.get("operator", "Equal") == "Exists" and (not t.get("key") or t["key"] == taint["key"]):
+            return True
+        if t.get("key") == taint["key"] and t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def pool_placement_problems(pool: NodePool, requests: Mapping[str, str | int], tolerations: list[Mapping[str, Any]],
+                            path: str = "resources") -> list[Problem]:
+    """KT401-KT403 for one pod on `pool`: `requests` are the container's (Kubernetes names: cpu, memory,
+    nvidia.com/gpu, vpc.amazonaws.com/efa, hugepages-2Mi; a memory-backed /dev/shm is inside `memory`, as it
+    counts against the memory limit), `tolerations` the pod's."""
+    problems: list[Problem] = []
+    t = pool.instance_type
+    if t is None:
+        return problems  # KT406 already reported on the pool
+    amounts = {name: parse_quantity(value) for name, value in requests.items()}
+    memory = amounts.get("memory", Decimal(0)) + amounts.get(HUGE_PAGES_RESOURCE, Decimal(0))
+    # Karpenter launches whichever of the pool's types fits the pod, so the pod must fit the roomiest one.
+    largest = max(pool.instance_types, key=lambda i: (i.allocatable_memory(), i.allocatable_cpu()))
+    checks = [("cpu", amounts.get("cpu", Decimal(0)), max(i.allocatable_cpu() for i in pool.instance_types), "cores"),
+              ("memory", memory, largest.allocatable_memory(), "bytes (memory and huge pages)")]
+    if t.accelerator_resource:
+        checks.append((t.accelerator_resource, amounts.get(t.accelerator_resource, Decimal(0)),
+                       Decimal(t.accelerators), "accelerators"))
+    for name, wanted, has, unit in checks:
+        if wanted > has:
+            problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{name}", f"asks for {wanted:f} {unit}; the "
+                                    f"largest node of pool {pool.name} ({largest.name}) can allocate {has:f}",
+                                    POD_DOES_NOT_FIT.fix))
+    for other in ("nvidia.com/gpu", "aws.amazon.com/neuron"):
+        if other != t.accelerator_resource and amounts.get(other):
+            problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{other}", f"{t.name} has no {other}",
+                                    POD_DOES_NOT_FIT.fix))
+    efa = amounts.get(EFA_RESOURCE, Decimal(0))
+    if efa and not t.efa_interfaces:
+        problems.append(Problem(EFA_MISMATCH.code, f"{path}.{EFA_RESOURCE}", f"asks for EFA on pool {pool.name}, "
+                                f"whose {t.name} has none", EFA_MISMATCH.fix))
+    elif t.efa_interfaces and efa != t.efa_interfaces:
+        problems.append(Problem(EFA_MISMATCH.code, f"{path}.{EFA_RESOURCE}", f"asks for {efa:f} EFA interfaces on "
+                                f"pool {pool.name}, whose {t.name} has {t.efa_interfaces}", EFA_MISMATCH.fix))
+    for taint in pool.taints:
+        if not _tolerated(taint, tolerations):
+            problems.append(Problem(TAINT_NOT_TOLERATED.code, "tolerations", f"pool {pool.name} is tainted "
+                                    f"{taint['key']}:{taint['effect']}", TAINT_NOT_TOLERATED.fix))
+    return problems

@@ -1,0 +1,59 @@
+"""One queue system per cluster: the first Kueue or Volcano construct of a cluster chooses it (KT420).
+
+A job picks a queue object (a Kueue `LocalQueue` or a `VolcanoQueue`); both expose what the job needs:
+`job_labels()`, `pod_annotations(placement)`, `scheduler_name`, `placement_problems(placement)`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from kubetrain.cluster import Cluster
+from kubetrain.jobs.props import StrictProps
+from kubetrain.rules.registry import register
+from training.problems import Problem
+
+QueueSystem = Literal["kueue", "volcano"]
+
+TWO_QUEUE_SYSTEMS = register(
+    "KT420", "error", "two queue systems in one cluster",
+    rationale="Kueue and Volcano both decide when a gang of pods may start; with both, a job admitted by one can "
+              "be held by the other, and quotas are counted twice or not at all.",
+    fix="use one queue system per cluster (Kueue or Volcano), for every queue of that cluster",
+    source="domain-facts 5")
+PLACEMENT_LEVEL = register(
+    "KT421", "error", "topology placement the queue cannot honour",
+    rationale="Kueue's topology-aware scheduling places a job's pods within one level of a Topology that its "
+              "flavors reference; a level outside that Topology (or a queue without one) is never satisfied "
+              "(required) or silently ignored.",
+    fix="name a level of the flavors' Topology (e.g. topology.k8s.aws/network-node-layer-3), or give the "
+        "flavors a Topology",
+    source="domain-facts 11 (Kueue topology-aware scheduling)")
+
+_SYSTEM_ATTRIBUTE = "_kubetrain_queue_system"
+
+
+class TopologyPlacement(StrictProps):
+    """Where a job's pods must (required) or should (preferred) share one topology domain."""
+
+    level: str = Field(..., description="A node label of the Topology, e.g. topology.k8s.aws/network-node-layer-3.")
+    mode: Literal["required", "preferred"] = "required"
+
+
+def claim_queue_system(cluster: Cluster, system: QueueSystem, path: str = "") -> list[Problem]:
+    """The cluster's queue system: the one its props name (a `queue_system` field, when the Cluster has one),
+    else the first one used; another one is KT420."""
+    chosen = getattr(cluster.props, "queue_system", None) or getattr(cluster, _SYSTEM_ATTRIBUTE, None)
+    if chosen is None:
+        setattr(cluster, _SYSTEM_ATTRIBUTE, system)
+        return []
+    if chosen == system:
+        return []
+    return [Problem(TWO_QUEUE_SYSTEMS.code, path, f"cluster {cluster.props.name} already queues with {chosen}; "
+                    f"this is a {system} object", TWO_QUEUE_SYSTEMS.fix)]
+
+
+def queue_system(cluster: Cluster) -> QueueSystem | None:
+    return getattr(cluster.props, "queue_system", None) or getattr(cluster, _SYSTEM_ATTRIBUTE, None)

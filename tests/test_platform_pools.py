@@ -1,0 +1,137 @@
+"""Karpenter node pools: objects valid against the CRDs, placement derived from the instance, pool rules."""
+
+from __future__ import annotations
+
+import pytest
+from kubetrain.platform.efa import NcclProfile
+from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool, pool_placement_problems
+from platform_support import CPU, P5, cluster, codes, emitted, pools
+
+from training.problems import ConfigError
+
+
+def test_efa_and_cpu_pools_emit_valid_karpenter_objects(crds):
+    c = cluster()
+    pools(c)
+    objects = emitted(c, crds)
+    pool = objects["NodePool/p5"]["spec"]
+    assert pool["template"]["spec"]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    assert pool["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m"}
+    assert pool["limits"]["nvidia.com/gpu"] == "128"
+    assert {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]} in \
+        pool["template"]["spec"]["requirements"]
+    node_class = objects["EC2NodeClass/p5"]["spec"]
+    assert node_class["instanceStorePolicy"] == "RAID0"
+    assert node_class["subnetSelectorTerms"] == [{"id": "subnet-0abc"}]
+    assert node_class["securityGroupSelectorTerms"] == [{"id": "sg-0efa"}]
+    assert "taints" not in objects["NodePool/cpu"]["spec"]["template"]["spec"]
+    assert objects["NodePool/cpu"]["spec"]["disruption"]["consolidationPolicy"] == "WhenEmptyOrUnderutilized"
+    assert codes(c) == []
+
+
+def test_reserved_capacity_selects_its_reservations(crds):
+    c = cluster()
+    EfaNodePool(c, "p5r", **{**P5, "capacity_type": "reserved", "capacity_reservation_ids": ["cr-0123abc"],
+                             "placement_group": "p5-pg"})
+    spec = emitted(c, crds)["EC2NodeClass/p5r"]["spec"]
+    assert spec["capacityReservationSelectorTerms"] == [{"id": "cr-0123abc"}]
+    assert spec["placementGroupSelector"] == {"name": "p5-pg"}
+    with pytest.raises(ConfigError) as raised:  # KT407 breaking: reserved without a reservation
+        EfaNodePool(c, "bad", **{**P5, "capacity_type": "reserved"})
+    [problem] = raised.value.problems
+    assert (problem.code, problem.path) == ("KT407", "capacity_reservation_ids") and "cr-" in problem.fix
+    with pytest.raises(ConfigError):  # and reservations on spot
+        EfaNodePool(c, "bad2", **{**P5, "capacity_type": "spot", "capacity_reservation_ids": ["cr-1"]})
+
+
+def test_placement_on_an_efa_pool_is_derived_from_the_instance():
+    c = cluster()
+    gpu, cpu = pools(c)
+    placed = gpu.placement(NcclProfile(aws_ofi_nccl="1.14.0", nccl="2.26.2"))
+    assert placed.node_selector == {"karpenter.sh/nodepool": "p5", "topology.kubernetes.io/zone": "us-west-2a"}
+    assert placed.tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert placed.resources == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32", "hugepages-2Mi": "5120Mi"}
+    assert placed.env["TRITON_CACHE_DIR"] == "/var/cache/triton"
+    assert placed.env["NCCL_SOCKET_IFNAME"].startswith("^")
+    assert {"name": "triton-cache", "emptyDir": {}} in placed.volumes
+    shm = next(v for v in placed.volumes if v["name"] == "shm")["emptyDir"]
+    assert shm["medium"] == "Memory" and shm["sizeLimit"] == "236Gi"
+    assert (gpu.instance_type.name, gpu.zone, gpu.name) == ("p5.48xlarge", "us-west-2a", "p5")
+    assert cpu.tolerations() == [] and cpu.zone is None
+
+
+def test_a_pod_is_checked_against_its_pool():
+    c = cluster()
+    gpu, cpu = pools(c)
+    placed = gpu.placement()
+    fits = {"cpu": "180", "memory": "1500Gi", **placed.resources}
+    assert pool_placement_problems(gpu, fits, placed.tolerations) == []
+    assert pool_placement_problems(gpu, {**fits, "memory": "1800Gi"}, placed.tolerations) == []  # apps/prod.py's
+    # KT401: more memory (with huge pages) than a node allocates; more GPUs than it has
+    too_big = pool_placement_problems(gpu, {**fits, "memory": "1890Gi", "nvidia.com/gpu": "16"},
+                                      placed.tolerations)
+    assert [(p.code, p.path) for p in too_big] == [("KT401", "resources.memory"), ("KT401", "resources.nvidia.com/gpu")]
+    assert all(p.fix for p in too_big)
+    # KT402: no toleration of the GPU taint; KT403: no EFA on an EFA pool
+    untolerated = pool_placement_problems(gpu, {"cpu": "8", "nvidia.com/gpu": "8"}, [])
+    assert [(p.code, p.path) for p in untolerated] == [("KT403", "resources.vpc.amazonaws.com/efa"),
+                                                       ("KT402", "tolerations")]
+    # KT403: EFA on a pool without EFA
+    assert [p.code for p in pool_placement_problems(cpu, {"cpu": "2", "vpc.amazonaws.com/efa": "1"}, [])] == ["KT403"]
+    assert pool_placement_problems(cpu, {"cpu": "2", "memory": "8Gi"}, []) == []
+    # A toleration of every taint (empty key, Exists) is a toleration
+    assert pool_placement_problems(gpu, fits, [{"operator": "Exists"}]) == []
+
+
+def test_pool_rules_have_codes_paths_and_fixes(crds):
+    c = cluster()
+    EfaNodePool(c, "spread", **{**P5, "zones": ["us-west-2a", "us-west-2b"]})                        # KT404
+    EfaNodePool(c, "mixed", **{**P5, "instance_types": ["p5.48xlarge", "p5en.48xlarge"]})            # KT405
+    EfaNodePool(c, "g5", **{**P5, "instance_types": ["g5.xlarge"]})                                  # KT406
+    CpuNodePool(c, "gpus", **{**CPU, "instance_types": ["p5.48xlarge"]})                             # KT406
+    EfaNodePool(c, "typo", **{**P5, "instance_types": ["p5.48xlarg"]})                               # KT406
+    found = codes(c)
+    assert [(code, path) for code, path, _ in found] == [
+        ("KT404", "zones"), ("KT405", "instance_types"), ("KT406", "instance_types.0"),
+        ("KT406", "instance_types.0"), ("KT406", "instance_types.0")]
+    assert all(fix for _, _, fix in found)
+    assert set(emitted(c, crds)) == {"Namespace/ml"}  # a pool with an error emits nothing
+
+
+def test_bad_props_are_a_config_error():
+    c = cluster()
+    with pytest.raises(ConfigError) as raised:
+        EfaNodePool(c, "p5", **{**P5, "max_nodes": 0, "consolidate_after": "soon", "zone": "us-west-2a"})
+    assert {(p.code, p.path) for p in raised.value.problems} == {
+        ("KT003", "max_nodes"), ("KT003", "consolidate_after"), ("KT001", "zone")}
+
+
+def test_a_fleets_own_instance_type_makes_a_pool(crds):
+    from kubetrain import App, Cluster
+    from kubetrain.platform.instances import InstanceType
+    mine = InstanceType(name="p5.4xlarge", vcpus=16, memory_gib=256, accelerator_resource="nvidia.com/gpu",
+                        accelerators=1, accelerator="H100", accelerator_memory_gib=80, efa_interfaces=1,
+                        gpudirect_rdma=True, peak_bf16_flops=989e12)
+    c = Cluster(App(), "prod", kubernetes_version="1.33", namespaces=["ml"], instance_types=[mine])
+    pool = EfaNodePool(c, "small", **{**P5, "instance_types": ["p5.4xlarge"]})
+    assert pool.instance_type is mine and pool.placement().resources["vpc.amazonaws.com/efa"] == "1"
+    assert emitted(c, crds)["NodePool/small"]["spec"]["limits"]["nvidia.com/gpu"] == "16"
+    assert codes(c) == []
+
+
+def test_a_trainium_pool_asks_for_neuron_devices():
+    c = cluster()
+    trn = EfaNodePool(c, "trn2", **{**P5, "instance_types": ["trn2.48xlarge"]})
+    placed = trn.placement()
+    assert placed.resources["aws.amazon.com/neuron"] == "16" and placed.resources["vpc.amazonaws.com/efa"] == "16"
+    assert trn.taints == [{"key": "aws.amazon.com/neuron", "effect": "NoSchedule"}]
+    assert pool_placement_problems(trn, {"cpu": "8", "nvidia.com/gpu": "1", **placed.resources},
+                                   placed.tolerations)[0].path == "resources.nvidia.com/gpu"
+
+
+def test_a_pod_fits_a_mixed_cpu_pool_when_its_roomiest_type_holds_it():
+    c = cluster()
+    _, cpu = pools(c)  # m5.2xlarge (8 vCPU, 32 GiB) and m5.4xlarge (16 vCPU, 64 GiB)
+    assert pool_placement_problems(cpu, {"cpu": "12", "memory": "48Gi"}, []) == []
+    [problem] = pool_placement_problems(cpu, {"cpu": "16", "memory": "48Gi"}, [])
+    assert (problem.code, problem.path) == ("KT401", "resources.cpu") and "m5.4xlarge" in problem.message
