@@ -106,7 +106,7 @@ def test_nccl_test_measures_a_gpu_pool_over_efa():
     objects = render_objects(app)
     check_objects(objects)
     job = objects[next(p for p in objects if p.name == "MPIJob.nccl.yaml")]
-    assert job["metadata"]["annotations"]["kubetrain.dev/expected-busbw-gbytes"] == "320.0"
+    assert job["metadata"]["annotations"]["kubetrain.dev/expected-busbw-gbytes"] == "320"
     assert job["spec"]["slotsPerWorker"] == 8 and job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 4
     launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
     assert launcher[:4] == ["mpirun", "--allow-run-as-root", "-np", "32"] and "FI_PROVIDER" in launcher
