@@ -147,3 +147,31 @@ def test_unreadable_manifest_is_one_line(repo: Path, tmp_path: Path) -> None:
     assert code == 2 and out == ""
     assert err.startswith("error: working tree: dev/ml/ConfigMap.broken.yaml: cannot read YAML") and \
         len(err.splitlines()) == 1
+
+
+def test_a_create_once_fleet_shows_the_new_run_and_the_old_ones_removal(tmp_path: Path) -> None:
+    """With run_names='content-hash', changing one field of one job renames its run: the diff pairs the old
+    and new objects by the job's label and names the changed field paths."""
+    def fleet(nodes: int) -> App:
+        app = App()
+        cluster = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"], run_names="content-hash")
+        TrainingJob(cluster, "gpt", TrainingJobProps(
+            name="gpt", image=IMAGE, nodes=nodes, procs_per_node=1, resources=NodeResources(cpu="2", memory="4Gi"),
+            volumes=[ClaimVolume(name="checkpoints", claim="checkpoints", mount_path="/checkpoints")],
+            workload=Trainer(run=tiny_gpt_run("/checkpoints/gpt"))))
+        return app
+
+    _git(tmp_path, "init", "-q", "-b", "main")
+    before = {p.name for p in synth(fleet(nodes=2), tmp_path / "dist")}
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "fleet")
+    after = {p.name for p in synth(fleet(nodes=4), tmp_path / "dist")}
+    (old_job,) = [n for n in before - after if n.startswith("PyTorchJob.gpt-")]
+    (new_job,) = [n for n in after - before if n.startswith("PyTorchJob.gpt-")]
+    old_name, new_name = old_job.split(".")[1], new_job.split(".")[1]
+    code, out, _ = _run(tmp_path)
+    assert code == 0, out
+    assert f"~ replaced dev: PyTorchJob ml/{new_name} (was {old_name})" in out
+    assert f"    metadata.name: {old_name} -> {new_name}" in out
+    assert "    spec.pytorchReplicaSpecs.Worker.replicas: 1 -> 3" in out
+    assert "  dev/ml/gpt: world size 2 -> 4, pods 2 -> 4" in out
