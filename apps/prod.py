@@ -1,24 +1,38 @@
-"""The prod cluster: p5.48xlarge nodes (8 x H100, 32 EFA interfaces each) on FSx for Lustre.
+"""The prod cluster: a p5.48xlarge EFA pool (8 x H100, 32 EFA interfaces each) and a CPU pool, FSx for
+Lustre for checkpoints and token files, an S3 data set, Kueue with topology-aware placement, and DCGM.
 
-Two jobs, shaped like the seeds' EKS examples: kubetrain's FSDP trainer, and Megatron-LM as a
-command job (TP=2, PP=1, global batch 512, micro batch 2). Both get every GPU and EFA interface of
-the node, huge pages for the EFA driver, a memory-backed /dev/shm, and the NCCL environment
-kubetrain.nccl chooses for aws-ofi-nccl >= 1.7.
+Two jobs, shaped like the seeds' EKS examples: kubetrain's FSDP trainer, and Megatron-LM as a command
+job (TP=2, PP=1, global batch 512, micro batch 2). Both run on the p5 pool through the `training`
+queue, packed into one EC2 network layer; each pod gets every GPU and EFA interface of its node,
+huge pages for the EFA driver, a memory-backed /dev/shm, and the NCCL environment kubetrain chooses
+for aws-ofi-nccl >= 1.7. Subnets, security groups, the node role and the file system are this
+account's; replace them with yours.
 """
 
 from kubetrain import (
     App,
     ClaimVolume,
     Cluster,
+    ClusterQueue,
     Command,
+    CpuNodePool,
+    DcgmExporter,
+    EfaNodePool,
+    FsxLustre,
+    LocalQueue,
     NcclTest,
     NodeResources,
     Parallelism,
+    PodSecurity,
+    ResourceFlavor,
     RunConfig,
+    S3Bucket,
+    Topology,
+    TopologyPlacement,
     Trainer,
     TrainingJob,
     TrainingJobProps,
-    k8s,
+    TrainingPodMonitor,
 )
 
 NAMESPACE = "ml-prod"
@@ -29,17 +43,30 @@ P5_NODE = NodeResources(cpu="184", memory="1800Gi", accelerators=8, efa=32, shm=
 
 def define(app: App) -> Cluster:
     cluster = Cluster(app, "prod", kubernetes_version="1.33", namespaces=[NAMESPACE], run_names="content-hash")
-    # FSx for Lustre, provisioned by the FSx CSI driver's StorageClass.
-    k8s.KubePersistentVolumeClaim(cluster, "fsx", metadata=k8s.ObjectMeta(name="fsx", namespace=NAMESPACE),
-                                  spec=k8s.PersistentVolumeClaimSpec(
-                                      access_modes=["ReadWriteMany"], storage_class_name="fsx-lustre",
-                                      resources=k8s.VolumeResourceRequirements(
-                                          requests={"storage": k8s.Quantity.from_string("4800Gi")})))
-    fsx = ClaimVolume(name="fsx", claim="fsx", mount_path="/fsx")
+    p5 = EfaNodePool(cluster, "p5", instance_types=[P5], zones=["us-west-2a"], subnet_ids=["subnet-0abc"],
+                     security_group_ids=["sg-0efa"], role="KarpenterNodeRole-prod", capacity_type="reserved",
+                     capacity_reservation_ids=["cr-0123456789abcdef0"], max_nodes=16, static_nodes=16)
+    cpu = CpuNodePool(cluster, "cpu", instance_types=["m5.4xlarge", "c5.4xlarge"], zones=["us-west-2a", "us-west-2b"],
+                      subnet_ids=["subnet-0abc", "subnet-0def"], security_group_ids=["sg-0node"],
+                      role="KarpenterNodeRole-prod", max_nodes=20)
+    fsx = FsxLustre(cluster, "fsx", namespace=NAMESPACE, file_system_id="fs-0123456789abcdef0",
+                    dns_name="fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com", mount_name="abcdefgh",
+                    capacity_gib=4800)
+    datasets = S3Bucket(cluster, "datasets", namespace=NAMESPACE, bucket_name="corp-datasets", region="us-west-2")
+    topology = Topology(cluster, "eks-network")
+    training = ClusterQueue(cluster, "training", flavors=[ResourceFlavor(cluster, "p5", pool=p5, topology=topology),
+                                                          ResourceFlavor(cluster, "cpu", pool=cpu)])
+    queue = LocalQueue(cluster, "training", namespace=NAMESPACE, cluster_queue=training)
+    DcgmExporter(cluster, "dcgm-exporter", pools=[p5])
+    TrainingPodMonitor(cluster, "training", namespace=NAMESPACE)
+    PodSecurity(cluster)
 
+    on_p5 = {"pool": p5, "queue": queue, "resources": P5_NODE, "nodes": 2, "procs_per_node": 8,
+             "placement": TopologyPlacement(level="topology.k8s.aws/network-node-layer-3", mode="required"),
+             "volumes": [ClaimVolume(name="fsx", claim=fsx, mount_path="/fsx"),
+                         ClaimVolume(name="datasets", claim=datasets, mount_path="/datasets", read_only=True)]}
     TrainingJob(cluster, "gpt-1b-fsdp", TrainingJobProps(
-        name="gpt-1b-fsdp", image="ghcr.io/kubetrain/kubetrain:0.1.0", nodes=2, procs_per_node=8,
-        instance_type=P5, resources=P5_NODE, env={"NCCL_DEBUG": "WARN"}, volumes=[fsx],
+        name="gpt-1b-fsdp", image="ghcr.io/kubetrain/kubetrain:0.1.0", env={"NCCL_DEBUG": "WARN"}, **on_p5,
         workload=Trainer(run=RunConfig.model_validate({
             "model": {"vocab_size": 50304, "dim": 2048, "n_layers": 24, "n_heads": 16},
             "data": {"source": "tokens", "path": "/fsx/data/fineweb-edu-10b.bin", "seq_len": 2048},
@@ -56,9 +83,8 @@ def define(app: App) -> Cluster:
     # PyTorchJob contract, the script and its arguments are Megatron's own.
     checkpoints = "/fsx/checkpoints/megatron-gpt"
     TrainingJob(cluster, "megatron-gpt", TrainingJobProps(
-        name="megatron-gpt", image="nvcr.io/nvidia/pytorch:25.04-py3", nodes=2, procs_per_node=8,
-        instance_type=P5, resources=P5_NODE, env={"NCCL_DEBUG": "WARN", "CUDA_DEVICE_MAX_CONNECTIONS": "1"},
-        volumes=[fsx],
+        name="megatron-gpt", image="nvcr.io/nvidia/pytorch:25.04-py3",
+        env={"NCCL_DEBUG": "WARN", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}, **on_p5,
         workload=Command(
             command=["/workspace/megatron-lm/pretrain_gpt.py",
                      "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "1",
@@ -67,14 +93,15 @@ def define(app: App) -> Cluster:
                      "--seq-length", "2048", "--max-position-embeddings", "2048",
                      "--train-iters", "20000", "--lr", "3e-4", "--min-lr", "3e-5", "--lr-decay-style", "cosine",
                      "--bf16", "--use-distributed-optimizer",
-                     "--data-path", "/fsx/data/fineweb-edu-10b_text_document",
-                     "--tokenizer-type", "GPT2BPETokenizer", "--vocab-file", "/fsx/data/gpt2-vocab.json",
-                     "--merge-file", "/fsx/data/gpt2-merges.txt",
+                     "--data-path", "/datasets/fineweb-edu-10b_text_document",
+                     "--tokenizer-type", "GPT2BPETokenizer", "--vocab-file", "/datasets/gpt2-vocab.json",
+                     "--merge-file", "/datasets/gpt2-merges.txt",
                      "--save", checkpoints, "--load", checkpoints, "--save-interval", "500",
                      # The collective timeout Megatron passes to init_process_group (NCCL_TIMEOUT does nothing).
                      "--distributed-timeout-minutes", "30"],
             parallelism=Parallelism(tensor=2, pipeline=1, micro_batch=2, global_batch=512),
             checkpoint_dir=checkpoints)))
+
     # Before a long run: does EFA carry the bandwidth it should? Compare the launcher's
     # "# Avg bus bandwidth" line with the job's kubetrain.dev/expected-busbw-gbytes annotation.
     NcclTest(cluster, "nccl-allreduce-p5", image="public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.40.0-ofiv1.15.0",

@@ -9,7 +9,7 @@ from cdk8s_plus_33 import k8s
 from constructs import Construct
 from pydantic import Field, field_validator
 
-from kubetrain.jobs.props import StrictProps
+from kubetrain.strict import StrictProps
 from kubetrain.diagnostics import diagnostics
 from kubetrain.names import Dns1123Label
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions

@@ -6,7 +6,7 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
-from kubetrain.jobs.props import StrictProps
+from kubetrain.strict import StrictProps
 from kubetrain.names import Dns1123Label, Dns1123Subdomain
 from training.problems import INVALID_VALUE, rule_violation
 

@@ -21,7 +21,8 @@ from constructs import Construct
 from pydantic import Field
 
 from kubetrain.cluster import Cluster, construct_id_problem
-from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef, StrictProps
+from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
+from kubetrain.strict import StrictProps
 from kubetrain.nccl import EFA_ENV
 from kubetrain.objects import api_object
 from kubetrain.rules.registry import register

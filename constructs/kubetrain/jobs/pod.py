@@ -55,6 +55,24 @@ def hugepages_2mi(job: JobSpec) -> str | None:
     return r.hugepages_2mi or (EFA_HUGEPAGES_DEFAULT if r.efa else None)
 
 
+def placement(job: JobSpec) -> dict[str, Any]:
+    """Node selector and tolerations: the pool's when the job names one, else the instance type's and the
+    accelerator's taint; the pod settings' own are added."""
+    props, pool = job.props, job.props.pool
+    if pool is not None:
+        node_selector, tolerations = pool.node_selector(), pool.tolerations()
+    else:
+        node_selector = {"node.kubernetes.io/instance-type": props.instance_type} if props.instance_type else {}
+        tolerations = []
+        if props.resources.accelerators:
+            taint = ACCELERATOR_TAINTS.get(job.accelerator_resource, job.accelerator_resource)
+            tolerations.append({"key": taint, "operator": "Exists", "effect": "NoSchedule"})
+    node_selector = node_selector | props.pod.node_selector
+    tolerations = tolerations + [t.manifest() for t in props.pod.tolerations]
+    return {**({"nodeSelector": node_selector} if node_selector else {}),
+            **({"tolerations": tolerations} if tolerations else {})}
+
+
 def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     props, pod = job.props, job.props.pod
     mounts: list[dict[str, Any]] = [{"name": "shm", "mountPath": SHM_MOUNT}]
@@ -84,19 +102,11 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [container], "volumes": volumes,
                             # Training pods do not call the API server: no token unless asked for.
                             "automountServiceAccountToken": pod.mount_service_account_token}
-    node_selector = ({"node.kubernetes.io/instance-type": props.instance_type} if props.instance_type else {})
-    node_selector |= pod.node_selector
-    if node_selector:
-        spec["nodeSelector"] = node_selector
-    tolerations = [t.manifest() for t in pod.tolerations]
-    if props.resources.accelerators:
-        taint = ACCELERATOR_TAINTS.get(job.accelerator_resource, job.accelerator_resource)
-        tolerations.insert(0, {"key": taint, "operator": "Exists", "effect": "NoSchedule"})
-    if tolerations:
-        spec["tolerations"] = tolerations
+    spec |= placement(job)
     if pod.affinity:
         spec["affinity"] = pod.affinity
-    optional = {"priorityClassName": pod.priority_class, "schedulerName": pod.scheduler_name,
+    scheduler = pod.scheduler_name or (props.queue.scheduler_name if props.queue else None)
+    optional = {"priorityClassName": pod.priority_class, "schedulerName": scheduler,
                 "serviceAccountName": pod.service_account,
                 "terminationGracePeriodSeconds": pod.termination_grace_period_s}
     spec |= {key: value for key, value in optional.items() if value is not None}
@@ -111,6 +121,8 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
         spec["imagePullSecrets"] = [{"name": name} for name in pod.image_pull_secrets]
 
     annotations = dict(pod.annotations)
+    if props.queue:
+        annotations |= props.queue.pod_annotations(props.placement)  # Kueue's topology-aware placement
     if config_hash:
         annotations[CONFIG_HASH_ANNOTATION] = config_hash
     metadata: dict[str, Any] = {"labels": {**pod.labels, **job.labels}}

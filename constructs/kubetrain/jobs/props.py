@@ -10,10 +10,16 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, InstanceOf, Tag, field_validator
+from pydantic import AfterValidator, Discriminator, Field, InstanceOf, Tag, field_validator
 
 from kubetrain.names import Dns1035Label, Dns1123Label, Dns1123Subdomain, EnvName, ImageRef, LabelKey, LabelValue
 from kubetrain.quantity import check_byte_quantity, check_quantity
+from kubetrain.platform.kueue import LocalQueue
+from kubetrain.platform.node_pools import NodePool
+from kubetrain.platform.queues import TopologyPlacement
+from kubetrain.platform.storage import Claim
+from kubetrain.platform.volcano import VolcanoQueue
+from kubetrain.strict import StrictProps
 from kubetrain.targets.base import Target
 from training.config import RunConfig
 
@@ -29,10 +35,6 @@ def _absolute(path: str) -> str:
 
 
 AbsolutePath = Annotated[str, AfterValidator(_absolute)]
-
-
-class StrictProps(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 # -- resources ----------------------------------------------------------------------------------
@@ -69,19 +71,31 @@ class _Volume(StrictProps):
 
 
 class ClaimVolume(_Volume):
-    """A PersistentVolumeClaim in the job's namespace (checkpoints, data sets): survives the pod."""
+    """A PersistentVolumeClaim in the job's namespace (checkpoints, data sets): survives the pod.
 
-    claim: Dns1123Subdomain = Field(..., description="Name of the PersistentVolumeClaim.")
+    `claim` is a platform storage object (FsxLustre, Efs, S3Bucket: the rules then know what it can do)
+    or the name of a claim defined elsewhere (assumed persistent, shared and able to rename files).
+    """
+
+    claim: Dns1123Subdomain | InstanceOf[Claim] = Field(..., description="The claim object, or a claim's name.")
     read_only: bool = Field(False, description="Mount read-only (data sets).")
-    persistent: ClassVar[bool] = True
     shared: ClassVar[bool] = True
 
     @property
+    def claim_name(self) -> str:
+        return self.claim if isinstance(self.claim, str) else self.claim.claim_name
+
+    @property
+    def persistent(self) -> bool:
+        return True if isinstance(self.claim, str) else self.claim.persistent
+
+    @property
     def mounted_read_only(self) -> bool:
-        return self.read_only
+        return self.read_only or (not isinstance(self.claim, str) and self.claim.read_only)
 
     def pod_volume(self) -> dict[str, Any]:
-        return {"persistentVolumeClaim": {"claimName": self.claim, **({"readOnly": True} if self.read_only else {})}}
+        read_only = {"readOnly": True} if self.mounted_read_only else {}
+        return {"persistentVolumeClaim": {"claimName": self.claim_name, **read_only}}
 
 
 class EmptyDirVolume(_Volume):
@@ -286,6 +300,12 @@ class TrainingJobProps(StrictProps):
     pod: PodSettings = Field(default_factory=PodSettings, description="Labels, scheduling, security, networking.")
     target: InstanceOf[Target] = Field(default_factory=_default_target,
                                        description="The operator that runs it. Default: Kubeflow PyTorchJob.")
+    pool: InstanceOf[NodePool] | None = Field(None, description="The node pool the pods run on: the instance type, "
+                                                                "node selector and tolerations come from it, and "
+                                                                "the rules check the pods fit it.")
+    queue: InstanceOf[LocalQueue] | InstanceOf[VolcanoQueue] | None = Field(
+        None, description="The queue that admits the job (gang scheduling). Default: none, scheduled at once.")
+    placement: TopologyPlacement | None = Field(None, description="Topology-aware placement of the pods (Kueue).")
     restart_policy: Literal["ExitCode", "OnFailure", "Never"] = Field(
         "ExitCode", description="`ExitCode`: a bad config (exit 1-127) fails the job at once; a job whose ranks keep "
                                 "failing (kubetrain's launcher exits 200) or a killed pod (128+) is restarted.")

@@ -42,10 +42,19 @@ class JobSpec:
         return {JOB_LABEL: self.props.name}
 
     @property
+    def object_labels(self) -> dict[str, str]:
+        """On the operator's object only: the job label and the queue's (Kueue admits the job, not its pods)."""
+        return {**self.labels, **(self.props.queue.job_labels() if self.props.queue else {})}
+
+    @property
     def definition_hash(self) -> str:
         """8 hex digits of the definition's SHA-256: a changed job is a new run, never a patched one."""
-        definition = {"props": self.props.model_dump(mode="json", exclude={"target"}),
-                      "target": [type(self.props.target).__name__, self.props.target.model_dump(mode="json")]}
+        definition = {"props": self.props.model_dump(mode="json", exclude={"target", "pool", "queue", "volumes"}),
+                      "target": [type(self.props.target).__name__, self.props.target.model_dump(mode="json")],
+                      "pool": self.props.pool.name if self.props.pool else None,
+                      "queue": self.props.queue.name if self.props.queue else None,
+                      "volumes": [{**v.model_dump(mode="json", exclude={"claim"}),
+                                   "claim": getattr(v, "claim_name", None)} for v in self.props.volumes]}
         return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:8]
 
     @property

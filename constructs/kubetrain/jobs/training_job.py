@@ -53,7 +53,9 @@ class TrainingJob(Construct):
         namespace, problems = scope.check_namespace(validated.namespace)
         where = f"{scope.props.name}/{namespace}/{validated.name}"
         if not problems:
-            spec = JobSpec(validated, namespace, scope.props.name, scope.instance_type(validated.instance_type),
+            instance_type = validated.instance_type or (validated.pool.instance_type.name
+                                                        if validated.pool and validated.pool.instance_type else None)
+            spec = JobSpec(validated, namespace, scope.props.name, scope.instance_type(instance_type),
                            create_once=scope.props.run_names == "content-hash")
             problems = check_job(spec)
             names = {spec.name: "name", **{n: "name" for n in validated.target.derived_names(spec)}}

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import Field, InstanceOf, model_validator
 
 from kubetrain.cluster import Cluster
-from kubetrain.jobs.props import StrictProps
+from kubetrain.strict import StrictProps
 from kubetrain.names import Dns1123Label, Dns1123Subdomain
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, NodePool

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import Field, InstanceOf
 
 from kubetrain.cluster import Cluster
-from kubetrain.jobs.props import StrictProps
+from kubetrain.strict import StrictProps
 from kubetrain.names import Dns1123Label, ImageRef
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.platform.construct import PlatformConstruct

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from kubetrain.cluster import Cluster
-from kubetrain.jobs.props import StrictProps
+from kubetrain.strict import StrictProps
 from kubetrain.names import Dns1123Label
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.efa import NcclProfile

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from kubetrain.cluster import Cluster
-from kubetrain.jobs.props import StrictProps
+from kubetrain.strict import StrictProps
 from kubetrain.rules.registry import register
 from training.problems import Problem
 

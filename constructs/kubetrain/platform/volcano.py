@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import Field
 
 from kubetrain.cluster import Cluster
-from kubetrain.jobs.props import StrictProps
+from kubetrain.strict import StrictProps
 from kubetrain.names import Dns1123Subdomain
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system

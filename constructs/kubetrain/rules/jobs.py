@@ -12,10 +12,12 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from math import gcd
 
-from kubetrain.jobs.pod import hugepages_2mi
+from kubetrain.jobs.pod import container_resources, hugepages_2mi, placement
 from kubetrain.jobs.props import ClaimVolume
 from kubetrain.jobs.spec import RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
+from kubetrain.platform.node_pools import pool_placement_problems
+from kubetrain.platform.storage import Claim, checkpoint_volume_problems, dataset_volume_problems
 from kubetrain.nccl import FORBIDDEN_EFA_ENV, FORBIDDEN_SOCKET_IFNAMES
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.ranges import counts_dividing, describe, divisors, gaps
@@ -53,7 +55,31 @@ def check_job(job: JobSpec) -> list[Problem]:
             continue
         for path, message, *fix in check(job):
             problems.append(Problem(rule.code, path, message, fix[0] if fix else rule.fix))
-    return problems + batch_divides(job) + list(job.props.target.check(job))
+    return problems + batch_divides(job) + platform_problems(job) + list(job.props.target.check(job))
+
+
+def platform_problems(job: JobSpec) -> list[Problem]:
+    """The job against the platform objects it names: its pool (KT401-KT403), its storage (KT412, KT413) and
+    its queue's placement (KT421). The checks are the platform modules'; they declare the rules."""
+    props, problems = job.props, []
+    if props.pool is not None:
+        pod = placement(job)
+        problems += pool_placement_problems(props.pool, container_resources(job)["requests"],
+                                            pod.get("tolerations", []))
+    checkpoint = job.volume_at(job.checkpoint_dir) if job.checkpoint_dir else None
+    if isinstance(checkpoint, ClaimVolume) and isinstance(checkpoint.claim, Claim):
+        field = "workload.run.checkpoint.dir" if job.trainer else "workload.checkpoint_dir"
+        problems += checkpoint_volume_problems(checkpoint.claim, field)
+    data = job.trainer.run.data.path if job.trainer and job.trainer.run.data.source == "tokens" else None
+    dataset = job.volume_at(data) if data else None
+    if isinstance(dataset, ClaimVolume) and isinstance(dataset.claim, Claim) and dataset is not checkpoint:
+        problems += dataset_volume_problems(dataset.claim, f"volumes.{props.volumes.index(dataset)}")
+    if props.queue is not None:
+        problems += props.queue.placement_problems(props.placement)
+    elif props.placement is not None:
+        problems.append(Problem("KT421", "placement", "topology placement needs a queue to honour it",
+                                "set queue= a Kueue LocalQueue whose flavors have a Topology, or drop placement"))
+    return problems
 
 
 # -- names and placement --------------------------------------------------------------------------
@@ -120,7 +146,7 @@ def instance_type_known(job: JobSpec) -> Iterator[Violation]:
           fix="request at most the node's allocatable CPU and memory", source="Karpenter (kube-reserved, eviction)")
 def requests_fit_allocatable(job: JobSpec) -> Iterator[Violation]:
     node = job.instance
-    if node is None:
+    if node is None or job.props.pool is not None:  # a pool's fit is KT401's, over every type of the pool
         return
     r = job.props.resources
     cpu, memory = Decimal(str(node.allocatable_cpu())), Decimal(str(node.allocatable_memory()))

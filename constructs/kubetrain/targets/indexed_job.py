@@ -62,7 +62,7 @@ class IndexedJob(Target):
         pod = {**pod_template, "spec": {**pod_template["spec"], "restartPolicy": "Never", "subdomain": job.name}}
         batch_job = {
             "apiVersion": self.api_version, "kind": self.kind,
-            "metadata": {"name": job.name, "namespace": job.namespace, "labels": labels},
+            "metadata": {"name": job.name, "namespace": job.namespace, "labels": job.object_labels},
             "spec": {
                 "completionMode": "Indexed", "completions": props.nodes, "parallelism": props.nodes,
                 "backoffLimitPerIndex": props.backoff_limit, "maxFailedIndexes": 0,

@@ -80,7 +80,7 @@ class PyTorchJob(Target):
                 spec["pytorchReplicaSpecs"]["Worker"] = {"replicas": props.nodes - 1, **replica}
         return [{"apiVersion": self.api_version, "kind": self.kind,
                  "metadata": {"name": job.name, "namespace": job.namespace,
-                              "labels": job.labels},
+                              "labels": job.object_labels},
                  "spec": spec}]
 
     @classmethod

@@ -97,7 +97,8 @@ class TrainJob(Target):
         if self.active_deadline_seconds is not None:
             spec["activeDeadlineSeconds"] = self.active_deadline_seconds
         job_object = {"apiVersion": self.api_version, "kind": self.kind,
-                      "metadata": {"name": job.name, "namespace": job.namespace, "labels": labels}, "spec": spec}
+                      "metadata": {"name": job.name, "namespace": job.namespace, "labels": job.object_labels},
+                      "spec": spec}
         return [job_object, runtime]
 
     @classmethod

@@ -1,0 +1,69 @@
+"""A job placed on platform objects: its pool, its storage and its queue decide the pod, and the rules check it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain import (
+    App,
+    ClaimVolume,
+    Cluster,
+    ClusterQueue,
+    EfaNodePool,
+    LocalQueue,
+    ResourceFlavor,
+    S3Bucket,
+    Topology,
+    TopologyPlacement,
+    TrainingJob,
+)
+from kubetrain.diagnostics import diagnostics
+from kubetrain.output.manifests import check_objects, render_objects
+
+RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
+
+
+def fleet(**job: Any) -> tuple[dict[str, dict], list[tuple[str, str]]]:
+    app = App()
+    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    pool = EfaNodePool(cluster, "p5", instance_types=["p5.48xlarge"], zones=["us-west-2a"], subnet_ids=["subnet-1"],
+                       security_group_ids=["sg-1"], role="NodeRole", max_nodes=4, static_nodes=4)
+    flavor = ResourceFlavor(cluster, "p5", pool=pool, topology=Topology(cluster, "net"))
+    queue = LocalQueue(cluster, "training", namespace="ml", cluster_queue=ClusterQueue(cluster, "q", flavors=[flavor]))
+    bucket = S3Bucket(cluster, "bucket", namespace="ml", bucket_name="corp-data", region="us-west-2")
+    props = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "pool": pool, "queue": queue,
+             "resources": {"cpu": "96", "memory": "1000Gi", "accelerators": 8, "efa": 32},
+             "volumes": [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}],
+             "workload": {"kind": "trainer", "run": RUN}}
+    job = {key: (bucket if value == "BUCKET" else value) for key, value in job.items()}
+    if job.pop("bucket_checkpoints", False):
+        job["volumes"] = [ClaimVolume(name="ckpt", claim=bucket, mount_path="/ckpt")]
+    TrainingJob(cluster, "job", {**props, **job})
+    found = diagnostics(app)
+    if found.errors:
+        return {}, [(f.problem.code, f.problem.path) for f in found.errors]
+    objects = render_objects(app)
+    check_objects(objects)
+    return {str(path): obj for path, obj in objects.items()}, []
+
+
+def test_the_pool_and_queue_decide_where_and_when_the_pods_run():
+    objects, problems = fleet(placement=TopologyPlacement(level="topology.k8s.aws/network-node-layer-3"))
+    assert not problems
+    job = objects["c/ml/PyTorchJob.job.yaml"]
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "training"
+    template = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+    assert "kueue.x-k8s.io/queue-name" not in template["metadata"]["labels"], "Kueue admits the job, not its pods"
+    assert template["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] == \
+        "topology.k8s.aws/network-node-layer-3"
+    assert template["spec"]["nodeSelector"] == {"karpenter.sh/nodepool": "p5", "topology.kubernetes.io/zone": "us-west-2a"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in template["spec"]["tolerations"]
+    assert "suspend" not in job["spec"].get("runPolicy", {}), "Kueue owns suspend"
+
+
+def test_the_rules_check_the_job_against_its_platform():
+    assert ("KT403", "resources.vpc.amazonaws.com/efa") in fleet(resources={"cpu": "96", "memory": "1000Gi", "accelerators": 8})[1]
+    assert ("KT401", "resources.memory") in fleet(resources={"cpu": "191", "memory": "2000Gi", "accelerators": 8,
+                                                      "efa": 32})[1]
+    assert ("KT412", "workload.run.checkpoint.dir") in fleet(bucket_checkpoints=True)[1]
+    assert ("KT421", "placement") in fleet(queue=None, placement=TopologyPlacement(level="kubernetes.io/hostname"))[1]
