@@ -20,6 +20,7 @@ from kubetrain import (
     EfaNodePool,
     FsxLustre,
     LocalQueue,
+    NcclProfile,
     NcclTest,
     NodeResources,
     Parallelism,
@@ -61,7 +62,9 @@ def define(app: App) -> Cluster:
     TrainingPodMonitor(cluster, "training", namespace=NAMESPACE)
     PodSecurity(cluster)
 
-    on_p5 = {"pool": p5, "queue": queue, "resources": P5_NODE, "nodes": 2, "procs_per_node": 8,
+    # What the images ship decides the NCCL/EFA environment (domain-facts 8).
+    stack = NcclProfile(aws_ofi_nccl="1.14.0", nccl="2.26.2")
+    on_p5 = {"pool": p5, "queue": queue, "nccl": stack, "resources": P5_NODE, "nodes": 2, "procs_per_node": 8,
              "placement": TopologyPlacement(level="topology.k8s.aws/network-node-layer-3", mode="required"),
              "volumes": [ClaimVolume(name="fsx", claim=fsx, mount_path="/fsx"),
                          ClaimVolume(name="datasets", claim=datasets, mount_path="/datasets", read_only=True)]}

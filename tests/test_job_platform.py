@@ -67,3 +67,19 @@ def test_the_rules_check_the_job_against_its_platform():
                                                       "efa": 32})[1]
     assert ("KT412", "workload.run.checkpoint.dir") in fleet(bucket_checkpoints=True)[1]
     assert ("KT421", "placement") in fleet(queue=None, placement=TopologyPlacement(level="kubernetes.io/hostname"))[1]
+
+
+def test_the_nccl_environment_comes_from_the_images_versions():
+    from kubetrain import NcclProfile
+
+    def env(profile: NcclProfile) -> dict[str, str]:
+        objects, problems = fleet(nccl=profile)
+        assert not problems
+        container = objects["c/ml/PyTorchJob.job.yaml"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"][
+            "containers"][0]
+        return {e["name"]: e["value"] for e in container["env"]}
+
+    new, old = env(NcclProfile(aws_ofi_nccl="1.14.0", nccl="2.26.2")), env(NcclProfile(aws_ofi_nccl="1.5.0",
+                                                                                          nccl="2.18.1"))
+    assert new["NCCL_TUNER_PLUGIN"] == "libnccl-ofi-tuner.so" and "FI_PROVIDER" not in new
+    assert old["FI_PROVIDER"] == "efa" and old["NCCL_NVLS_ENABLE"] == "0" and "NCCL_TUNER_PLUGIN" not in old

@@ -29,7 +29,7 @@ def container_env(job: JobSpec) -> dict[str, str]:
     if job.uses_gpus:
         env |= GPU_ENV | NCCL_FAULT_ENV
     if job.props.resources.efa:
-        env |= EFA_ENV
+        env |= job.props.nccl.environment() if job.props.nccl else EFA_ENV
     return env | job.props.env
 
 
@@ -114,6 +114,8 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
         context = {"runAsUser": pod.security_context.run_as_user, "runAsGroup": pod.security_context.run_as_group,
                    "fsGroup": pod.security_context.fs_group, "runAsNonRoot": pod.security_context.run_as_non_root}
         spec["securityContext"] = {key: value for key, value in context.items() if value is not None}
+    if props.nccl and props.nccl.host_network and not pod.host_network:
+        spec |= props.nccl.pod_fields()
     if pod.host_network:
         # The pod keeps resolving cluster names (Services, the master pod) on the node's network.
         spec |= {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"}

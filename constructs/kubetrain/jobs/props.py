@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Discriminator, Field, InstanceOf, Tag, fiel
 
 from kubetrain.names import Dns1035Label, Dns1123Label, Dns1123Subdomain, EnvName, ImageRef, LabelKey, LabelValue
 from kubetrain.quantity import check_byte_quantity, check_quantity
+from kubetrain.platform.efa import NcclProfile
 from kubetrain.platform.kueue import LocalQueue
 from kubetrain.platform.node_pools import NodePool
 from kubetrain.platform.queues import TopologyPlacement
@@ -306,6 +307,9 @@ class TrainingJobProps(StrictProps):
     queue: InstanceOf[LocalQueue] | InstanceOf[VolcanoQueue] | None = Field(
         None, description="The queue that admits the job (gang scheduling). Default: none, scheduled at once.")
     placement: TopologyPlacement | None = Field(None, description="Topology-aware placement of the pods (Kueue).")
+    nccl: NcclProfile | None = Field(None, description="The image's aws-ofi-nccl and NCCL versions: an EFA job's "
+                                                       "environment is derived from them. Default: aws-ofi-nccl "
+                                                       ">= 1.7 on the pod network (kubetrain.nccl).")
     restart_policy: Literal["ExitCode", "OnFailure", "Never"] = Field(
         "ExitCode", description="`ExitCode`: a bad config (exit 1-127) fails the job at once; a job whose ranks keep "
                                 "failing (kubetrain's launcher exits 200) or a killed pod (128+) is restarted.")
