@@ -22,8 +22,6 @@ from kubetrain import App, ClaimVolume, Cluster, NodeResources, RunConfig, Train
 from kubetrain.output.manifests import render_objects, synth
 from kubetrain.output.validate import validate_manifests
 
-import cdk8s  # noqa: E402  (after kubetrain, which points jsii at the wheel's Node)
-
 RUN = RunConfig.model_validate({"model": {"vocab_size": 512, "dim": 64, "n_layers": 2, "n_heads": 4},
                                 "batch": {"global_size": 16, "micro_size": 4}, "max_steps": 100,
                                 "checkpoint": {"dir": "/checkpoints/run"}})
@@ -46,6 +44,8 @@ def kubetrain_synth(jobs: int, out: Path) -> int:
 
 
 def cdk8s_floor(objects: list[dict], out: Path) -> None:
+    import cdk8s  # after kubetrain, which points jsii at the wheel's Node
+
     app = cdk8s.App(outdir=str(out), yaml_output_type=cdk8s.YamlOutputType.FILE_PER_RESOURCE)
     chart = cdk8s.Chart(app, "bench", disable_resource_name_hashes=True)
     for i, obj in enumerate(objects):

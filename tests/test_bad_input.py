@@ -7,7 +7,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import kubetrain, read_tree, run
 
 BAD_FLEET = '''

@@ -10,7 +10,6 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from kubetrain import App, Cluster, ConfigError, TrainingJob
 from kubetrain.diagnostics import diagnostics
 from kubetrain.output.manifests import render

@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 import pytest
-
 from conftest import ROOT, kubetrain
 from kubetrain import App, Cluster, TrainingJob
 from kubetrain.diagnostics import diagnostics
@@ -138,9 +137,8 @@ def test_readme_rule_table_is_the_registry():
 
 
 def test_explain_every_code():
-    from typer.testing import CliRunner
-
     from kubetrain.cli import app
+    from typer.testing import CliRunner
 
     runner = CliRunner()
     for rule in every_rule():

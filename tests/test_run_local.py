@@ -8,11 +8,9 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, dist_file, kubetrain
 from kubetrain.jobs.launch import EXIT_RETRY
 from kubetrain.local.run_local import expand_env_refs, find_job, plan_job

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, dist_file, kubetrain, read_tree, run
 
 

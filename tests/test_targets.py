@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import kubetrain
 from kubetrain import App, Cluster, IndexedJob, TrainingJob, TrainJob
 from kubetrain.diagnostics import diagnostics

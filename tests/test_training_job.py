@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from kubetrain import (
     App,
     ClaimVolume,
@@ -25,6 +24,7 @@ from kubetrain import (
 from kubetrain.diagnostics import diagnostics
 from kubetrain.output.manifests import render
 from kubetrain.output.validate import Schemas, validate_manifests
+
 from training.config import RunConfig, load_run_config
 
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}

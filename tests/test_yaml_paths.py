@@ -6,9 +6,9 @@ import math
 
 import pytest
 import yaml
-
 from conftest import ROOT
 from kubetrain.output.validate import _differs_in_yaml_12, parse_documents
+
 from training.config import StrictYamlLoader
 
 TRICKY = ["a: yes", "a: On", "a: 0777", "a: 0o17", "a: 1:30", "a: 1e3", "a: 1.5e3", "a: 2001-12-14", "a: =",

@@ -185,7 +185,8 @@ def diff(
     format: Annotated[str, typer.Option(help="text, or markdown for a pull-request comment.")] = "text",
 ) -> None:
     """Show what changed in dist/ since a git revision: objects, field paths, and the training meaning."""
-    from kubetrain.gitops.diff import DiffInputError, diff as semantic_diff, render_markdown, render_text
+    from kubetrain.gitops.diff import DiffInputError, render_markdown, render_text
+    from kubetrain.gitops.diff import diff as semantic_diff
 
     if format not in ("text", "markdown"):
         _print_errors([f"--format {format!r} is not text or markdown"])

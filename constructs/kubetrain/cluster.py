@@ -6,15 +6,15 @@ from typing import Any, Literal
 
 import cdk8s
 from cdk8s_plus_33 import k8s
-from constructs import Construct
 from pydantic import Field, field_validator
 
-from kubetrain.strict import StrictProps
+from constructs import Construct
 from kubetrain.diagnostics import diagnostics
 from kubetrain.names import Dns1123Label
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
 from kubetrain.platform.instances import BUILTIN_CATALOG, InstanceType
 from kubetrain.rules.registry import register
+from kubetrain.strict import StrictProps
 from training.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
 
 # Namespaces the control plane creates and owns; kubetrain's objects never go there.

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from constructs import Construct
-
 from kubetrain.rules.registry import Severity, severity
 from training.problems import ConfigError, Problem
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import cdk8s
+
 from constructs import Construct
 
 

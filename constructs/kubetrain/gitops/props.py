@@ -6,8 +6,8 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
-from kubetrain.strict import StrictProps
 from kubetrain.names import Dns1123Label, Dns1123Subdomain
+from kubetrain.strict import StrictProps
 from training.problems import INVALID_VALUE, rule_violation
 
 # https://host/path, ssh://user@host/path or scp-like user@host:path: the forms Argo CD's repo server clones.

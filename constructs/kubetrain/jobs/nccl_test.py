@@ -17,15 +17,15 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import cdk8s
-from constructs import Construct
 from pydantic import Field
 
+from constructs import Construct
 from kubetrain.cluster import Cluster, construct_id_problem
 from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
-from kubetrain.strict import StrictProps
 from kubetrain.nccl import EFA_ENV
 from kubetrain.objects import api_object
 from kubetrain.rules.registry import register
+from kubetrain.strict import StrictProps
 from training.problems import ConfigError, Problem, validate_model
 
 EXPECTED_BUSBW_ANNOTATION = "kubetrain.dev/expected-busbw-gbytes"

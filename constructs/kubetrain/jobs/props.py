@@ -13,13 +13,13 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 from pydantic import AfterValidator, Discriminator, Field, InstanceOf, Tag, field_validator
 
 from kubetrain.names import Dns1035Label, Dns1123Label, Dns1123Subdomain, EnvName, ImageRef, LabelKey, LabelValue
-from kubetrain.quantity import check_byte_quantity, check_quantity
 from kubetrain.platform.efa import NcclProfile
 from kubetrain.platform.kueue import LocalQueue
 from kubetrain.platform.node_pools import NodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano import VolcanoQueue
+from kubetrain.quantity import check_byte_quantity, check_quantity
 from kubetrain.strict import StrictProps
 from kubetrain.targets.base import Target
 from training.config import RunConfig

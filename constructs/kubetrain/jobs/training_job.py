@@ -12,19 +12,20 @@ nothing, and synth reports every problem of the fleet together.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import cdk8s
-from constructs import Construct
 
+from constructs import Construct
 from kubetrain.cluster import Cluster, construct_id_problem
 from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
 from kubetrain.objects import api_object
 from kubetrain.rules.jobs import check_job
+from kubetrain.strict import as_fields
 from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
 
 
@@ -45,7 +46,7 @@ class TrainingJob(Construct):
         self.spec: JobSpec | None = None
         report = scope.diagnostics
         try:
-            validated = validate_model(TrainingJobProps, {"name": id, **_as_fields(props), **kwargs}, where)
+            validated = validate_model(TrainingJobProps, {"name": id, **as_fields(props), **kwargs}, where)
         except ConfigError as error:
             problems = [replace(p, path=_without_union_tags(p.path)) for p in error.problems]
             report.report(where, problems + self._attach(scope, scope.default_namespace, id))
@@ -123,12 +124,3 @@ _UNION_TAGS = {"trainer", "command", "ClaimVolume", "EmptyDirVolume", "ConfigMap
 def _without_union_tags(path: str) -> str:
     """pydantic puts a tagged union's tag in the error path (workload.trainer.run...); users wrote workload.run..."""
     return ".".join(part for part in path.split(".") if part not in _UNION_TAGS)
-
-
-def _as_fields(props: TrainingJobProps | Mapping[str, Any] | None) -> dict[str, Any]:
-    """A props object's fields as set by the user (nested objects kept as objects), or a dict as given."""
-    if props is None:
-        return {}
-    if isinstance(props, TrainingJobProps):
-        return {name: getattr(props, name) for name in props.model_fields_set}
-    return dict(props)

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from constructs import Construct
 from kubetrain.cluster import Cluster, construct_id_problem
 from kubetrain.objects import api_object
+from kubetrain.strict import as_fields
 from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
 
 
@@ -30,7 +31,7 @@ class PlatformConstruct(Construct):
         if not isinstance(scope, Cluster):
             raise ConfigError(id, [Problem(INVALID_VALUE, "scope", f"a {self.kind} must be created inside a "
                                            f"Cluster, not in {type(scope).__name__}", "pass the Cluster first")])
-        fields = _as_fields(props)
+        fields = as_fields(props)
         if named:
             fields = {"name": id, **fields}
         self.props = validate_model(self.Props, {**fields, **kwargs}, f"{scope.props.name}/{id}")
@@ -55,10 +56,3 @@ class PlatformConstruct(Construct):
         self.emitted = True
         return True
 
-
-def _as_fields(props: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
-    if props is None:
-        return {}
-    if isinstance(props, BaseModel):
-        return {name: getattr(props, name) for name in props.model_fields_set}
-    return dict(props)

@@ -21,13 +21,13 @@ from typing import Any, Literal
 from pydantic import Field, InstanceOf, model_validator
 
 from kubetrain.cluster import Cluster
-from kubetrain.strict import StrictProps
 from kubetrain.names import Dns1123Label, Dns1123Subdomain
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, NodePool
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.registry import register
+from kubetrain.strict import StrictProps
 from training.problems import Problem, rule_violation
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"

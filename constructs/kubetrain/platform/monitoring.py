@@ -17,7 +17,6 @@ from typing import Any
 from pydantic import Field, InstanceOf
 
 from kubetrain.cluster import Cluster
-from kubetrain.strict import StrictProps
 from kubetrain.names import Dns1123Label, ImageRef
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.platform.construct import PlatformConstruct
@@ -29,6 +28,7 @@ from kubetrain.platform.security import (
     record_namespace_level,
 )
 from kubetrain.rules.registry import register
+from kubetrain.strict import StrictProps
 from training.problems import Problem
 
 JOB_LABEL = "kubetrain.dev/job"  # every training pod carries it (jobs/pod.py)

@@ -24,13 +24,13 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from kubetrain.cluster import Cluster
-from kubetrain.strict import StrictProps
 from kubetrain.names import Dns1123Label
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.efa import NcclProfile
 from kubetrain.platform.instances import GIB, InstanceType
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.registry import register
+from kubetrain.strict import StrictProps
 from training.problems import Problem, rule_violation
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"  # Karpenter labels every node with its pool

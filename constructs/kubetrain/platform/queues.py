@@ -11,8 +11,8 @@ from typing import Literal
 from pydantic import Field
 
 from kubetrain.cluster import Cluster
-from kubetrain.strict import StrictProps
 from kubetrain.rules.registry import register
+from kubetrain.strict import StrictProps
 from training.problems import Problem
 
 QueueSystem = Literal["kueue", "volcano"]

@@ -17,10 +17,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from kubetrain.cluster import Cluster
-from kubetrain.strict import StrictProps
 from kubetrain.names import Dns1123Label
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.rules.registry import register
+from kubetrain.strict import StrictProps
 from training.problems import Problem
 
 Level = Literal["privileged", "baseline", "restricted"]

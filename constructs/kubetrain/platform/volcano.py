@@ -17,10 +17,10 @@ from typing import Any
 from pydantic import Field
 
 from kubetrain.cluster import Cluster
-from kubetrain.strict import StrictProps
 from kubetrain.names import Dns1123Subdomain
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
+from kubetrain.strict import StrictProps
 from training.problems import Problem
 
 API_VERSION = "scheduling.volcano.sh/v1beta1"

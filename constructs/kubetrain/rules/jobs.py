@@ -16,9 +16,9 @@ from kubetrain.jobs.pod import container_resources, hugepages_2mi, placement
 from kubetrain.jobs.props import ClaimVolume
 from kubetrain.jobs.spec import RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
+from kubetrain.nccl import FORBIDDEN_EFA_ENV, FORBIDDEN_SOCKET_IFNAMES
 from kubetrain.platform.node_pools import pool_placement_problems
 from kubetrain.platform.storage import Claim, checkpoint_volume_problems, dataset_volume_problems
-from kubetrain.nccl import FORBIDDEN_EFA_ENV, FORBIDDEN_SOCKET_IFNAMES
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.ranges import counts_dividing, describe, divisors, gaps
 from kubetrain.rules.registry import Rule, Severity, register
