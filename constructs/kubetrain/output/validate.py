@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
@@ -30,6 +30,7 @@ import yaml_rs
 from kubernetes_validate.utils import all_versions
 from referencing import Registry, Resource
 
+from kubetrain.output.progress import Advance, Progress, phase
 from kubetrain.output.schemas import crd_schemas, shipped_schemas
 from training.config import StrictYamlLoader
 
@@ -227,21 +228,23 @@ def manifest_files(path: Path) -> list[tuple[Path, Path]]:
     return sorted(found, key=lambda item: item[0].parts)
 
 
-def load_manifests(paths: Iterable[Path]) -> Iterator[Manifest | Finding]:
-    for path in paths:
-        for file, folder in manifest_files(path):
-            try:
-                docs = parse_documents(file.read_bytes().decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                yield Finding(str(file), "?", "", f"not UTF-8 (byte {exc.start}): manifests are UTF-8 text")
-                continue
-            except (OSError, yaml.YAMLError) as exc:
-                yield Finding(str(file), "?", "", f"cannot read YAML: {' '.join(str(exc).split())}")
-                continue
-            name = str(file)
-            for doc in docs:
-                if doc is not None:
-                    yield Manifest(name, doc, folder)
+def load_manifests(files: Iterable[tuple[Path, Path]], progress: Advance | None = None) -> Iterator[Manifest | Finding]:
+    """The objects of (file, folder) pairs from `manifest_files`, or a finding for each file that cannot be read."""
+    for count, (file, folder) in enumerate(files, 1):
+        if progress and count % 256 == 0:
+            progress(256)
+        try:
+            docs = parse_documents(file.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            yield Finding(str(file), "?", "", f"not UTF-8 (byte {exc.start}): manifests are UTF-8 text")
+            continue
+        except (OSError, yaml.YAMLError) as exc:
+            yield Finding(str(file), "?", "", f"cannot read YAML: {' '.join(str(exc).split())}")
+            continue
+        name = str(file)
+        for doc in docs:
+            if doc is not None:
+                yield Manifest(name, doc, folder)
 
 
 def _cluster_versions(manifests: list[Manifest]) -> dict[Path, str]:
@@ -270,28 +273,28 @@ def _field_path(parts: Iterable[Any]) -> str:
 
 
 def validate_objects(manifests: list[Manifest], schemas: Schemas, kubernetes_version: str | None = None,
-                     progress: Callable[[int], None] | None = None) -> list[Finding]:
+                     progress: Advance | None = None) -> list[Finding]:
     """Validate objects in memory. Each is checked against its cluster's Kubernetes version (from its
     folder's namespaces), else `kubernetes_version`, else the newest supported."""
     versions = {} if kubernetes_version else _cluster_versions(manifests)
     default = kubernetes_version or supported_kubernetes_versions()[-1]
     findings: list[Finding] = []
-    for i, m in enumerate(manifests):
+    for i, m in enumerate(manifests, 1):
         findings.extend(_validate_one(m, schemas, _version_for(m, versions, default)))
-        if progress and i % 256 == 255:
+        if progress and i % 256 == 0:
             progress(256)
-    if progress:
-        progress(len(manifests) % 256)
     return findings
 
 
 def validate_manifests(paths: list[Path], schemas: Schemas | None = None, kubernetes_version: str | None = None,
-                       progress: Callable[[int], None] | None = None) -> tuple[int, list[Finding]]:
+                       progress: Progress | None = None) -> tuple[int, list[Finding]]:
     """Validate every object under `paths`. Returns (objects checked, findings)."""
-    loaded = list(load_manifests(paths))
+    files = [item for path in paths for item in manifest_files(path)]
+    loaded = list(load_manifests(files, phase(progress, "reading", len(files))))
     findings = [item for item in loaded if isinstance(item, Finding)]
     manifests = [item for item in loaded if isinstance(item, Manifest)]
-    findings += validate_objects(manifests, schemas or Schemas(), kubernetes_version, progress)
+    findings += validate_objects(manifests, schemas or Schemas(), kubernetes_version,
+                                 phase(progress, "validating", len(manifests)))
     return len(manifests), findings
 
 
