@@ -133,8 +133,8 @@ def write_tree(files: dict[Path, str], outdir: Path) -> None:
         outdir.parent.mkdir(parents=True, exist_ok=True)
         _swap_in(files, outdir)
     except OSError as error:  # a read-only or full disk: the user's to fix, not a crash
-        raise ConfigError(str(outdir), [Problem(UNWRITABLE.code, "", f"cannot write {outdir}: {error.strerror or error}",
-                                                UNWRITABLE.fix)]) from None
+        reason = f"cannot write {outdir}: {error.strerror or error}"
+        raise ConfigError(str(outdir), [Problem(UNWRITABLE.code, "", reason, UNWRITABLE.fix)]) from None
 
 
 def _swap_in(files: dict[Path, str], outdir: Path) -> None:
@@ -165,7 +165,8 @@ def refuse_unless_replaceable(outdir: Path) -> None:
         raise ConfigError(str(outdir), [Problem(NOT_SYNTH_OUTPUT.code, "", refusal, NOT_SYNTH_OUTPUT.fix)])
 
 
-def synth(app: cdk8s.App, outdir: str | Path, validate: bool = True, progress: Progress | None = None) -> dict[Path, str]:
+def synth(app: cdk8s.App, outdir: str | Path, validate: bool = True,
+          progress: Progress | None = None) -> dict[Path, str]:
     """Render the app, validate every object (unless told not to), and swap the result into `outdir`.
     Returns what was written. Nothing is written when anything is wrong."""
     refuse_unless_replaceable(Path(outdir))  # before the work, so a wrong --outdir fails fast
