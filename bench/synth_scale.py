@@ -8,7 +8,9 @@ For each fleet size it times, in this process after jsii has started:
   (b) the raw cdk8s floor: the same objects as one ApiObject plus one JSON patch each, written by
       cdk8s's own `app.synth()`;
   (c) `kubetrain validate` of (a)'s output folder, read back from disk.
-and prints (a)/(b) (target <= 1.0 at 1,000 jobs) and (c) in objects per second (target >= 2,000).
+and prints (a)/(b) (target <= 1.0 at 1,000 jobs) and (c) in objects per second (target >= 2,000), then where
+(a)'s time went: building the fleet (the job constructs' jsii calls), rendering (`chart.to_json()`),
+validating, and writing (YAML text and files).
 """
 
 from __future__ import annotations
@@ -39,8 +41,23 @@ def fleet(jobs: int) -> App:
     return app
 
 
-def kubetrain_synth(jobs: int, out: Path) -> int:
-    return len(synth(fleet(jobs), out, validate=True))
+class PhaseTimes:
+    """A kubetrain.output.progress.Progress that records when each phase of synth starts."""
+
+    def __init__(self) -> None:
+        self.starts: list[tuple[str, float]] = [("building", time.perf_counter())]
+
+    def phase(self, name: str, total: int | None = None):
+        self.starts.append((name, time.perf_counter()))
+        return lambda count: None
+
+    def durations(self, end: float) -> dict[str, float]:
+        ends = [start for _, start in self.starts[1:]] + [end]
+        return {name: stop - start for (name, start), stop in zip(self.starts, ends)}
+
+
+def kubetrain_synth(jobs: int, out: Path, times: PhaseTimes | None = None) -> int:
+    return len(synth(fleet(jobs), out, validate=True, progress=times))
 
 
 def cdk8s_floor(objects: list[dict], out: Path) -> None:
@@ -70,14 +87,19 @@ def main() -> None:
     kubetrain_synth(2, Path(tempfile.mkdtemp()) / "warm")  # start jsii and load the schemas once
     print(f"{'jobs':>6} {'objects':>8} {'(a) kubetrain s':>16} {'(b) cdk8s s':>12} {'(a)/(b)':>8} "
           f"{'(c) validate s':>15} {'(c) objects/s':>14}")
+    breakdown = []
     for jobs in args.jobs:
         work = Path(tempfile.mkdtemp(prefix="synth-scale-"))
-        a, count = timed(lambda: kubetrain_synth(jobs, work / "dist"))
+        times = PhaseTimes()
+        a, count = timed(lambda: kubetrain_synth(jobs, work / "dist", times))
+        breakdown.append((jobs, times.durations(times.starts[0][1] + a)))
         objects = list(render_objects(fleet(jobs)).values())
         b, _ = timed(lambda: cdk8s_floor(objects, work / "floor"))
         c, (checked, findings) = timed(lambda: validate_manifests([work / "dist"]))
         assert not findings and checked == count
         print(f"{jobs:>6} {count:>8} {a:>16.2f} {b:>12.2f} {a / b:>8.2f} {c:>15.2f} {checked / c:>14.0f}")
+    for jobs, durations in breakdown:
+        print(f"(a) at {jobs} jobs: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in durations.items()))
 
 
 if __name__ == "__main__":

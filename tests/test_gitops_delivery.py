@@ -64,8 +64,10 @@ def test_finalize_is_pure(rendered: dict[Path, dict]) -> None:
 def test_project_allows_exactly_what_the_fleet_emits(delivered: dict[Path, dict]) -> None:
     spec = _at(delivered, "argocd/argocd/AppProject.kubetrain.yaml")["spec"]
     assert spec["sourceRepos"] == [REPO]
+    # Each cluster's namespaces, its own and those its platform objects create (the DCGM exporter's).
     assert spec["destinations"] == [{"name": "dev", "namespace": "ml-dev"},
-                                    {"server": "https://prod.example.com:6443", "namespace": "ml-prod"}]
+                                    {"server": "https://prod.example.com:6443", "namespace": "ml-prod"},
+                                    {"server": "https://prod.example.com:6443", "namespace": "gpu-monitoring"}]
     cluster_kinds = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]}
     namespaced = {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]}
     fleet = [obj for path, obj in delivered.items() if path.parts[0] != "argocd"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, dist_file, kubetrain, read_tree, run
@@ -60,3 +61,50 @@ def test_cdk8s_cli_synth_writes_the_same_without_a_system_node(synthesized, tmp_
     result = run([sys.executable, "-m", "kubetrain", "cdk8s", "synth"], cwd=work, env={"PATH": str(empty)})
     assert result.returncode == 0, result.stdout + result.stderr
     assert read_tree(work / "dist") == synthesized
+
+
+def test_validate_never_starts_jsii():
+    # `kubetrain validate` and its module import no cdk8s (so no Node process starts): -X importtime names
+    # every module a run imports.
+    result = run([sys.executable, "-X", "importtime", "-m", "kubetrain", "validate", "dist"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    imported = result.stderr
+    assert "kubetrain.output.validate" in imported
+    assert " cdk8s" not in imported and " jsii" not in imported and "kubetrain.output.manifests" not in imported
+
+
+def test_render_steps_run_after_every_chart_and_their_objects_are_validated(tmp_path):
+    from apps import build
+    from kubetrain.output.manifests import add_render_step, manifest_path, synth
+    from training.problems import ConfigError
+
+    def annotate(objects):
+        for obj in objects.values():
+            obj["metadata"].setdefault("annotations", {})["argocd.argoproj.io/sync-wave"] = "1"
+        extra = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "added", "namespace": "ml-dev"},
+                 "data": {"a": "b"}}
+        objects[manifest_path("dev", extra)] = extra
+
+    app = build()
+    add_render_step(app, annotate)
+    written = synth(app, tmp_path / "out")
+    assert Path("dev/ml-dev/ConfigMap.added.yaml") in written
+    assert all("argocd.argoproj.io/sync-wave: '1'" in text
+               for path, text in written.items() if path.name != "ConfigMap.added.yaml")
+
+    broken = build()
+    job = dist_file("dev", "PyTorchJob", "tiny-gpt").relative_to(ROOT / "dist")
+    add_render_step(broken, lambda objects: objects[job]["spec"].update({"runPolicyy": {}}))
+    with pytest.raises(ConfigError) as raised:
+        synth(broken, tmp_path / "never")
+    assert "[KT602]" in "\n".join(raised.value.lines()) and "'runPolicyy' was unexpected" in "\n".join(
+        raised.value.lines())
+    assert not (tmp_path / "never").exists()
+
+
+def test_an_outdir_below_a_file_is_refused_before_the_fleet_is_built(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    result = kubetrain("synth", "--outdir", str(tmp_path / "notes.txt" / "dist"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{tmp_path / 'notes.txt'} is not a folder" in result.stderr and "[KT601]" in result.stderr
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from pydantic import ValidationError
@@ -37,15 +37,19 @@ def run_synth(app_module: str = "apps", outdir: Path | None = None, strict: bool
               validate: bool = True) -> int:
     """Build the fleet in `app_module` (its `build()` returns a cdk8s App), validate it and write it to `outdir`."""
     from kubetrain.fleet import FleetCodeError, build_fleet
+    from kubetrain.output.manifests import refuse_unless_replaceable
     from kubetrain.output.manifests import synth as synth_app
 
     outdir = outdir or Path(os.environ.get("CDK8S_OUTDIR") or "dist")
     try:
-        fleet, found = build_fleet(app_module)
-        _print_errors([f.format() for f in found.warnings if not strict], "warning")
-        found.raise_errors(strict)
-        with progress_bar("validating") as advance:
-            written = synth_app(fleet, outdir, validate=validate, progress=advance)
+        refuse_unless_replaceable(outdir)  # before building a fleet that could not be written
+        with progress_bar() as progress:
+            if progress:
+                progress.phase("building the fleet")
+            fleet, found = build_fleet(app_module)
+            _print_errors([f.format() for f in found.warnings if not strict], "warning")
+            found.raise_errors(strict)
+            written = synth_app(fleet, outdir, validate=validate, progress=progress)
     except FleetCodeError as error:
         err.print(error.report(), markup=False, end="")
         err.print(f"synth failed; {outdir}/ was not changed", markup=False)
@@ -61,17 +65,30 @@ def run_synth(app_module: str = "apps", outdir: Path | None = None, strict: bool
     return 0
 
 
+class _TerminalProgress:
+    """kubetrain.output.progress.Progress as one rich bar whose description follows the phase."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+        self.task = bar.add_task("", total=None)
+
+    def phase(self, name: str, total: int | None = None) -> Callable[[int], None]:
+        self.bar.reset(self.task, total=total, description=name)
+        return lambda count: self.bar.advance(self.task, count)
+
+
 @contextmanager
-def progress_bar(what: str) -> Iterator[Callable[[int], None] | None]:
+def progress_bar() -> Iterator[_TerminalProgress | None]:
     """A progress bar on a terminal; nothing when output goes to a file or CI log (lines stay plain)."""
     if not err.is_terminal:
         yield None
         return
-    from rich.progress import Progress
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(console=err, transient=True) as bar:
-        task = bar.add_task(what, total=None)
-        yield lambda n: bar.advance(task, n)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        yield _TerminalProgress(bar)
 
 
 def _report(lines: list[str], outdir: Path) -> int:
@@ -113,8 +130,8 @@ def validate(
     if problems:
         _print_errors(problems)
         raise typer.Exit(EXIT_BAD_INPUT)
-    with progress_bar("validating") as advance:
-        count, findings = validate_manifests(paths, schemas, kubernetes_version, advance)
+    with progress_bar() as progress:
+        count, findings = validate_manifests(paths, schemas, kubernetes_version, progress)
     for finding in findings:
         out.print(finding.format(), markup=False)
     objects = {(f.file, f.object) for f in findings}

@@ -1,15 +1,18 @@
 """`ArgoCd(app, "argocd", props)`: the fleet's declaration that Argo CD delivers it.
 
-The construct only records the validated props on the app; synth's render passes them, with every
-rendered object, to `delivery.finalize_paths`, since the Argo CD objects depend on all the others.
+The construct records the validated props on the app and adds a render step: after every chart is
+rendered, `delivery.finalize_paths` gets all the objects, since the Argo CD objects depend on all the others.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from constructs import Construct
+from kubetrain.gitops.delivery import finalize_paths
 from kubetrain.gitops.props import ArgoCdProps
+from kubetrain.output.manifests import add_render_step
 from training.problems import validate_model
 
 _ATTRIBUTE = "_kubetrain_argocd"
@@ -20,7 +23,16 @@ class ArgoCd(Construct):
         validated = props if isinstance(props, ArgoCdProps) else validate_model(ArgoCdProps, props, where=id)
         super().__init__(scope, id)
         self.props = validated
-        setattr(scope.node.root, _ATTRIBUTE, validated)
+        app = scope.node.root
+        setattr(app, _ATTRIBUTE, validated)
+        add_render_step(app, lambda objects: _deliver(objects, validated))
+
+
+def _deliver(objects: dict[Path, dict[str, Any]], props: ArgoCdProps) -> None:
+    """The render step: every object annotated with its wave, and the Argo CD objects added."""
+    delivered = finalize_paths(objects, props)
+    objects.clear()
+    objects.update(delivered)
 
 
 def delivery_props(app: Construct) -> ArgoCdProps | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.gitops import waves
-from kubetrain.output.validate import Manifest, load_manifests
+from kubetrain.output.validate import Manifest, load_manifests, manifest_files
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class SyncObject:
 
 
 def _manifests(folder: Path) -> list[Manifest]:
-    return [m for m in load_manifests([folder]) if isinstance(m, Manifest) and isinstance(m.body, dict)]
+    return [m for m in load_manifests(manifest_files(folder)) if isinstance(m, Manifest) and isinstance(m.body, dict)]
 
 
 def _in_source(repo: Path, file: Path, source: dict[str, Any]) -> bool:

@@ -12,37 +12,20 @@ import os
 import re
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import cdk8s
-import yaml
 
+from kubetrain.output.emit import dump_manifest
+from kubetrain.output.progress import Progress, phase
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
 from kubetrain.rules.registry import register
 from training.problems import ConfigError, Problem
 
 CLUSTER_SCOPED_FOLDER = "_cluster"
-
-
-class _ManifestDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml's emitter where it exists
-    """Block style, no aliases, multi-line strings (embedded configs) as literal blocks."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_ManifestDumper.add_representer(str, _str_representer)
-
-
-def dump_manifest(obj: dict[str, Any]) -> str:
-    return yaml.dump(obj, Dumper=_ManifestDumper, sort_keys=False, default_flow_style=False, width=10_000)
 
 
 def manifest_path(chart: str, obj: dict[str, Any]) -> Path:
@@ -51,12 +34,21 @@ def manifest_path(chart: str, obj: dict[str, Any]) -> Path:
     return Path(chart, folder, f"{obj['kind']}.{metadata['name']}.yaml")
 
 
-def render_objects(app: cdk8s.App) -> dict[Path, dict[str, Any]]:
-    """Every object of every chart, by the relative path it is written to. One jsii call per chart.
-    When the fleet delivers through Argo CD (kubetrain.gitops.ArgoCd), its objects and sync waves are added."""
-    from kubetrain.gitops.construct import delivery_props
-    from kubetrain.gitops.delivery import finalize_paths
+RenderStep = Callable[[dict[Path, dict[str, Any]]], None]
+_RENDER_STEPS: weakref.WeakKeyDictionary[cdk8s.App, list[RenderStep]] = weakref.WeakKeyDictionary()
 
+
+def add_render_step(app: cdk8s.App, step: RenderStep) -> None:
+    """Run `step` after every chart of `app` is rendered, before validation and writing. It gets the objects
+    by the relative path they are written to, and may change them (an annotation, a sync wave) or add new
+    ones under new paths (`manifest_path(chart, obj)`); steps run in the order they were added. What a step
+    leaves is validated like every other object, so synth and validate still agree."""
+    _RENDER_STEPS.setdefault(app, []).append(step)
+
+
+def render_objects(app: cdk8s.App) -> dict[Path, dict[str, Any]]:
+    """Every object of every chart, by the relative path it is written to, after the app's render steps
+    (Argo CD delivery adds its objects and sync waves in one). One jsii call per chart."""
     objects: dict[Path, dict[str, Any]] = {}
     for chart in app.charts:
         chart_id = chart.node.id
@@ -67,8 +59,9 @@ def render_objects(app: cdk8s.App) -> dict[Path, dict[str, Any]]:
                     "KT010", str(path), "two objects of the same kind, namespace and name",
                     "give one of them another name")])
             objects[path] = obj
-    props = delivery_props(app)
-    return finalize_paths(objects, props) if props is not None else objects
+    for step in _RENDER_STEPS.get(app, []):
+        step(objects)
+    return objects
 
 
 def render(app: cdk8s.App) -> dict[Path, str]:
@@ -96,6 +89,12 @@ INVALID_OBJECT = register(
     fix="fix the field the message names (a JSON patch of the escape hatch, or a raw object in the fleet); if "
         "kubetrain's own output is wrong, report it",
     source="Kubernetes OpenAPI schemas; the operators' CRDs")
+UNWRITABLE = register(
+    "KT603", "error", "the output folder cannot be written",
+    rationale="synth stages its output beside the output folder and swaps it in; without write access there "
+              "(or with a full disk) nothing is written and the old folder stays as it was.",
+    fix="choose a folder you can write, or free space",
+    source="kubetrain")
 NOT_SYNTH_OUTPUT = register(
     "KT601", "error", "the output folder holds more than synth's output",
     rationale="synth replaces its output folder whole; a folder with anything else in it (the project root, "
@@ -108,7 +107,8 @@ def replaceable(outdir: Path) -> str | None:
     """Why synth must not replace `outdir` (None: it may). It may replace a folder it wrote (the marker),
     an empty one, or one that provably holds only manifests in synth's layout (<cluster>/<folder>/<Kind>.<name>.yaml)."""
     if not outdir.exists():
-        return None
+        existing = next((parent for parent in outdir.absolute().parents if parent.exists()), None)
+        return f"{existing} is not a folder" if existing is not None and not existing.is_dir() else None
     if not outdir.is_dir() or outdir.is_symlink():
         return f"{outdir} is not a folder"
     if Path.cwd().resolve().is_relative_to(outdir.resolve()):
@@ -127,11 +127,17 @@ def replaceable(outdir: Path) -> str | None:
 def write_tree(files: dict[Path, str], outdir: Path) -> None:
     """Replace `outdir` with exactly `files` (and the marker); on any failure the old `outdir` is left
     untouched, and a folder that holds anything synth did not write is never replaced (KT601)."""
-    refusal = replaceable(outdir)
-    if refusal is not None:
-        raise ConfigError(str(outdir), [Problem(NOT_SYNTH_OUTPUT.code, "", refusal, NOT_SYNTH_OUTPUT.fix)])
+    refuse_unless_replaceable(outdir)
     outdir = outdir.resolve()
-    outdir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        outdir.parent.mkdir(parents=True, exist_ok=True)
+        _swap_in(files, outdir)
+    except OSError as error:  # a read-only or full disk: the user's to fix, not a crash
+        reason = f"cannot write {outdir}: {error.strerror or error}"
+        raise ConfigError(str(outdir), [Problem(UNWRITABLE.code, "", reason, UNWRITABLE.fix)]) from None
+
+
+def _swap_in(files: dict[Path, str], outdir: Path) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=outdir.parent))
     try:
         for path, text in files.items():
@@ -152,16 +158,27 @@ def write_tree(files: dict[Path, str], outdir: Path) -> None:
             shutil.rmtree(staging)
 
 
-def synth(app: cdk8s.App, outdir: str | Path, validate: bool = True,
-          progress: Callable[[int], None] | None = None) -> dict[Path, str]:
-    """Render the app, validate every object (unless told not to), and swap the result into `outdir`.
-    Returns what was written. Nothing is written when anything is wrong."""
-    objects = render_objects(app)
-    refusal = replaceable(Path(outdir))  # before the work, so a wrong --outdir fails fast
+def refuse_unless_replaceable(outdir: Path) -> None:
+    """Raise KT601 when synth must not replace `outdir`."""
+    refusal = replaceable(outdir)
     if refusal is not None:
         raise ConfigError(str(outdir), [Problem(NOT_SYNTH_OUTPUT.code, "", refusal, NOT_SYNTH_OUTPUT.fix)])
+
+
+def synth(app: cdk8s.App, outdir: str | Path, validate: bool = True,
+          progress: Progress | None = None) -> dict[Path, str]:
+    """Render the app, validate every object (unless told not to), and swap the result into `outdir`.
+    Returns what was written. Nothing is written when anything is wrong."""
+    refuse_unless_replaceable(Path(outdir))  # before the work, so a wrong --outdir fails fast
+    phase(progress, "rendering")
+    objects = render_objects(app)
     if validate:
-        check_objects(objects, progress)
-    files = {path: dump_manifest(obj) for path, obj in objects.items()}
+        check_objects(objects, phase(progress, "validating", len(objects)))
+    advance = phase(progress, "writing", len(objects))
+    files = {}
+    for path, obj in objects.items():
+        files[path] = dump_manifest(obj)
+        if advance and len(files) % 256 == 0:
+            advance(256)
     write_tree(files, Path(outdir))
     return files

@@ -14,8 +14,9 @@ error messages and paths are the ones users see. This module imports no cdk8s.
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
@@ -29,6 +30,7 @@ import yaml_rs
 from kubernetes_validate.utils import all_versions
 from referencing import Registry, Resource
 
+from kubetrain.output.progress import Advance, Progress, phase
 from kubetrain.output.schemas import crd_schemas, shipped_schemas
 from training.config import StrictYamlLoader
 
@@ -176,24 +178,30 @@ class Schemas:
 # `0777`; `1:30`; `1e3`). A document takes the fast path only when no token of it could be one of
 # those (nor a tag, a merge key, a directive or a second document); false alarms only cost speed.
 # A test checks both paths read the same.
-_TOKEN = re.compile(r"[^\s\[\]{},]+")
-_YAML_11_WORDS = {"y", "Y", "n", "N", "yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF",
-                  "=", "<<"}
-_YAML_11_NUMBER = re.compile(r"""(?x)
-      [-+]?0[0-9_]+ | [-+]?0[oO][0-7_]+                                # octal, each its own way
-    | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?                # sexagesimal
-    | [-+]?[0-9][0-9_]*[eE][-+]?[0-9]+ | [-+]?[0-9]*\.[0-9_]*[eE][0-9]+  # exponent without a dot or a sign
-    | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}.*                                  # timestamps""")
-_NUMBER_OR_TAG = frozenset("!+-0123456789")
-_DOCUMENTS = re.compile(r"^(?:%|---|\.\.\.)", re.MULTILINE)
+_YAML_11_WORDS = frozenset({"y", "Y", "n", "N", "yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off",
+                            "OFF", "=", "<<"})
+_NUMBER_OR_TAG = re.compile(r"""(?mx) ^(?:
+      ![^\n]*                                                          (?# a tag)
+    | [-+]?0[0-9_]+ | [-+]?0[oO][0-7_]+                                 (?# octal, each its own way)
+    | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?                 (?# sexagesimal)
+    | [-+]?[0-9][0-9_]*[eE][-+]?[0-9]+ | [-+]?[0-9]*\.[0-9_]*[eE][0-9]+  (?# exponent without a dot or a sign)
+    | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}[^\n]*                             (?# timestamps)
+    )$""")
+_NUMBER_OR_TAG_START = tuple("!+-0123456789")
+_FLOW_AS_SPACE = str.maketrans("[]{},", "     ")  # flow indicators end a token as whitespace does
+_DOCUMENT_MARKERS = ("%", "---", "...")  # a directive, a second document or an explicit end
 
 
 def _differs_in_yaml_12(text: str) -> bool:
-    if _DOCUMENTS.search(text):
+    # str.split and set operations run in C; only the distinct tokens that start like a number or
+    # a tag reach the (one) regex search.
+    if text.startswith(_DOCUMENT_MARKERS) or any(f"\n{marker}" in text for marker in _DOCUMENT_MARKERS):
         return True
-    tokens = {token.strip(":'\"") for token in set(_TOKEN.findall(text))}  # each distinct token once
-    return bool(tokens & _YAML_11_WORDS) or any(
-        token[:1] in _NUMBER_OR_TAG and (token[0] == "!" or _YAML_11_NUMBER.fullmatch(token)) for token in tokens)
+    tokens = {token.strip(":'\"") for token in set(text.translate(_FLOW_AS_SPACE).split())}
+    if not tokens.isdisjoint(_YAML_11_WORDS):
+        return True
+    numbers = "\n".join(token for token in tokens if token.startswith(_NUMBER_OR_TAG_START))
+    return _NUMBER_OR_TAG.search(numbers) is not None
 
 
 def parse_documents(text: str) -> list[Any]:
@@ -207,22 +215,36 @@ def parse_documents(text: str) -> list[Any]:
     return list(yaml.load_all(text, Loader=StrictYamlLoader))
 
 
-def load_manifests(paths: Iterable[Path]) -> Iterator[Manifest | Finding]:
-    for path in paths:
-        files_ = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) \
-            if path.is_dir() else [path]
-        for file in files_:
-            try:
-                docs = parse_documents(file.read_bytes().decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                yield Finding(str(file), "?", "", f"not UTF-8 (byte {exc.start}): manifests are UTF-8 text")
-                continue
-            except (OSError, yaml.YAMLError) as exc:
-                yield Finding(str(file), "?", "", f"cannot read YAML: {' '.join(str(exc).split())}")
-                continue
-            for doc in docs:
-                if doc is not None:
-                    yield Manifest(str(file), doc, file.parent.resolve())
+def manifest_files(path: Path) -> list[tuple[Path, Path]]:
+    """(file, its resolved folder) for a file, or for every .yaml/.yml file under a folder in path order.
+    os.walk, and one resolve per folder: at fleet scale, per-file pathlib calls cost more than parsing."""
+    if not path.is_dir():
+        return [(path, path.parent.resolve())]
+    found = []
+    for folder, _, names in os.walk(path):
+        resolved = Path(folder).resolve()
+        found += [(Path(folder, name), resolved) for name in names
+                  if name.endswith((".yaml", ".yml")) and os.path.isfile(os.path.join(folder, name))]
+    return sorted(found, key=lambda item: item[0].parts)
+
+
+def load_manifests(files: Iterable[tuple[Path, Path]], progress: Advance | None = None) -> Iterator[Manifest | Finding]:
+    """The objects of (file, folder) pairs from `manifest_files`, or a finding for each file that cannot be read."""
+    for count, (file, folder) in enumerate(files, 1):
+        if progress and count % 256 == 0:
+            progress(256)
+        try:
+            docs = parse_documents(file.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            yield Finding(str(file), "?", "", f"not UTF-8 (byte {exc.start}): manifests are UTF-8 text")
+            continue
+        except (OSError, yaml.YAMLError) as exc:
+            yield Finding(str(file), "?", "", f"cannot read YAML: {' '.join(str(exc).split())}")
+            continue
+        name = str(file)
+        for doc in docs:
+            if doc is not None:
+                yield Manifest(name, doc, folder)
 
 
 def _cluster_versions(manifests: list[Manifest]) -> dict[Path, str]:
@@ -251,28 +273,28 @@ def _field_path(parts: Iterable[Any]) -> str:
 
 
 def validate_objects(manifests: list[Manifest], schemas: Schemas, kubernetes_version: str | None = None,
-                     progress: Callable[[int], None] | None = None) -> list[Finding]:
+                     progress: Advance | None = None) -> list[Finding]:
     """Validate objects in memory. Each is checked against its cluster's Kubernetes version (from its
     folder's namespaces), else `kubernetes_version`, else the newest supported."""
     versions = {} if kubernetes_version else _cluster_versions(manifests)
     default = kubernetes_version or supported_kubernetes_versions()[-1]
     findings: list[Finding] = []
-    for i, m in enumerate(manifests):
+    for i, m in enumerate(manifests, 1):
         findings.extend(_validate_one(m, schemas, _version_for(m, versions, default)))
-        if progress and i % 256 == 255:
+        if progress and i % 256 == 0:
             progress(256)
-    if progress:
-        progress(len(manifests) % 256)
     return findings
 
 
 def validate_manifests(paths: list[Path], schemas: Schemas | None = None, kubernetes_version: str | None = None,
-                       progress: Callable[[int], None] | None = None) -> tuple[int, list[Finding]]:
+                       progress: Progress | None = None) -> tuple[int, list[Finding]]:
     """Validate every object under `paths`. Returns (objects checked, findings)."""
-    loaded = list(load_manifests(paths))
+    files = [item for path in paths for item in manifest_files(path)]
+    loaded = list(load_manifests(files, phase(progress, "reading", len(files))))
     findings = [item for item in loaded if isinstance(item, Finding)]
     manifests = [item for item in loaded if isinstance(item, Manifest)]
-    findings += validate_objects(manifests, schemas or Schemas(), kubernetes_version, progress)
+    findings += validate_objects(manifests, schemas or Schemas(), kubernetes_version,
+                                 phase(progress, "validating", len(manifests)))
     return len(manifests), findings
 
 
