@@ -21,6 +21,7 @@ TINY = {
     "max_steps": 16,
     "seed": 7,
     "log_interval": 1,
+    "metrics": {"port": 0},  # tests run side by side on one machine; the endpoint has tests of its own
 }
 
 

@@ -18,6 +18,7 @@ from training.config import DataConfig
 # stride from this set. A model must read the first tokens to infer the stride, then can predict
 # the rest: a loss that falls quickly and measurably, from data that costs nothing to make.
 _STRIDES = torch.tensor([1, 2, 3, 5, 7])
+_HEAD_TOKENS = 1 << 20  # tokens of a file checked against the vocabulary at start
 
 
 class TokenSource:
@@ -29,9 +30,15 @@ class TokenSource:
         self.seed = seed
         self.tokens = None
         if cfg.source == "tokens":
-            self.tokens = np.memmap(Path(cfg.path), dtype=np.uint16, mode="r")
+            self.tokens = np.memmap(Path(cfg.path), dtype=cfg.dtype, mode="r")
             if len(self.tokens) <= self.seq_len + 1:
                 raise ValueError(f"{cfg.path} holds {len(self.tokens)} tokens, fewer than one sequence")
+            # A file written with another dtype or tokenizer shows ids beyond the vocabulary at once;
+            # the head is enough to catch that without reading a large file at every start.
+            head = int(self.tokens[:_HEAD_TOKENS].max())
+            if head >= vocab_size:
+                raise ValueError(f"{cfg.path} holds token id {head}, beyond vocab_size {vocab_size}: "
+                                 f"is it a {cfg.dtype} file of this tokenizer?")
 
     def samples(self, indices: torch.Tensor) -> torch.Tensor:
         if self.tokens is not None:
