@@ -171,21 +171,27 @@ class Telemetry:
     """Fans the trainer's records out: JSON lines and the sinks on rank 0, Prometheus on every rank."""
 
     def __init__(self, run: RunConfig, world: World):
-        self.is_main = world.is_main
+        self.is_main, self.rank = world.is_main, world.rank
         self.sinks: list[Any] = []
         self.mlflow: MlflowSink | None = None
         if run.metrics.port:
             port = run.metrics.port + world.local_rank
-            try:
-                self.sinks.append(PrometheusEndpoint(port, job_labels(world)))
-            except OSError as exc:
-                # Metrics are not worth a run: say so loudly and train on.
-                print(f"warning: rank {world.rank} serves no metrics, port {port}: {exc}", file=sys.stderr)
+            self._start(f"Prometheus endpoint on port {port}", lambda: PrometheusEndpoint(port, job_labels(world)))
         if world.is_main and run.metrics.tensorboard_dir:
-            self.sinks.append(TensorBoardSink(run.metrics.tensorboard_dir))
+            self._start("TensorBoard sink", lambda: TensorBoardSink(run.metrics.tensorboard_dir))
         if world.is_main and run.metrics.mlflow_tracking_uri:
-            self.mlflow = MlflowSink(run)
-            self.sinks.append(self.mlflow)
+            self.mlflow = self._start("MLflow sink", lambda: MlflowSink(run))
+
+    def _start(self, what: str, factory: Any) -> Any:
+        # Metrics are not worth a run: a busy port, a missing extra or an unreachable tracking
+        # server is said loudly on stderr, and training goes on without that sink.
+        try:
+            sink = factory()
+        except Exception as exc:  # noqa: BLE001 - any failure of an optional sink
+            print(f"warning: rank {self.rank}: no {what}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return None
+        self.sinks.append(sink)
+        return sink
 
     def observe(self, record: dict[str, Any] | None) -> None:
         if not record:
