@@ -13,7 +13,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 from test_training import TINY, train, write_config
 

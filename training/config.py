@@ -32,7 +32,7 @@ class StrictModel(BaseModel):
 class ModelConfig(StrictModel):
     """A GPT-style decoder: pre-norm blocks, rotary positions, tied embeddings."""
 
-    vocab_size: int = Field(50304, gt=0, description="Tokens in the vocabulary (a multiple of 64 is fastest).")
+    vocab_size: int = Field(50304, gt=1, le=2**32, description="Tokens in the vocabulary (a multiple of 64 is fastest).")
     dim: int = Field(768, gt=0, description="Width of the residual stream.")
     n_layers: int = Field(12, gt=0, description="Transformer blocks.")
     n_heads: int = Field(12, gt=0, description="Attention heads; must divide dim.")
@@ -43,6 +43,10 @@ class ModelConfig(StrictModel):
         if self.dim % self.n_heads:
             raise rule_violation("KT202", f"dim {self.dim} is not divisible by n_heads {self.n_heads}",
                                  "choose n_heads that divides dim (head_dim = dim / n_heads)", field="n_heads")
+        if int(2 * self.mlp_ratio * self.dim / 3) < 1:  # the SwiGLU hidden width (training/model.py)
+            raise rule_violation(INVALID_VALUE, f"mlp_ratio {self.mlp_ratio} leaves the MLP no hidden units at "
+                                 f"dim {self.dim}", "use an mlp_ratio around 4 (8/3 for SwiGLU's usual size)",
+                                 field="mlp_ratio")
         return self
 
 
@@ -127,8 +131,8 @@ class CheckpointConfig(StrictModel):
     def _tiers_agree(self) -> CheckpointConfig:
         problem = None
         if self.local_interval is not None and not self.local_dir:
-            problem = ("local_interval", "local_interval is set but local_dir is not: no local checkpoint "
-                       "would be saved", "set local_dir to a node-local folder, or remove local_interval")
+            problem = ("local_interval", "local_interval is set but local_dir is not: nothing would be saved",
+                       "set local_dir to a node-local folder, or remove local_interval")
         elif self.local_dir and self.interval == "auto" and self.local_interval is not None:
             problem = ("local_interval", "interval auto chooses local_interval too",
                        "remove local_interval, or give interval a number of steps")
@@ -166,8 +170,9 @@ class ResilienceConfig(StrictModel):
                                                    "learning rate, not bad luck, is then the likely cause).")
     watchdog_floor_s: float = Field(900, gt=0, description="A hang is declared no sooner than this after a step.")
     watchdog_factor: float = Field(20, gt=1, description="...nor sooner than this many recent median step times.")
-    collective_timeout_s: float = Field(600, gt=0, description="Timeout of one collective; on NCCL the flight "
-                                                               "recorder dumps when it fires.")
+    collective_timeout_s: float = Field(600, gt=0, le=2_000_000,  # c10d keeps it in milliseconds, a C int
+                                        description="Timeout of one collective; on NCCL the flight recorder "
+                                                    "dumps when it fires.")
     mtbf_s: float = Field(86400, gt=0, description="Mean time between failures of the whole job, for "
                                                    "checkpoint.interval: auto.")
 
@@ -185,7 +190,8 @@ class RunConfig(StrictModel):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     precision: Literal["fp32", "bf16"] = Field("fp32", description="`bf16`: bf16 compute, fp32 master weights.")
     max_steps: int = Field(..., gt=0, description="Optimizer steps to train for.")
-    seed: int = Field(0, ge=0, description="Seeds model init, data and dropout; resume restores RNG states.")
+    seed: int = Field(0, ge=0, lt=2**31, description="Seeds model init, data and dropout; resume restores RNG "
+                                                    "states (below 2**31: numpy's and the data stream's range).")
     log_interval: int = Field(1, gt=0, description="Print a metrics line every this many steps.")
 
     def to_yaml(self) -> str:

@@ -69,7 +69,7 @@ class PrometheusEndpoint:
                               "Time from the last checkpoint's start until it was complete.", ("tier",))
         # torchrun counts the restarts of this pod's ranks; the pod's own restarts are the kubelet's.
         gauge("kubetrain_restarts", "Restarts of this pod's ranks by torchrun.").labels(**labels).set(
-            int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0)))
+            int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")))
         self._skipped_seen = 0
         self.server, self._thread = start_http_server(port, registry=self.registry)
 
