@@ -192,7 +192,10 @@ class LocalCheckpoints:
     def save(self, step: int, state: dict[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
         path = self.step_dir(step)
-        dcp.save(state, checkpoint_id=path, no_dist=True)
+        # No fsync: the tier is for restarts of processes, whose writes the page cache keeps; a node
+        # that goes down takes its emptyDir with it anyway. One file and one thread: small writes.
+        writer = FileSystemWriter(path, sync_files=False, single_file_per_rank=True, thread_count=1)
+        dcp.save(state, storage_writer=writer, no_dist=True)
         (path / MARKER).write_text(f"{step}\n")
         for old in self.complete_steps()[:-self.keep]:
             self.discard(old)
