@@ -131,6 +131,24 @@ def test_trains_on_the_projects_own_text_tokenized_bytewise(tmp_path):
     assert losses(records)[0] > 5 and losses(records)[-1] < losses(records)[0] - 1
 
 
+@pytest.mark.parametrize(("tokens", "dtype", "expected"), [
+    ([7, 300] * 100, "uint16", "token id 300 is beyond vocab_size 256"),  # another tokenizer's file
+    ([1, 2, 3] * 100, "uint8", "no whole number of uint32 tokens"),  # 300 bytes
+    ([1, 2] * 10, "uint16", "fewer than one sequence of 32"),
+])
+def test_unusable_token_file_is_one_line_at_start(tmp_path, tokens, dtype, expected):
+    import numpy as np
+
+    np.array(tokens, dtype=dtype).tofile(tmp_path / "tokens.bin")
+    data_dtype = "uint32" if dtype == "uint8" else dtype
+    config = write_config(tmp_path, data={"source": "tokens", "path": str(tmp_path / "tokens.bin"),
+                                          "dtype": data_dtype, "seq_len": 32})
+    result = run([sys.executable, "-m", "training", "--config", str(config), "--check"])
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    [line] = result.stderr.splitlines()
+    assert "[KT208]" in line and expected in line
+
+
 def test_learning_rate_schedule():
     from training.config import OptimizerConfig
     from training.optimizer import learning_rate

@@ -7,18 +7,16 @@ the step count alone.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import torch
 
 from training.config import DataConfig
+from training.tokens import open_token_file
 
 # The synthetic stream: arithmetic progressions modulo the vocabulary with a random start and a
 # stride from this set. A model must read the first tokens to infer the stride, then can predict
 # the rest: a loss that falls quickly and measurably, from data that costs nothing to make.
 _STRIDES = torch.tensor([1, 2, 3, 5, 7])
-_HEAD_TOKENS = 1 << 20  # tokens of a file checked against the vocabulary at start
 
 
 class TokenSource:
@@ -30,15 +28,7 @@ class TokenSource:
         self.seed = seed
         self.tokens = None
         if cfg.source == "tokens":
-            self.tokens = np.memmap(Path(cfg.path), dtype=cfg.dtype, mode="r")
-            if len(self.tokens) <= self.seq_len + 1:
-                raise ValueError(f"{cfg.path} holds {len(self.tokens)} tokens, fewer than one sequence")
-            # A file written with another dtype or tokenizer shows ids beyond the vocabulary at once;
-            # the head is enough to catch that without reading a large file at every start.
-            head = int(self.tokens[:_HEAD_TOKENS].max())
-            if head >= vocab_size:
-                raise ValueError(f"{cfg.path} holds token id {head}, beyond vocab_size {vocab_size}: "
-                                 f"is it a {cfg.dtype} file of this tokenizer?")
+            self.tokens = open_token_file(cfg, vocab_size)
 
     def samples(self, indices: torch.Tensor) -> torch.Tensor:
         if self.tokens is not None:

@@ -57,3 +57,8 @@ register("KT207", "error", "checkpoint tiers inconsistent",
                    "without local_dir would save nothing, and a local_dir equal to dir would put the fast tier on "
                    "the shared volume.",
          fix="set local_dir and local_interval together, or interval: auto with local_dir alone", source=TRAINER)
+register("KT208", "error", "token file unusable",
+         rationale="Checked when the pod starts, before torch is imported: a missing file, a size that is no whole "
+                   "number of data.dtype tokens, fewer tokens than one sequence, or ids beyond the vocabulary (a file "
+                   "of another dtype or tokenizer) would otherwise crash every rank or train on garbage.",
+         fix="fix data.path, data.dtype or the vocabulary, as the message says", source="training/tokens.py")
