@@ -133,7 +133,7 @@ def test_trains_on_the_projects_own_text_tokenized_bytewise(tmp_path):
 
 @pytest.mark.parametrize(("tokens", "dtype", "expected"), [
     ([7, 300] * 100, "uint16", "token id 300 is beyond vocab_size 256"),  # another tokenizer's file
-    ([1, 2, 3] * 100, "uint8", "no whole number of uint32 tokens"),  # 300 bytes
+    ([1, 2, 3] * 101, "uint8", "no whole number of uint32 tokens"),  # 303 bytes
     ([1, 2] * 10, "uint16", "fewer than one sequence of 32"),
 ])
 def test_unusable_token_file_is_one_line_at_start(tmp_path, tokens, dtype, expected):
