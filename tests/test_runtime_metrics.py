@@ -44,7 +44,7 @@ def scrape(port: int) -> dict[str, list]:
 def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
     pytest.importorskip("prometheus_client")
     port = two_free_ports()
-    config = write_config(tmp_path, max_steps=400, metrics={"port": port},
+    config = write_config(tmp_path, max_steps=200, metrics={"port": port},
                           checkpoint={"dir": str(tmp_path / "ckpt"), "interval": 3, "keep": 2,
                                       "local_dir": str(tmp_path / "local"), "local_interval": 1})
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'constructs'}:{ROOT}", "KUBETRAIN_JOB": "scraped"}
@@ -67,8 +67,8 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
                     scraped[rank] = samples
             time.sleep(0.2)
     finally:
-        agent.kill()
-        stderr = agent.communicate()[1]
+        agent.terminate()  # torchrun passes SIGTERM on to its ranks (a SIGKILL would orphan them)
+        stderr = agent.communicate(timeout=60)[1]
     assert len(scraped) == 2, stderr[-3000:]
     for rank, samples in scraped.items():
         step = samples["kubetrain_step"][0]

@@ -147,13 +147,17 @@ class MlflowSink:
         stamp = int(time.time() * 1000)
         metrics = [self._metric(field, float(value), stamp, record["step"])
                    for field, value in record.items() if field not in ("event", "step")]
-        self.client.log_batch(self.run_id, metrics=metrics)
+        # Queued for MLflow's background thread: a slow tracking server never stalls a step.
+        self.client.log_batch(self.run_id, metrics=metrics, synchronous=False)
 
     def finish(self) -> None:
+        self.close()
         self.client.set_terminated(self.run_id)
 
     def close(self) -> None:
-        pass
+        import mlflow
+
+        mlflow.flush_async_logging()
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
