@@ -13,9 +13,12 @@ newer one is complete.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
+import warnings
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,6 +169,14 @@ class CheckpointManager:
             shutil.rmtree(self.step_dir(step), ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _alone() -> Iterator[None]:
+    """DCP warns that a `no_dist` save or load assumes a single process: here that is the point."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        yield
+
+
 class LocalCheckpoints:
     """The fast tier: `<local_dir>/world-<N>/rank-<R>/step-<S>/`, one DCP checkpoint per rank, saved
     by that rank alone (`no_dist`: replicated tensors are written by every rank, so each folder is
@@ -195,7 +206,8 @@ class LocalCheckpoints:
         # No fsync: the tier is for restarts of processes, whose writes the page cache keeps; a node
         # that goes down takes its emptyDir with it anyway. One file and one thread: small writes.
         writer = FileSystemWriter(path, sync_files=False, single_file_per_rank=True, thread_count=1)
-        dcp.save(state, storage_writer=writer, no_dist=True)
+        with _alone():
+            dcp.save(state, storage_writer=writer, no_dist=True)
         (path / MARKER).write_text(f"{step}\n")
         for old in self.complete_steps()[:-self.keep]:
             self.discard(old)
@@ -204,7 +216,8 @@ class LocalCheckpoints:
                 "blocked_s": blocked, "complete_after_s": blocked}
 
     def load(self, step: int, state: dict[str, Any]) -> None:
-        dcp.load(state, checkpoint_id=self.step_dir(step), no_dist=True)
+        with _alone():
+            dcp.load(state, checkpoint_id=self.step_dir(step), no_dist=True)
 
     def discard(self, step: int) -> None:
         (self.step_dir(step) / MARKER).unlink(missing_ok=True)  # marker first, as in the durable tier
