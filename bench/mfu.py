@@ -48,11 +48,13 @@ def main() -> int:
             "precision": "bf16",
             "max_steps": 1_000_000,
             "checkpoint": {"dir": tmp, "interval": 1_000_000},
+            "metrics": {"port": 0},
         })
         trainer = Trainer(run, world)
         output = io.StringIO()
         with contextlib.redirect_stdout(output):
             trainer.train(stop_after_step=args.steps)
+        trainer.close()
     steps = [json.loads(line) for line in output.getvalue().splitlines() if '"event": "step"' in line]
     measured = steps[args.warmup:]
     mfu = statistics.median(s["mfu"] for s in measured) if "mfu" in measured[0] else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,6 +43,29 @@ def test_crashed_rank_recovers_to_the_exact_fault_free_result(fault_free, tmp_pa
     assert finished["loss"] == expected["loss"]
     assert finished["weights_sha256_per_rank"] == expected["weights_sha256_per_rank"]
     assert 0 < finished["ettr"] <= 1 and finished["lost_s"] > 0
+
+
+def test_crash_between_durable_saves_resumes_from_the_local_tier(fault_free, tmp_path):
+    checkpoint = {"dir": str(tmp_path / "ckpt"), "interval": 8, "keep": 2,
+                  "local_dir": str(tmp_path / "node-local"), "local_interval": 2}
+    records = train_with_fault(write_config(tmp_path, checkpoint=checkpoint), "crash:step=13:rank=1")
+    resumed = [r for r in records if r["event"] == "resumed"]
+    assert [(r["step"], r["tier"]) for r in resumed] == [(12, "local")]  # the durable tier has only step 8
+    assert records[-1]["loss"] == fault_free[-1]["loss"]
+    assert records[-1]["weights_sha256_per_rank"] == fault_free[-1]["weights_sha256_per_rank"]
+
+
+def test_local_tier_missing_a_rank_falls_back_to_the_durable_tier(fault_free, tmp_path):
+    checkpoint = {"dir": str(tmp_path / "ckpt"), "interval": 8, "keep": 2,
+                  "local_dir": str(tmp_path / "node-local"), "local_interval": 2}
+    config = write_config(tmp_path, checkpoint=checkpoint)
+    first = train(config, 2, "--stop-after-step", "13")
+    assert {(r["tier"], r["step"]) for r in first if r["event"] == "checkpoint"} >= {("local", 12), ("durable", 8)}
+    # Rank 1's pod came back on another node: its node-local folder is gone.
+    shutil.rmtree(tmp_path / "node-local" / "world-2" / "rank-00001")
+    records = train(config, 2)
+    assert [(r["step"], r["tier"]) for r in records if r["event"] == "resumed"] == [(8, "durable")]
+    assert records[-1]["weights_sha256_per_rank"] == fault_free[-1]["weights_sha256_per_rank"]
 
 
 def test_crash_while_saving_falls_back_to_the_previous_checkpoint(fault_free, tmp_path):

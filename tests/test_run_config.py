@@ -65,6 +65,16 @@ def test_world_size_rule_and_accumulation(tmp_path):
     (BASE + "optimizer: {betas: [0.9, 1.5]}\n", [], ("KT003", "optimizer.betas.1")),
     (BASE + "optimizer: {lr: .nan}\n", [], ("KT003", "optimizer.lr")),
     (BASE + "data: {path: /data/tokens.bin}\n", [], ("KT205", "data.path")),
+    (BASE + "data: {source: tokens, path: t.bin}\nmodel: {vocab_size: 100000}\n", [], ("KT206", "data.dtype")),
+    (BASE + "data: {dtype: int8}\n", [], ("KT003", "data.dtype")),
+    (BASE + "checkpoint: {local_dir: /local}\n", [], ("KT207", "checkpoint.local_interval")),
+    (BASE + "checkpoint: {local_interval: 2}\n", [], ("KT207", "checkpoint.local_interval")),
+    (BASE + "checkpoint: {interval: auto, local_dir: /l, local_interval: 2}\n", [], ("KT207", "checkpoint.local_interval")),
+    (BASE + "checkpoint: {dir: /c/, local_dir: /c, local_interval: 2}\n", [], ("KT207", "checkpoint.local_dir")),
+    (BASE, ["seed=4294967296"], ("KT003", "seed")),
+    (BASE, ["model.mlp_ratio=0.001", "model.dim=16", "model.n_heads=4"], ("KT003", "model.mlp_ratio")),
+    (BASE, ["resilience.collective_timeout_s=1e300"], ("KT003", "resilience.collective_timeout_s")),
+    (BASE, ["metrics.port=70000"], ("KT003", "metrics.port")),
 ])
 def test_config_is_strict_where_it_is_read(tmp_path, text, overrides, expected):
     with pytest.raises(ConfigError) as exc:
@@ -86,14 +96,22 @@ def test_every_bad_override_is_reported_at_once(tmp_path):
     assert [c for c, _ in codes(exc)] == ["KT005", "KT005", "KT005"]
 
 
-def test_python_m_training_reports_bad_input_in_one_line_each(tmp_path):
+@pytest.mark.parametrize(("text", "overrides", "expected"), [
+    (BASE + "max_steps: 6\n", ["seed=["], ["KT004"]),  # the duplicate key; the override is never reached
+    (BASE + "# caf\xe9\n", [], ["KT004"]),
+    (BASE, ["seed=[", "max_steps"], ["KT005", "KT005"]),
+    (BASE + "optimizer: {betas: [1.0, -0.1]}\n", [], ["KT003", "KT003"]),
+])
+def test_python_m_training_reports_bad_input_in_one_line_each(tmp_path, text, overrides, expected):
     import subprocess
     import sys
 
     from conftest import ROOT
 
-    path = config(tmp_path, BASE + "max_steps: 6\n")
-    result = subprocess.run([sys.executable, "-m", "training", "--config", str(path), "--set", "seed=[",
-                             "--check"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    path = tmp_path / "run.yaml"
+    path.write_bytes(text.encode("latin-1"))  # latin-1: the \xe9 case is one byte that is no UTF-8
+    sets = [arg for override in overrides for arg in ("--set", override)]
+    result = subprocess.run([sys.executable, "-m", "training", "--config", str(path), *sets],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert [line.split("[")[-1].split("]")[0] for line in result.stderr.splitlines()] == ["KT004"]
+    assert [line.split("[")[-1].split("]")[0] for line in result.stderr.splitlines()] == expected

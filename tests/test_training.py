@@ -21,6 +21,7 @@ TINY = {
     "max_steps": 16,
     "seed": 7,
     "log_interval": 1,
+    "metrics": {"port": 0},  # tests run side by side on one machine; the endpoint has tests of its own
 }
 
 
@@ -114,6 +115,38 @@ def test_token_file_source(tmp_path):
     config = write_config(tmp_path, data={"source": "tokens", "path": str(tmp_path / "tokens.bin"), "seq_len": 32})
     records = train(config, 1)
     assert losses(records)[-1] < losses(records)[0] - 1.0
+
+
+def test_trains_on_the_projects_own_text_tokenized_bytewise(tmp_path):
+    from conftest import ROOT
+
+    tokens = tmp_path / "readme.u32"
+    made = run([sys.executable, "-m", "training.tokens", str(ROOT / "README.md"), str(tokens), "--dtype", "uint32"])
+    assert made.returncode == 0, made.stderr
+    config = write_config(tmp_path, data={"source": "tokens", "path": str(tokens), "dtype": "uint32", "seq_len": 32},
+                          max_steps=24)
+    records = train(config, 1)
+    # Byte-level English: from ln(256) = 5.5 towards the bytes' unigram entropy (~3): 24 steps learn
+    # which bytes are frequent (measured: 5.55 -> 4.31).
+    assert losses(records)[0] > 5 and losses(records)[-1] < losses(records)[0] - 1
+
+
+@pytest.mark.parametrize(("tokens", "dtype", "expected"), [
+    ([7, 300] * 100, "uint16", "token id 300 is beyond vocab_size 256"),  # another tokenizer's file
+    ([1, 2, 3] * 101, "uint8", "no whole number of uint32 tokens"),  # 303 bytes
+    ([1, 2] * 10, "uint16", "fewer than one sequence of 32"),
+])
+def test_unusable_token_file_is_one_line_at_start(tmp_path, tokens, dtype, expected):
+    import numpy as np
+
+    np.array(tokens, dtype=dtype).tofile(tmp_path / "tokens.bin")
+    data_dtype = "uint32" if dtype == "uint8" else dtype
+    config = write_config(tmp_path, data={"source": "tokens", "path": str(tmp_path / "tokens.bin"),
+                                          "dtype": data_dtype, "seq_len": 32})
+    result = run([sys.executable, "-m", "training", "--config", str(config), "--check"])
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    [line] = result.stderr.splitlines()
+    assert "[KT208]" in line and expected in line
 
 
 def test_learning_rate_schedule():

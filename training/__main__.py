@@ -13,6 +13,7 @@ import sys
 from training.config import load_run_config
 from training.faults import parse_faults
 from training.problems import ConfigError, Problem
+from training.tokens import open_token_file
 
 EXIT_BAD_CONFIG = 2
 
@@ -44,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         run = load_run_config(args.config, args.overrides)
     except ConfigError as error:
         return report(error)
+    if run.data.source == "tokens":  # the data volume is mounted where the launcher checks, too
+        try:
+            open_token_file(run.data, run.model.vocab_size)
+        except ConfigError as error:
+            return report(error)
     if args.check:
         return 0
     try:

@@ -1,6 +1,11 @@
-"""CheckpointManager: distributed checkpoints that are complete or invisible, and never too many.
+"""Checkpoints in two tiers, each complete or invisible, and never too many.
 
-Layout: `<dir>/step-00000020/` holds one DCP checkpoint (a file per rank plus `.metadata`).
+The durable tier (`CheckpointManager`) is one DCP checkpoint of the job on the shared volume; the
+fast tier (`LocalCheckpoints`) is each rank's own state on node-local storage, saved without a
+collective, so it is cheap enough to save often and survives a restart of the ranks on the same
+node (an emptyDir outlives its containers, not its pod).
+
+Durable layout: `<dir>/step-00000020/` holds one DCP checkpoint (a file per rank plus `.metadata`).
 Rank 0 writes the `COMPLETE` marker only after DCP reports the whole checkpoint written, so a
 crash mid-save leaves a folder that is never loaded. Old checkpoints are pruned only after a
 newer one is complete.
@@ -8,9 +13,12 @@ newer one is complete.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
+import warnings
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +30,7 @@ from torch.distributed.checkpoint import FileSystemWriter
 from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
 
 from training.config import CheckpointConfig
-from training.distributed import World, broadcast_object
+from training.distributed import World, all_gather_object, broadcast_object
 from training.faults import FaultInjector
 
 MARKER = "COMPLETE"
@@ -145,7 +153,7 @@ class CheckpointManager:
             tmp.write_text(f"{step}\n")
             os.replace(tmp, marker)
             self._prune(newest=step)
-        return {"event": "checkpoint", "step": step, "async": self.async_save,
+        return {"event": "checkpoint", "tier": "durable", "step": step, "async": self.async_save,
                 "blocked_s": blocked_s, "complete_after_s": time.perf_counter() - started}
 
     def _prune(self, newest: int) -> None:
@@ -159,3 +167,64 @@ class CheckpointManager:
             # a marked one with files missing.
             (self.step_dir(step) / MARKER).unlink(missing_ok=True)
             shutil.rmtree(self.step_dir(step), ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _alone() -> Iterator[None]:
+    """DCP warns that a `no_dist` save or load assumes a single process: here that is the point."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        yield
+
+
+class LocalCheckpoints:
+    """The fast tier: `<local_dir>/world-<N>/rank-<R>/step-<S>/`, one DCP checkpoint per rank, saved
+    by that rank alone (`no_dist`: replicated tensors are written by every rank, so each folder is
+    whole by itself). A folder counts once its own COMPLETE marker exists; a step can be resumed only
+    when every rank finds its folder of that step complete, which `common_steps` decides."""
+
+    def __init__(self, local_dir: str, world: World, keep: int):
+        # The world size in the path: a shard saved at another world size is never taken for one.
+        self.root = Path(local_dir) / f"world-{world.world_size}" / f"rank-{world.rank:05d}"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.keep = keep
+
+    def step_dir(self, step: int) -> Path:
+        return self.root / f"step-{step:08d}"
+
+    def complete_steps(self) -> list[int]:
+        return sorted(int(p.parent.name.removeprefix("step-")) for p in self.root.glob(f"step-*/{MARKER}"))
+
+    def common_steps(self) -> list[int]:
+        """Steps whose local checkpoint is complete on every rank (a collective)."""
+        per_rank = [set(steps) for steps in all_gather_object(self.complete_steps())]
+        return sorted(set.intersection(*per_rank))
+
+    def save(self, step: int, state: dict[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
+        path = self.step_dir(step)
+        # No fsync: the tier is for restarts of processes, whose writes the page cache keeps; a node
+        # that goes down takes its emptyDir with it anyway. One file and one thread: small writes.
+        writer = FileSystemWriter(path, sync_files=False, single_file_per_rank=True, thread_count=1)
+        with _alone():
+            dcp.save(state, storage_writer=writer, no_dist=True)
+        (path / MARKER).write_text(f"{step}\n")
+        for old in self.complete_steps()[:-self.keep]:
+            self.discard(old)
+        blocked = time.perf_counter() - started
+        return {"event": "checkpoint", "tier": "local", "step": step, "async": False,
+                "blocked_s": blocked, "complete_after_s": blocked}
+
+    def load(self, step: int, state: dict[str, Any]) -> None:
+        with _alone():
+            dcp.load(state, checkpoint_id=self.step_dir(step), no_dist=True)
+
+    def discard(self, step: int) -> None:
+        (self.step_dir(step) / MARKER).unlink(missing_ok=True)  # marker first, as in the durable tier
+        shutil.rmtree(self.step_dir(step), ignore_errors=True)
+
+    def discard_after(self, step: int) -> None:
+        """A rollback to `step` starts a new history: later local checkpoints belong to the old one."""
+        for later in self.complete_steps():
+            if later > step:
+                self.discard(later)

@@ -7,6 +7,7 @@ must stay importable without torch: the compiler imports it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -31,7 +32,7 @@ class StrictModel(BaseModel):
 class ModelConfig(StrictModel):
     """A GPT-style decoder: pre-norm blocks, rotary positions, tied embeddings."""
 
-    vocab_size: int = Field(50304, gt=0, description="Tokens in the vocabulary (a multiple of 64 is fastest).")
+    vocab_size: int = Field(50304, gt=1, le=2**32, description="Tokens in the vocabulary (a multiple of 64 is fastest).")
     dim: int = Field(768, gt=0, description="Width of the residual stream.")
     n_layers: int = Field(12, gt=0, description="Transformer blocks.")
     n_heads: int = Field(12, gt=0, description="Attention heads; must divide dim.")
@@ -42,6 +43,10 @@ class ModelConfig(StrictModel):
         if self.dim % self.n_heads:
             raise rule_violation("KT202", f"dim {self.dim} is not divisible by n_heads {self.n_heads}",
                                  "choose n_heads that divides dim (head_dim = dim / n_heads)", field="n_heads")
+        if int(2 * self.mlp_ratio * self.dim / 3) < 1:  # the SwiGLU hidden width (training/model.py)
+            raise rule_violation(INVALID_VALUE, f"mlp_ratio {self.mlp_ratio} leaves the MLP no hidden units at "
+                                 f"dim {self.dim}", "use an mlp_ratio around 4 (8/3 for SwiGLU's usual size)",
+                                 field="mlp_ratio")
         return self
 
 
@@ -49,20 +54,25 @@ class DataConfig(StrictModel):
     """Where tokens come from. Each data-parallel rank reads its own slice of the stream."""
 
     source: Literal["synthetic", "tokens"] = Field(
-        "synthetic", description="`synthetic`: a deterministic stream from the seed; `tokens`: a uint16 .bin file.")
-    path: str | None = Field(None, description="The token file (uint16, memory-mapped); required for `tokens`.")
-    seq_len: int = Field(256, gt=0, description="Tokens per training sequence.")
+        "synthetic", description="`synthetic`: a deterministic stream from the seed; `tokens`: a flat token file.")
+    path: str | None = Field(None, description="The token file (memory-mapped, `dtype`); required for `tokens`.")
+    dtype: Literal["uint16", "uint32"] = Field(
+        "uint16", description="Integer type of the token file: uint16 holds vocabularies up to 65,536 tokens.")
+    seq_len: int = Field(256, gt=0, le=1_048_576, description="Tokens per training sequence.")
 
     @model_validator(mode="after")
     def _path_for_tokens(self) -> DataConfig:
         if self.source == "tokens" and not self.path:
             raise rule_violation("KT204", "source 'tokens' needs a token file",
-                                 "set data.path to a uint16 .bin file, or use source 'synthetic'", field="path")
+                                 "set data.path to a token file, or use source 'synthetic'", field="path")
         if self.source == "synthetic" and self.path:
             raise rule_violation("KT205", f"data.path {self.path} is set but source is 'synthetic': the file "
                                  "would be ignored", "set source: tokens to train on the file, or remove path",
                                  field="path")
         return self
+
+
+TOKEN_DTYPE_LIMITS = {"uint16": 2**16, "uint32": 2**32}  # token ids a file of each dtype can hold
 
 
 Beta = Annotated[float, Field(ge=0, lt=1)]  # torch's AdamW refuses anything else at pod start
@@ -110,6 +120,45 @@ class CheckpointConfig(StrictModel):
                          "resilience.mtbf_s (Young/Daly), announced in a `checkpoint_interval` event.")
     keep: int = Field(3, ge=1, description="Keep the newest this many complete checkpoints.")
     async_save: bool = Field(False, description="Save in the background so training blocks only for the copy.")
+    local_dir: str | None = Field(None, description="Node-local folder of the fast tier (an emptyDir or the "
+                                                    "instance store), saved often, each rank its own state; "
+                                                    "unset: only the durable tier in `dir`.")
+    local_interval: Annotated[int, Field(gt=0)] | None = Field(
+        None, description="Save to local_dir every this many steps; required with a numeric interval, "
+                          "chosen with it (and left unset) when interval is `auto`.")
+
+    @model_validator(mode="after")
+    def _tiers_agree(self) -> CheckpointConfig:
+        problem = None
+        if self.local_interval is not None and not self.local_dir:
+            problem = ("local_interval", "local_interval is set but local_dir is not: nothing would be saved",
+                       "set local_dir to a node-local folder, or remove local_interval")
+        elif self.local_dir and self.interval == "auto" and self.local_interval is not None:
+            problem = ("local_interval", "interval auto chooses local_interval too",
+                       "remove local_interval, or give interval a number of steps")
+        elif self.local_dir and self.interval != "auto" and self.local_interval is None:
+            problem = ("local_interval", "local_dir needs local_interval when interval is a number of steps",
+                       "set local_interval (below interval), or set interval: auto to choose both")
+        elif self.local_dir and os.path.normpath(self.local_dir) == os.path.normpath(self.dir):
+            problem = ("local_dir", f"local_dir is the durable dir {self.dir}",
+                       "point local_dir at node-local storage (an emptyDir), apart from dir")
+        if problem:
+            field, message, fix = problem
+            raise rule_violation("KT207", message, fix, field=field)
+        return self
+
+
+class MetricsConfig(StrictModel):
+    """Where metrics go besides rank 0's JSON lines (which always stay)."""
+
+    port: int = Field(9400, ge=0, le=65535 - 255,
+                      description="Prometheus endpoint: each rank serves /metrics on port + its local rank "
+                                  "(a pod with 8 ranks uses 8 ports); 0 disables it.")
+    tensorboard_dir: str | None = Field(None, description="Rank 0 writes TensorBoard event files here (a volume); "
+                                                          "needs the `tensorboard` extra.")
+    mlflow_tracking_uri: str | None = Field(None, description="Rank 0 logs params and metrics to this MLflow "
+                                                              "server or store; needs the `mlflow` extra.")
+    mlflow_experiment: str = Field("kubetrain", min_length=1, description="MLflow experiment of the run.")
 
 
 class ResilienceConfig(StrictModel):
@@ -121,8 +170,9 @@ class ResilienceConfig(StrictModel):
                                                    "learning rate, not bad luck, is then the likely cause).")
     watchdog_floor_s: float = Field(900, gt=0, description="A hang is declared no sooner than this after a step.")
     watchdog_factor: float = Field(20, gt=1, description="...nor sooner than this many recent median step times.")
-    collective_timeout_s: float = Field(600, gt=0, description="Timeout of one collective; on NCCL the flight "
-                                                               "recorder dumps when it fires.")
+    collective_timeout_s: float = Field(600, gt=0, le=2_000_000,  # c10d keeps it in milliseconds, a C int
+                                        description="Timeout of one collective; on NCCL the flight recorder "
+                                                    "dumps when it fires.")
     mtbf_s: float = Field(86400, gt=0, description="Mean time between failures of the whole job, for "
                                                    "checkpoint.interval: auto.")
 
@@ -137,9 +187,11 @@ class RunConfig(StrictModel):
     strategy: StrategyConfig = Field(default_factory=StrategyConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     resilience: ResilienceConfig = Field(default_factory=ResilienceConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     precision: Literal["fp32", "bf16"] = Field("fp32", description="`bf16`: bf16 compute, fp32 master weights.")
     max_steps: int = Field(..., gt=0, description="Optimizer steps to train for.")
-    seed: int = Field(0, ge=0, description="Seeds model init, data and dropout; resume restores RNG states.")
+    seed: int = Field(0, ge=0, lt=2**31, description="Seeds model init, data and dropout; resume restores RNG "
+                                                    "states (below 2**31: numpy's and the data stream's range).")
     log_interval: int = Field(1, gt=0, description="Print a metrics line every this many steps.")
 
     def to_yaml(self) -> str:
@@ -150,6 +202,18 @@ class RunConfig(StrictModel):
     def grad_accum_steps(self, world_size: int) -> int:
         """Micro-batches each rank runs per optimizer step (assumes `check_world_size` passed)."""
         return self.batch.global_size // (self.batch.micro_size * world_size)
+
+    @model_validator(mode="after")
+    def _vocab_fits_token_dtype(self) -> RunConfig:
+        # Token ids are 0..vocab_size-1; a uint16 file cannot hold ids of a larger vocabulary, so
+        # the file was written for another tokenizer (or another dtype) and would be misread.
+        if self.data.source == "tokens" and self.model.vocab_size > TOKEN_DTYPE_LIMITS[self.data.dtype]:
+            raise rule_violation(
+                "KT206", f"vocab_size {self.model.vocab_size} does not fit data.dtype {self.data.dtype} "
+                f"(at most {TOKEN_DTYPE_LIMITS[self.data.dtype]:,} token ids)",
+                "set data.dtype: uint32 (and write the token file as uint32), or use a smaller vocabulary",
+                field="data.dtype")
+        return self
 
     def check_world_size(self, world_size: int) -> list[Problem]:
         """Rules that need the world size: known to the compiler from the job, to the pod from torchrun."""

@@ -7,12 +7,11 @@ the step count alone.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import torch
 
 from training.config import DataConfig
+from training.tokens import open_token_file
 
 # The synthetic stream: arithmetic progressions modulo the vocabulary with a random start and a
 # stride from this set. A model must read the first tokens to infer the stride, then can predict
@@ -29,9 +28,7 @@ class TokenSource:
         self.seed = seed
         self.tokens = None
         if cfg.source == "tokens":
-            self.tokens = np.memmap(Path(cfg.path), dtype=np.uint16, mode="r")
-            if len(self.tokens) <= self.seq_len + 1:
-                raise ValueError(f"{cfg.path} holds {len(self.tokens)} tokens, fewer than one sequence")
+            self.tokens = open_token_file(cfg, vocab_size)
 
     def samples(self, indices: torch.Tensor) -> torch.Tensor:
         if self.tokens is not None:

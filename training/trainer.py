@@ -14,16 +14,17 @@ import torch.nn.functional as F
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.tensor import DTensor
 
-from training.checkpoint import CheckpointManager
+from training.checkpoint import CheckpointManager, LocalCheckpoints
 from training.config import RunConfig
 from training.data import ShardedLoader, TokenSource
 from training.distributed import World, all_gather_object, all_reduce_mean, broadcast_object
 from training.ettr import EttrClock, daly_interval_s, first_start
 from training.faults import FaultInjector
-from training.metrics import emit, peak_flops
+from training.metrics import peak_flops
 from training.model import GPT, flops_per_token
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
 from training.parallel import autocast, gradient_sync, parallelize
+from training.telemetry import Telemetry
 from training.watchdog import Watchdog
 
 
@@ -51,12 +52,16 @@ class Trainer:
         source = TokenSource(run.data, run.model.vocab_size, run.seed)
         self.loader = ShardedLoader(source, run.batch.micro_size, dp_rank=world.rank, dp_size=world.world_size)
         self.faults = FaultInjector.from_env(world.rank)
+        self.telemetry = Telemetry(run, world)
         self.checkpoints = CheckpointManager(run.checkpoint, world, self.faults)
+        self.local = (LocalCheckpoints(run.checkpoint.local_dir, world, run.checkpoint.keep)
+                      if run.checkpoint.local_dir else None)
         self.tokens_per_step = run.batch.global_size * run.data.seq_len
         self.flops_per_token = flops_per_token(run.model, run.data.seq_len, self.n_params)
         self.peak_flops = peak_flops(world.device)
         self.choosing_interval = run.checkpoint.interval == "auto"
         self.interval = AUTO_FIRST_CHECKPOINT if self.choosing_interval else run.checkpoint.interval
+        self.local_interval = run.checkpoint.local_interval or self.interval
         self.ettr = EttrClock(broadcast_object(first_start(self.checkpoints.root) if world.is_main else None))
         self.watchdog = Watchdog(run.resilience.watchdog_floor_s, run.resilience.watchdog_factor, world.rank)
         # Counted on the device, so that a skipped step costs no host sync; read at log steps.
@@ -94,9 +99,13 @@ class Trainer:
             # Productive: the step and its logging, the time that moved training on. Checkpoint
             # saves are not: they are the price of resilience, which ETTR is there to show.
             self.ettr.step_done(time.perf_counter() - started)
-            if self.step % self.interval == 0 or final:
+            durable_due = self.step % self.interval == 0 or final
+            if durable_due or (self.local and self.step % self.local_interval == 0):
                 started = time.perf_counter()
-                self.report(self.save())
+                if durable_due:
+                    self.save()
+                else:
+                    self.report(self.local.save(self.step, self.state()))
                 saving += time.perf_counter() - started  # saving is not training time
                 self.watchdog.beat()
             self.report(self.checkpoints.poll())
@@ -106,15 +115,17 @@ class Trainer:
                     **{k: v for k, v in (last or {}).items() if k not in ("event", "step")},
                     **self.ettr.report(),
                     "weights_sha256_per_rank": all_gather_object(self.weights_digest())}
-        if self.world.is_main:
-            emit(finished)
+        self.report(finished)
+        if self.step == run.max_steps:
+            self.telemetry.finish()
         return finished
 
     def close(self) -> None:
-        """Finish a background save and release the checkpointer's and the watchdog's threads."""
+        """Finish a background save and release the checkpointer's, the watchdog's and the metrics' threads."""
         self.watchdog.stop()
         self.report(self.checkpoints.wait())
         self.checkpoints.close()
+        self.telemetry.close()
 
     def train_step(self) -> tuple[torch.Tensor, torch.Tensor]:
         set_learning_rate(self.optimizer, learning_rate(self.step, self.run.optimizer, self.run.max_steps))
@@ -190,43 +201,74 @@ class Trainer:
             torch.cuda.set_rng_state(rng["cuda"], self.world.device)
         self.loader.load_state_dict(state["data"])
 
-    def save(self) -> dict[str, Any] | None:
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint of either tier holds; the steps so far count as kept from now on."""
         model_state, optim_state = get_state_dict(self.model, self.optimizer)
-        state = {"model": model_state, "optim": optim_state,
-                 "train": {"step": self.step, "world_size": self.world.world_size,
-                           "productive_s": self.ettr.checkpointed()},
-                 self._rank_key: self._rank_state()}
-        report = self.checkpoints.save(self.step, state)
-        if self.choosing_interval:
-            self.choose_interval(report or self.checkpoints.wait())
-            report = None  # choose_interval has reported the save
-        return report
+        return {"model": model_state, "optim": optim_state,
+                "train": {"step": self.step, "world_size": self.world.world_size,
+                          "productive_s": self.ettr.checkpointed()},
+                self._rank_key: self._rank_state()}
 
-    def choose_interval(self, first_save: dict[str, Any]) -> None:
-        """interval "auto": Daly's interval for the measured save cost and the configured MTBF."""
-        self.report(first_save)
+    def save(self) -> None:
+        """A durable save (which makes a local one at the same step redundant)."""
+        report = self.checkpoints.save(self.step, self.state())
+        if not self.choosing_interval:
+            self.report(report)
+            return
+        # interval "auto": this first save measures what each tier costs.
+        local = self.local.save(self.step, self.state()) if self.local else None
+        self.choose_intervals(report or self.checkpoints.wait(), local)
+
+    def choose_intervals(self, durable: dict[str, Any], local: dict[str, Any] | None) -> None:
+        """interval "auto": Daly's interval of each tier, for its measured save cost and the configured
+        MTBF; the durable interval is a multiple of the local one, so the cheap tier bounds lost work."""
+        self.report(durable)
+        self.report(local)
         self.choosing_interval = False
-        cost, mtbf = first_save["blocked_s"], self.run.resilience.mtbf_s
-        step_s = self.watchdog.median_step_s()
-        interval_s = daly_interval_s(cost, mtbf)
+        mtbf, step_s = self.run.resilience.mtbf_s, self.watchdog.median_step_s()
+
+        def steps(cost_s: float) -> int:
+            return max(1, round(daly_interval_s(cost_s, mtbf) / step_s))
+
+        durable_steps = steps(durable["blocked_s"])
+        local_steps = steps(local["blocked_s"]) if local else durable_steps
+        if local_steps < durable_steps:
+            durable_steps = durable_steps // local_steps * local_steps
+        else:
+            local_steps = durable_steps  # the local tier saves nothing the durable one does not
         # Rank 0 decides: every rank must save at the same steps.
-        self.interval = broadcast_object(max(1, round(interval_s / step_s)) if self.world.is_main else None)
-        self.report({"event": "checkpoint_interval", "steps": self.interval, "interval_s": interval_s,
-                     "save_cost_s": cost, "step_time_s": step_s, "mtbf_s": mtbf, "method": "daly"})
+        self.interval, self.local_interval = broadcast_object(
+            (durable_steps, local_steps) if self.world.is_main else None)
+        decision = {"event": "checkpoint_interval", "steps": self.interval, "interval_s": self.interval * step_s,
+                    "save_cost_s": durable["blocked_s"], "step_time_s": step_s, "mtbf_s": mtbf, "method": "daly"}
+        if local:
+            decision |= {"local_steps": self.local_interval, "local_save_cost_s": local["blocked_s"]}
+        self.report(decision)
 
     def report(self, record: dict[str, Any] | None) -> None:
-        if record and self.world.is_main:
-            emit(record)
+        self.telemetry.observe(record)
 
-    def load(self, step: int, with_rank_state: bool) -> dict[str, Any]:
+    def newest_checkpoint(self) -> tuple[CheckpointManager | LocalCheckpoints, int] | None:
+        """The newest checkpoint every rank can trust: a local one only where every rank finds its own
+        shard complete (at this world size, which its path names), else the durable one. A tie goes to
+        the local tier: the same state, read from a faster disk."""
+        durable = self.checkpoints.latest()
+        local = self.local.common_steps()[-1:] if self.local else []
+        if local and (durable is None or local[0] >= durable):
+            return self.local, local[0]
+        return (self.checkpoints, durable) if durable is not None else None
+
+    def load(self, tier: CheckpointManager | LocalCheckpoints, step: int, with_rank_state: bool) -> dict[str, Any]:
         """Load model, optimizer and progress from the checkpoint of `step`; returns its train state."""
         train = {"step": 0, "world_size": 0, "productive_s": 0.0}
-        self.checkpoints.load(step, {"train": train})
+        tier.load(step, {"train": train})
         model_state, optim_state = get_state_dict(self.model, self.optimizer)
         state: dict[str, Any] = {"model": model_state, "optim": optim_state}
         if with_rank_state and train["world_size"] == self.world.world_size:
             state[self._rank_key] = b""
-        self.checkpoints.load(step, state)
+        tier.load(step, state)
+        if self.local:
+            self.local.discard_after(step)  # they belong to the history this load leaves
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         self.step = train["step"]
         self.ettr.restored(train["productive_s"])
@@ -237,27 +279,30 @@ class Trainer:
         """Too many non-finite steps in a row: return to the newest checkpoint, skipping past the
         batches that caused them (PaLM's practice): the data position is kept, not restored."""
         self.report(self.checkpoints.wait())
-        bad_step, step = self.step, self.checkpoints.latest()
+        bad_step, newest = self.step, self.newest_checkpoint()
         self.rollbacks += 1
-        if step is None or self.rollbacks > self.run.resilience.max_rollbacks:
+        if newest is None or self.rollbacks > self.run.resilience.max_rollbacks:
             raise RuntimeError(f"{int(self.worst_streak.item())} non-finite steps in a row at step {bad_step}, "
                                f"after {self.rollbacks - 1} rollbacks; lower the learning rate or check the data")
-        self.load(step, with_rank_state=False)
+        tier, step = newest
+        self.load(tier, step, with_rank_state=False)
         self.bad_streak.zero_()
         self.worst_streak.zero_()
         self.report({"event": "rollback", "from_step": bad_step, "to_step": step,
                      "data_position": self.loader.position})
 
     def resume(self) -> None:
-        step = self.checkpoints.latest()
-        if step is None:
+        newest = self.newest_checkpoint()
+        if newest is None:
             return
-        train = self.load(step, with_rank_state=True)
+        tier, step = newest
+        train = self.load(tier, step, with_rank_state=True)
         if train["rank_state"] is not None:
             self._restore_rank_state(train["rank_state"])
         else:
             # Another world size: RNG streams cannot carry over, but the data position can be
             # recomputed, since every rank consumed an equal share of the global samples.
             self.loader.position = self.step * self.run.batch.global_size // self.world.world_size
-        self.report({"event": "resumed", "step": self.step, "from": str(self.checkpoints.step_dir(step)),
+        self.report({"event": "resumed", "step": self.step, "from": str(tier.step_dir(step)),
+                     "tier": "local" if tier is self.local else "durable",
                      "saved_world_size": train["world_size"], "world_size": self.world.world_size})

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.jobs.launch import CONFIG_ENV, LAUNCH_ENV, container_command
-from kubetrain.jobs.spec import CONFIG_MOUNT, SHM_MOUNT, JobSpec
+from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, JobSpec
 from kubetrain.nccl import EFA_ENV, GPU_ENV, NCCL_FAULT_ENV
 
 EFA_HUGEPAGES_DEFAULT = "5120Mi"
@@ -23,7 +23,7 @@ def container_env(job: JobSpec) -> dict[str, str]:
     """Defaults first, the user's `env` last: a user's value always wins (the rules judge it)."""
     env: dict[str, str] = {}
     if job.trainer:
-        env |= CONFIG_ENV
+        env |= CONFIG_ENV | {"KUBETRAIN_JOB": job.props.name}  # the metrics' job label
     if job.launched_by_torchrun:
         env |= LAUNCH_ENV | job.props.target.launch_env(job)
     if job.uses_gpus:
@@ -55,6 +55,28 @@ def hugepages_2mi(job: JobSpec) -> str | None:
     return r.hugepages_2mi or (EFA_HUGEPAGES_DEFAULT if r.efa else None)
 
 
+METRICS_PORT_NAME = "metrics"  # what the PodMonitor of kubetrain.platform.monitoring scrapes
+
+
+def metrics_ports(job: JobSpec) -> list[dict[str, Any]]:
+    """The trainer's Prometheus endpoints: one port per local rank, from run.metrics.port; the first is
+    named `metrics`, so a PodMonitor finds every pod."""
+    port = job.trainer.run.metrics.port if job.trainer else 0
+    if not port:
+        return []
+    return [{"name": METRICS_PORT_NAME if i == 0 else f"{METRICS_PORT_NAME}-{i}", "containerPort": port + i,
+             "protocol": "TCP"} for i in range(job.props.procs_per_node)]
+
+
+def local_checkpoint_volume(job: JobSpec) -> dict[str, Any] | None:
+    """The fast checkpoint tier's folder, when the run config names one no volume of the job holds: an
+    emptyDir on the node's disk (the instance store, on pools that RAID0 it), gone with the pod as it should be."""
+    local_dir = job.trainer.run.checkpoint.local_dir if job.trainer else None
+    if not local_dir or job.volume_at(local_dir) is not None:
+        return None
+    return {"name": LOCAL_TIER_VOLUME, "emptyDir": {}}
+
+
 def placement(job: JobSpec) -> dict[str, Any]:
     """Node selector and tolerations: the pool's when the job names one, else the instance type's and the
     accelerator's taint; the pod settings' own are added."""
@@ -82,6 +104,10 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     if job.trainer:
         mounts.insert(0, {"name": "kubetrain-config", "mountPath": CONFIG_MOUNT, "readOnly": True})
         volumes.insert(0, {"name": "kubetrain-config", "configMap": {"name": job.config_map_name}})
+    local_tier = local_checkpoint_volume(job)
+    if local_tier:
+        mounts.append({"name": local_tier["name"], "mountPath": job.trainer.run.checkpoint.local_dir})
+        volumes.append(local_tier)
     for v in props.volumes:
         mounts.append({"name": v.name, "mountPath": v.mount_path, **({"readOnly": True} if v.mounted_read_only else {})})
         volumes.append({"name": v.name, **v.pod_volume()})
@@ -95,7 +121,13 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     env = container_env(job)
     if env:
         container["env"] = [{"name": name, "value": value} for name, value in env.items()]
+    if job.trainer:  # the metrics' node label
+        container.setdefault("env", []).append({"name": "NODE_NAME",
+                                                "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})
     container["resources"] = container_resources(job)
+    ports = metrics_ports(job)
+    if ports:
+        container["ports"] = ports
     container["volumeMounts"] = mounts
     container["securityContext"] = {"allowPrivilegeEscalation": False}
 

@@ -17,6 +17,7 @@ CONFIG_MOUNT = "/etc/kubetrain"
 CONFIG_FILE = "run.yaml"
 SHM_MOUNT = "/dev/shm"
 RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT}
+LOCAL_TIER_VOLUME = "kubetrain-local-ckpt"  # the trainer's fast checkpoint tier, mounted at its local_dir
 DEFAULT_ACCELERATOR_RESOURCE = "nvidia.com/gpu"
 
 

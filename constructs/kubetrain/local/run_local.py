@@ -237,8 +237,12 @@ def _config_overrides(command: list[str], mounts: dict[str, Path], steps: int | 
     sets = [*overrides, *([f"max_steps={steps}"] if steps is not None else [])]
     run = load_run_config(Path(command[command.index("--config") + 1]), sets, where=where)
     sets.append(f"checkpoint.dir={_map_path(run.checkpoint.dir, mounts)}")
+    if run.checkpoint.local_dir:
+        sets.append(f"checkpoint.local_dir={_map_path(run.checkpoint.local_dir, mounts)}")
     if run.data.path:
         sets.append(f"data.path={_map_path(run.data.path, mounts)}")
+    if run.metrics.port:  # pods share this machine's ports: each gets its own
+        sets.append(f"metrics.port={free_port()}")
     return [arg for value in sets for arg in ("--set", value)]
 
 

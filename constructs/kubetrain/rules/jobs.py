@@ -14,7 +14,7 @@ from math import gcd
 
 from kubetrain.jobs.pod import container_resources, hugepages_2mi, placement
 from kubetrain.jobs.props import ClaimVolume
-from kubetrain.jobs.spec import RESERVED_VOLUMES, JobSpec
+from kubetrain.jobs.spec import LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
 from kubetrain.nccl import FORBIDDEN_EFA_ENV, FORBIDDEN_SOCKET_IFNAMES
 from kubetrain.platform.node_pools import pool_placement_problems
@@ -319,8 +319,8 @@ def paths_on_volumes(job: JobSpec) -> Iterator[Violation]:
                     "run config and /dev/shm.",
           fix="rename the volume or choose another path", source="Kubernetes PodSpec")
 def volumes_distinct(job: JobSpec) -> Iterator[Violation]:
-    names, paths = set(RESERVED_VOLUMES), set(RESERVED_VOLUMES.values())
-    reserved = ", ".join(f"{n} ({p})" for n, p in RESERVED_VOLUMES.items())
+    names, paths = {*RESERVED_VOLUMES, LOCAL_TIER_VOLUME}, set(RESERVED_VOLUMES.values())
+    reserved = ", ".join([*(f"{n} ({p})" for n, p in RESERVED_VOLUMES.items()), LOCAL_TIER_VOLUME])
     for i, volume in enumerate(job.props.volumes):
         if volume.name in names:
             yield (f"volumes.{i}.name", f"volume name {volume.name!r} is already used",

@@ -48,3 +48,17 @@ register("KT205", "error", "token file given to the synthetic source",
          rationale="The synthetic stream ignores data.path: a run meant to train on a data set would train on "
                    "synthetic tokens.",
          fix="set data.source to tokens, or remove data.path", source=TRAINER)
+register("KT206", "error", "vocabulary does not fit the token file's dtype",
+         rationale="Token ids run up to vocab_size - 1; a uint16 file holds ids below 65,536 only, so a larger "
+                   "vocabulary means the file was written for another tokenizer or dtype and would be misread.",
+         fix="set data.dtype: uint32 (and write the file as uint32), or use a smaller vocabulary", source=TRAINER)
+register("KT207", "error", "checkpoint tiers inconsistent",
+         rationale="The node-local tier needs its own interval (or interval: auto, which chooses both), an interval "
+                   "without local_dir would save nothing, and a local_dir equal to dir would put the fast tier on "
+                   "the shared volume.",
+         fix="set local_dir and local_interval together, or interval: auto with local_dir alone", source=TRAINER)
+register("KT208", "error", "token file unusable",
+         rationale="Checked when the pod starts, before torch is imported: a missing file, a size that is no whole "
+                   "number of data.dtype tokens, fewer tokens than one sequence, or ids beyond the vocabulary (a file "
+                   "of another dtype or tokenizer) would otherwise crash every rank or train on garbage.",
+         fix="fix data.path, data.dtype or the vocabulary, as the message says", source="training/tokens.py")

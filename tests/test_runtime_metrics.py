@@ -1,0 +1,126 @@
+"""Metrics leave the pod: every rank's Prometheus endpoint scraped during a real two-rank run, and
+the optional TensorBoard and MLflow sinks read back from what they wrote."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from test_training import TINY, train, write_config
+
+torch = pytest.importorskip("torch", reason="the training runtime needs torch")
+
+
+def two_free_ports() -> int:
+    """A port p with p and p + 1 free: the endpoints of local ranks 0 and 1."""
+    for _ in range(50):
+        with socket.socket() as first:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            with socket.socket() as second:
+                try:
+                    second.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+        return port
+    raise RuntimeError("no two adjacent free ports")
+
+
+def scrape(port: int) -> dict[str, list]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return {family.name: family.samples for family in text_string_to_metric_families(text)}
+
+
+def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
+    pytest.importorskip("prometheus_client")
+    port = two_free_ports()
+    config = write_config(tmp_path, max_steps=200, metrics={"port": port},
+                          checkpoint={"dir": str(tmp_path / "ckpt"), "interval": 3, "keep": 2,
+                                      "local_dir": str(tmp_path / "local"), "local_interval": 1})
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'constructs'}:{ROOT}", "KUBETRAIN_JOB": "scraped"}
+    env.pop("NODE_NAME", None)
+    agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                              "-m", "training", "--config", str(config)], cwd=ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        scraped: dict[int, dict] = {}
+        deadline = time.monotonic() + 120
+        while len(scraped) < 2 and time.monotonic() < deadline and agent.poll() is None:
+            for rank in (0, 1):
+                try:
+                    samples = scrape(port + rank)
+                except OSError:
+                    continue
+                checkpoints = {s.labels["tier"]: s.value for s in samples.get("kubetrain_checkpoints", [])
+                               if s.name.endswith("_total")}
+                if samples.get("kubetrain_step") and samples["kubetrain_step"][0].value >= 4 and len(checkpoints) == 2:
+                    scraped[rank] = samples
+            time.sleep(0.2)
+    finally:
+        agent.terminate()  # torchrun passes SIGTERM on to its ranks (a SIGKILL would orphan them)
+        stderr = agent.communicate(timeout=60)[1]
+    assert len(scraped) == 2, stderr[-3000:]
+    for rank, samples in scraped.items():
+        step = samples["kubetrain_step"][0]
+        assert step.labels == {"job": "scraped", "rank": str(rank), "node": socket.gethostname()}
+        assert samples["kubetrain_loss"][0].value > 0
+        assert samples["kubetrain_tokens_per_second"][0].value > 0
+        assert 0 < samples["kubetrain_ettr"][0].value <= 1
+        assert samples["kubetrain_restarts"][0].value == 0
+        assert {s.labels["tier"] for s in samples["kubetrain_checkpoint_blocked_seconds"]} == {"local", "durable"}
+        assert "kubetrain_skipped_steps" in samples and "kubetrain_rollbacks" in samples
+
+
+def read_tensorboard_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Event files are TFRecords: length, its CRC, an Event protobuf, its CRC."""
+    from tensorboardX.proto.event_pb2 import Event
+
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    for path in sorted(logdir.glob("events.out.tfevents.*")):
+        data, at = path.read_bytes(), 0
+        while at < len(data):
+            (length,) = struct.unpack("<Q", data[at:at + 8])
+            event = Event.FromString(data[at + 12:at + 12 + length])
+            at += 12 + length + 4
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars
+
+
+def test_tensorboard_and_mlflow_sinks_keep_one_run_across_a_restart(tmp_path, monkeypatch):
+    pytest.importorskip("tensorboardX")
+    mlflow = pytest.importorskip("mlflow")
+    # A local file store: MLflow 3 keeps it behind this switch (sqlite needs SQLAlchemy, which the
+    # skinny package leaves out); a pod would point at a tracking server.
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    uri = (tmp_path / "mlruns").as_uri()
+    config = write_config(tmp_path, max_steps=8, metrics={"port": 0, "tensorboard_dir": str(tmp_path / "tb"),
+                                                          "mlflow_tracking_uri": uri, "mlflow_experiment": "kt"})
+    first = train(config, 1, "--stop-after-step", "5")
+    rest = train(config, 1)  # the restarted pod
+    assert [r["step"] for r in rest if r["event"] == "resumed"] == [5]
+
+    scalars = read_tensorboard_scalars(tmp_path / "tb")
+    logged = [r for r in first + rest if r["event"] == "step"]
+    assert [step for step, _ in scalars["train/loss"]] == [r["step"] for r in logged]
+    assert [value for _, value in scalars["train/loss"]] == pytest.approx([r["loss"] for r in logged], rel=1e-6)
+
+    client = mlflow.tracking.MlflowClient(uri)
+    [run] = client.search_runs([client.get_experiment_by_name("kt").experiment_id])
+    assert (tmp_path / "ckpt" / "mlflow_run_id").read_text().strip() == run.info.run_id
+    assert run.info.status == "FINISHED"
+    assert run.data.params["model.dim"] == str(TINY["model"]["dim"])
+    assert run.data.params["checkpoint.interval"] == "5"
+    history = client.get_metric_history(run.info.run_id, "loss")
+    assert sorted(m.step for m in history) == [r["step"] for r in logged]  # steps 1-5, then 6-8 after resume
+    assert run.data.tags["kubetrain.job"] == "local"

@@ -1,0 +1,216 @@
+"""Where the trainer's records go: rank 0's JSON lines, every rank's Prometheus endpoint, and the
+optional TensorBoard and MLflow sinks (rank 0, each off unless configured).
+
+The trainer hands every record (the dicts of `step`, `checkpoint`, `rollback`, `resumed`, ...
+events) to `Telemetry.observe`; each sink takes the fields it knows. Labels of the Prometheus series:
+`job` from KUBETRAIN_JOB, `node` from NODE_NAME (the downward API's spec.nodeName) or else the pod's
+hostname, and the global `rank`.
+
+Every rank serves its own endpoint on `metrics.port + local rank` rather than rank 0 of a node
+aggregating the others: no extra collective or IPC in the training loop, a straggling or hung rank
+shows in its own series, and one rank's death does not take its node's metrics with it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from training.config import RunConfig
+from training.distributed import World
+from training.metrics import emit
+
+MLFLOW_RUN_ID_FILE = "mlflow_run_id"  # beside the durable checkpoints: restarts log to the same run
+
+
+def job_name() -> str:
+    return os.environ.get("KUBETRAIN_JOB", "local")
+
+
+def job_labels(world: World) -> dict[str, str]:
+    return {"job": job_name(),
+            "node": os.environ.get("NODE_NAME") or socket.gethostname(), "rank": str(world.rank)}
+
+
+class PrometheusEndpoint:
+    """This rank's /metrics: gauges of the latest values, counters of events since the process started."""
+
+    def __init__(self, port: int, labels: dict[str, str]):
+        from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+        self.registry = CollectorRegistry()
+        names = list(labels)
+
+        def gauge(name: str, doc: str, extra: tuple[str, ...] = ()) -> Any:
+            return Gauge(name, doc, names + list(extra), registry=self.registry)
+
+        def counter(name: str, doc: str, extra: tuple[str, ...] = ()) -> Any:
+            return Counter(name, doc, names + list(extra), registry=self.registry)
+
+        self.labels = labels
+        self.step_gauges = {
+            "step": gauge("kubetrain_step", "Last optimizer step logged."),
+            "loss": gauge("kubetrain_loss", "Training loss (mean over ranks) at the last log step."),
+            "tokens_per_s": gauge("kubetrain_tokens_per_second", "Training throughput of the whole job."),
+            "step_time_s": gauge("kubetrain_step_time_seconds", "Mean step time since the previous log step."),
+            "mfu": gauge("kubetrain_mfu", "Model FLOPs utilization (GPUs with a known peak)."),
+            "ettr": gauge("kubetrain_ettr", "Effective training time ratio since the job first started."),
+        }
+        self.skipped = counter("kubetrain_skipped_steps", "Optimizer steps skipped for non-finite gradients.")
+        self.rollbacks = counter("kubetrain_rollbacks", "Rollbacks to a checkpoint after repeated bad steps.")
+        self.checkpoints = counter("kubetrain_checkpoints", "Complete checkpoints saved.", ("tier",))
+        self.blocked = gauge("kubetrain_checkpoint_blocked_seconds",
+                             "Time the training thread spent on the last checkpoint.", ("tier",))
+        self.complete = gauge("kubetrain_checkpoint_complete_seconds",
+                              "Time from the last checkpoint's start until it was complete.", ("tier",))
+        # torchrun counts the restarts of this pod's ranks; the pod's own restarts are the kubelet's.
+        gauge("kubetrain_restarts", "Restarts of this pod's ranks by torchrun.").labels(**labels).set(
+            int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")))
+        self._skipped_seen = 0
+        self.server, self._thread = start_http_server(port, registry=self.registry)
+
+    def observe(self, record: dict[str, Any]) -> None:
+        event, labels = record["event"], self.labels
+        if event == "step":
+            for field, metric in self.step_gauges.items():
+                if field in record:
+                    metric.labels(**labels).set(record[field])
+            # The trainer's count restarts with the process, like a counter's value.
+            self.skipped.labels(**labels).inc(record["skipped_steps"] - self._skipped_seen)
+            self._skipped_seen = record["skipped_steps"]
+        elif event == "rollback":
+            self.rollbacks.labels(**labels).inc()
+        elif event == "checkpoint":
+            tier = record.get("tier", "durable")
+            self.checkpoints.labels(**labels, tier=tier).inc()
+            self.blocked.labels(**labels, tier=tier).set(record["blocked_s"])
+            self.complete.labels(**labels, tier=tier).set(record["complete_after_s"])
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class TensorBoardSink:
+    """Scalars of every step and checkpoint record, as TensorBoard event files."""
+
+    def __init__(self, logdir: str):
+        from tensorboardX import SummaryWriter
+
+        self.writer = SummaryWriter(logdir, flush_secs=10)
+
+    def observe(self, record: dict[str, Any]) -> None:
+        if record["event"] == "step":
+            for field, value in record.items():
+                if field not in ("event", "step"):
+                    self.writer.add_scalar(f"train/{field}", value, record["step"])
+        elif record["event"] == "checkpoint":
+            tier = record.get("tier", "durable")
+            self.writer.add_scalar(f"checkpoint/{tier}_blocked_s", record["blocked_s"], record["step"])
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class MlflowSink:
+    """One MLflow run per job: its id is kept beside the durable checkpoints, so restarts continue it."""
+
+    def __init__(self, run: RunConfig):
+        from mlflow.entities import Metric, Param
+        from mlflow.tracking import MlflowClient
+
+        self._metric = Metric
+        self.client = MlflowClient(run.metrics.mlflow_tracking_uri)
+        id_file = Path(run.checkpoint.dir) / MLFLOW_RUN_ID_FILE
+        if id_file.is_file():
+            self.run_id = id_file.read_text().strip()
+            return
+        experiment = self.client.get_experiment_by_name(run.metrics.mlflow_experiment)
+        experiment_id = (experiment.experiment_id if experiment
+                         else self.client.create_experiment(run.metrics.mlflow_experiment))
+        self.run_id = self.client.create_run(experiment_id, tags={"kubetrain.job": job_name()}).info.run_id
+        params = [Param(key, str(value)) for key, value in flatten(run.model_dump(mode="json")).items()]
+        for start in range(0, len(params), 100):  # MLflow takes at most 100 params a batch
+            self.client.log_batch(self.run_id, params=params[start:start + 100])
+        id_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = id_file.with_suffix(".tmp")
+        tmp.write_text(self.run_id + "\n")
+        os.replace(tmp, id_file)
+
+    def observe(self, record: dict[str, Any]) -> None:
+        if record["event"] != "step":
+            return
+        stamp = int(time.time() * 1000)
+        metrics = [self._metric(field, float(value), stamp, record["step"])
+                   for field, value in record.items() if field not in ("event", "step")]
+        # Queued for MLflow's background thread: a slow tracking server never stalls a step.
+        self.client.log_batch(self.run_id, metrics=metrics, synchronous=False)
+
+    def finish(self) -> None:
+        self.close()
+        self.client.set_terminated(self.run_id)
+
+    def close(self) -> None:
+        import mlflow
+
+        mlflow.flush_async_logging()
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}: the run config as MLflow params."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+class Telemetry:
+    """Fans the trainer's records out: JSON lines and the sinks on rank 0, Prometheus on every rank."""
+
+    def __init__(self, run: RunConfig, world: World):
+        self.is_main, self.rank = world.is_main, world.rank
+        self.sinks: list[Any] = []
+        self.mlflow: MlflowSink | None = None
+        if run.metrics.port:
+            port = run.metrics.port + world.local_rank
+            self._start(f"Prometheus endpoint on port {port}", lambda: PrometheusEndpoint(port, job_labels(world)))
+        if world.is_main and run.metrics.tensorboard_dir:
+            self._start("TensorBoard sink", lambda: TensorBoardSink(run.metrics.tensorboard_dir))
+        if world.is_main and run.metrics.mlflow_tracking_uri:
+            self.mlflow = self._start("MLflow sink", lambda: MlflowSink(run))
+
+    def _start(self, what: str, factory: Any) -> Any:
+        # Metrics are not worth a run: a busy port, a missing extra or an unreachable tracking
+        # server is said loudly on stderr, and training goes on without that sink.
+        try:
+            sink = factory()
+        except Exception as exc:  # noqa: BLE001 - any failure of an optional sink
+            print(f"warning: rank {self.rank}: no {what}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return None
+        self.sinks.append(sink)
+        return sink
+
+    def observe(self, record: dict[str, Any] | None) -> None:
+        if not record:
+            return
+        if self.is_main:
+            emit(record)
+        for sink in self.sinks:
+            sink.observe(record)
+
+    def finish(self) -> None:
+        """The run reached max_steps (not an interruption)."""
+        if self.mlflow:
+            self.mlflow.finish()
+
+    def close(self) -> None:
+        for sink in self.sinks:
+            sink.close()
+        self.sinks = []
