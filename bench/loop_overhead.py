@@ -37,7 +37,6 @@ from training.model import GPT
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
 from training.trainer import Trainer
 
-
 NOISY_SPREAD = 0.05  # (max - min) / median of the bare loop's rounds above which the figure is noise
 
 

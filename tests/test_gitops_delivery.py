@@ -7,6 +7,7 @@ import copy
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, dist_file
 from gitops_platform import platform_objects
 from kubetrain.gitops import plan, waves
 from kubetrain.gitops.construct import ArgoCd, delivery_props
@@ -16,7 +17,6 @@ from kubetrain.output.manifests import MARKER, dump_manifest, manifest_path, ren
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
 
 import apps
-from conftest import ROOT, dist_file
 from training.problems import ConfigError
 
 REPO = "https://github.com/example/fleet.git"

@@ -6,7 +6,6 @@ import random
 
 import pytest
 import yaml
-
 from conftest import ROOT
 from kubetrain.output.emit import ManifestDumper, dump_manifest
 

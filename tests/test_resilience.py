@@ -6,7 +6,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -14,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, kubetrain, run
 from kubetrain.local.run_local import free_port, kill_pod
 from test_training import losses, train, write_config

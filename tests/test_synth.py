@@ -74,8 +74,9 @@ def test_validate_never_starts_jsii():
 
 
 def test_render_steps_run_after_every_chart_and_their_objects_are_validated(tmp_path):
-    from apps import build
     from kubetrain.output.manifests import add_render_step, manifest_path, synth
+
+    from apps import build
     from training.problems import ConfigError
 
     def annotate(objects):

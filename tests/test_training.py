@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import run
 
 torch = pytest.importorskip("torch", reason="the training runtime needs torch: pip install -e '.[train]'")
