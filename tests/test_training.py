@@ -75,7 +75,7 @@ def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, async_save):
     assert first[-1]["step"] == 12
     resumed = train(config_b)
     assert resumed[0] == {"event": "resumed", "step": 10, "from": str(tmp_path / "b" / "ckpt" / "step-00000010"),
-                          "saved_world_size": 2, "world_size": 2}
+                          "tier": "durable", "saved_world_size": 2, "world_size": 2}
     # Steps 11..16 of the resumed run repeat the uninterrupted run's exactly, to the last bit.
     assert losses(resumed) == losses(straight)[10:]
     assert resumed[-1]["weights_sha256_per_rank"] == straight[-1]["weights_sha256_per_rank"]

@@ -124,6 +124,7 @@ class MlflowSink:
         from mlflow.tracking import MlflowClient
 
         self._metric = Metric
+        self.in_flight: Any = None  # the last log step's batch, queued for MLflow's background thread
         self.client = MlflowClient(run.metrics.mlflow_tracking_uri)
         id_file = Path(run.checkpoint.dir) / MLFLOW_RUN_ID_FILE
         if id_file.is_file():
@@ -147,17 +148,18 @@ class MlflowSink:
         stamp = int(time.time() * 1000)
         metrics = [self._metric(field, float(value), stamp, record["step"])
                    for field, value in record.items() if field not in ("event", "step")]
-        # Queued for MLflow's background thread: a slow tracking server never stalls a step.
-        self.client.log_batch(self.run_id, metrics=metrics, synchronous=False)
+        # Queued: a tracking server slower than one log interval delays the next log step, no other.
+        self.close()
+        self.in_flight = self.client.log_batch(self.run_id, metrics=metrics, synchronous=False)
 
     def finish(self) -> None:
         self.close()
         self.client.set_terminated(self.run_id)
 
     def close(self) -> None:
-        import mlflow
-
-        mlflow.flush_async_logging()
+        if self.in_flight is not None:
+            self.in_flight.wait()
+            self.in_flight = None
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
