@@ -125,3 +125,9 @@ def test_output_is_plain_lines_when_not_a_terminal():
     assert result.returncode == 0 and "\x1b[" not in result.stdout + result.stderr
     assert result.stdout.splitlines() == ["valid: 15 objects checked, 0 invalid, 0 problems"] or \
         result.stdout.startswith("valid: ")
+
+
+def test_a_bad_flag_is_one_line_and_exit_2():
+    result = kubetrain("validate", "--bogus")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == ["error: No such option: --bogus (`kubetrain validate --help` lists the options)"]

@@ -236,4 +236,21 @@ def cdk8s(ctx: typer.Context) -> None:
 
 
 def main() -> None:
-    app()
+    """Bad flags are bad input like any other: one line, exit 2 (not a usage box)."""
+    try:
+        code = app(prog_name="kubetrain", standalone_mode=False)
+    except typer.Abort:
+        code = 130
+    except Exception as error:
+        # Typer's usage errors (click's, vendored by newer typer): exit code 2 and a message.
+        if getattr(error, "exit_code", None) != EXIT_BAD_INPUT or not hasattr(error, "format_message"):
+            raise
+        message = error.format_message()
+        if type(error).__name__ == "NoArgsIsHelpError":  # bare `kubetrain`: the help text is the message
+            err.print(message, markup=False)
+        else:
+            context = getattr(error, "ctx", None)
+            hint = f" (`{context.command_path} --help` lists the options)" if context is not None else ""
+            err.print(f"error: {' '.join(message.split())}{hint}", markup=False)
+        code = EXIT_BAD_INPUT
+    raise SystemExit(code or 0)
