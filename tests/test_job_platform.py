@@ -77,7 +77,7 @@ def test_the_nccl_environment_comes_from_the_images_versions():
         assert not problems
         container = objects["c/ml/PyTorchJob.job.yaml"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"][
             "containers"][0]
-        return {e["name"]: e["value"] for e in container["env"]}
+        return {e["name"]: e.get("value") for e in container["env"]}
 
     new, old = env(NcclProfile(aws_ofi_nccl="1.14.0", nccl="2.26.2")), env(NcclProfile(aws_ofi_nccl="1.5.0",
                                                                                           nccl="2.18.1"))

@@ -61,8 +61,11 @@ def test_pods_get_the_operator_environment_and_the_callers(tmp_path, monkeypatch
         assert pod.command[:2] == ["/bin/sh", "-c"]
         assert f"--rdzv-endpoint=127.0.0.1:{pod.env['MASTER_PORT']}" in pod.command
         sets = [pod.command[i + 1] for i, arg in enumerate(pod.command) if arg == "--set"]
-        assert sets == ["seed=3", "max_steps=5",
-                        f"checkpoint.dir={(tmp_path / 'volumes' / 'checkpoints').resolve()}/tiny-gpt"]
+        assert sets[:3] == ["seed=3", "max_steps=5",
+                            f"checkpoint.dir={(tmp_path / 'volumes' / 'checkpoints').resolve()}/tiny-gpt"]
+        # The fast tier on the pod's own emptyDir, and a metrics port of its own on this shared machine.
+        assert sets[3] == f"checkpoint.local_dir={(tmp_path / 'pods' / pod.name / 'kubetrain-local-ckpt').resolve()}"
+        assert sets[4].startswith("metrics.port=") and len(sets) == 5
 
 
 def test_elastic_pods_get_the_rendezvous_and_no_ranks(tmp_path):

@@ -55,7 +55,7 @@ def test_indexed_job_sets_torchruns_variables_itself():
     assert job["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
     pod = job["spec"]["template"]["spec"]
     assert pod["subdomain"] == "job" and pod["restartPolicy"] == "Never"
-    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["PET_RDZV_ENDPOINT"] == "job-0.job:29500" and env["PET_NNODES"] == "2"
     assert service["spec"]["clusterIP"] == "None" and service["spec"]["publishNotReadyAddresses"] is True
 

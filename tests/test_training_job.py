@@ -67,7 +67,7 @@ def test_pytorchjob_honours_the_operator_contract():
         assert command[3:] == ["kubetrain-launch", "--max-restarts=3", "--rdzv-backend=c10d",
                                "--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)", "--rdzv-id=job",
                                "-m", "training", "--config", "/etc/kubetrain/run.yaml"]
-        env = {e["name"]: e["value"] for e in container["env"]}
+        env = {e["name"]: e.get("value") for e in container["env"]}
         assert not {"MASTER_ADDR", "RANK", "WORLD_SIZE"} & set(env), "the operator owns these"
         assert env["NCCL_SOCKET_IFNAME"].startswith("^")
         assert env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "3" and env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
@@ -89,8 +89,10 @@ def test_single_node_cpu_job_has_no_workers_and_no_gpu_extras():
     assert set(spec["pytorchReplicaSpecs"]) == {"Master"}
     pod = spec["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert "tolerations" not in pod and "nodeSelector" not in pod
-    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
-    assert env == {"KUBETRAIN_RUN_CONFIG": "/etc/kubetrain/run.yaml", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    # The run config's path, the metrics' job label and node (from the downward API), torchrun's store.
+    assert env == {"KUBETRAIN_RUN_CONFIG": "/etc/kubetrain/run.yaml", "KUBETRAIN_JOB": "job", "NODE_NAME": None,
+                   "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
 
 
 def test_config_map_round_trips_through_the_runtime_loader(tmp_path):
