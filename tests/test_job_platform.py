@@ -83,3 +83,19 @@ def test_the_nccl_environment_comes_from_the_images_versions():
                                                                                           nccl="2.18.1"))
     assert new["NCCL_TUNER_PLUGIN"] == "libnccl-ofi-tuner.so" and "FI_PROVIDER" not in new
     assert old["FI_PROVIDER"] == "efa" and old["NCCL_NVLS_ENABLE"] == "0" and "NCCL_TUNER_PLUGIN" not in old
+
+
+def test_a_volcano_queue_gangs_the_pods_through_the_operator():
+    from kubetrain import VolcanoQueue
+
+    app = App()
+    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    TrainingJob(cluster, "job", {"image": "img:1", "nodes": 3, "procs_per_node": 1, "queue": VolcanoQueue(
+        cluster, "research"), "resources": {"cpu": "2", "memory": "4Gi"},
+        "workload": {"kind": "command", "command": ["train.py"]}})
+    assert not diagnostics(app).errors
+    objects = render_objects(app)
+    check_objects(objects)
+    job = objects[next(p for p in objects if p.name == "PyTorchJob.job.yaml")]
+    assert job["spec"]["runPolicy"]["schedulingPolicy"] == {"queue": "research", "minAvailable": 3}
+    assert job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["schedulerName"] == "volcano"

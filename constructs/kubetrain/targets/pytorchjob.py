@@ -68,6 +68,10 @@ class PyTorchJob(Target):
         optional = {"cleanPodPolicy": self.clean_pod_policy, "ttlSecondsAfterFinished": self.ttl_seconds_after_finished,
                     "activeDeadlineSeconds": self.active_deadline_seconds}
         run_policy |= {key: value for key, value in optional.items() if value is not None}
+        scheduling_policy = getattr(props.queue, "scheduling_policy", None)  # Volcano: the operator's PodGroup
+        if scheduling_policy is not None:
+            run_policy["schedulingPolicy"] = scheduling_policy(min_available=job.node_range.start,
+                                                               priority_class=props.pod.priority_class)
         spec: dict[str, Any] = {"nprocPerNode": str(props.procs_per_node), "runPolicy": run_policy}
         replica = {"restartPolicy": props.restart_policy, "template": pod_template}
         if props.elastic:
