@@ -123,6 +123,21 @@ class Cluster(cdk8s.Chart):
             self._scopes[namespace] = Construct(self, f"ns:{namespace}")
         return self._scopes[namespace]
 
+    def attach(self, construct: Construct, namespace: str, id: str) -> list[Problem]:
+        """Initialise `construct` in the scope of `namespace` (the default one when the cluster does not own
+        it, whose problem is reported elsewhere). An id already taken there is KT010, not a jsii crash: the
+        construct then gets a unique id, so the caller can still report and skip it."""
+        scope = self.namespace_scope(namespace if namespace in self.props.namespaces else self.default_namespace)
+        try:
+            Construct.__init__(construct, scope, id)
+            return []
+        except RuntimeError as error:
+            problem = construct_id_problem(error)
+            if problem is None:
+                raise
+            Construct.__init__(construct, scope, f"{id}#{len(self.node.find_all())}")
+            return [problem]
+
     def check_namespace(self, namespace: str | None) -> tuple[str, list[Problem]]:
         """The namespace an object lives in (the default when None), and KT109 if the cluster does not own it."""
         namespace = namespace or self.default_namespace

@@ -20,7 +20,7 @@ import cdk8s
 from pydantic import Field
 
 from constructs import Construct
-from kubetrain.cluster import Cluster, construct_id_problem
+from kubetrain.cluster import Cluster
 from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
 from kubetrain.nccl import EFA_ENV
 from kubetrain.objects import api_object
@@ -76,15 +76,7 @@ class NcclTest(Construct):
                                     f"{instance.name} has no {'GPUs' if not instance.accelerators else 'EFA'}",
                                     NOT_A_GPU_POOL.fix))
         problems += scope.claim(namespace, {spec.name: "name"}, f"NCCL test {spec.name}") if not problems else []
-        try:
-            super().__init__(scope.namespace_scope(namespace if namespace in scope.props.namespaces
-                                                   else scope.default_namespace), id)
-        except RuntimeError as error:
-            problem = construct_id_problem(error)
-            if problem is None:
-                raise
-            problems.append(problem)
-            super().__init__(scope, f"{id}#{len(scope.node.find_all())}")
+        problems += scope.attach(self, namespace, id)
         if scope.diagnostics.report(f"{scope.props.name}/{namespace}/{spec.name}", problems):
             return
         self.api_object: cdk8s.ApiObject = api_object(self, "mpijob", mpijob(spec, namespace, instance))

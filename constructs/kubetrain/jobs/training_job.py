@@ -19,7 +19,7 @@ from typing import Any
 import cdk8s
 
 from constructs import Construct
-from kubetrain.cluster import Cluster, construct_id_problem
+from kubetrain.cluster import Cluster
 from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
@@ -49,7 +49,7 @@ class TrainingJob(Construct):
             validated = validate_model(TrainingJobProps, {"name": id, **as_fields(props), **kwargs}, where)
         except ConfigError as error:
             problems = [replace(p, path=_without_union_tags(p.path)) for p in error.problems]
-            report.report(where, problems + self._attach(scope, scope.default_namespace, id))
+            report.report(where, problems + scope.attach(self, scope.default_namespace, id))
             return
         namespace, problems = scope.check_namespace(validated.namespace)
         where = f"{scope.props.name}/{namespace}/{validated.name}"
@@ -63,25 +63,12 @@ class TrainingJob(Construct):
             if spec.trainer:
                 names[spec.config_map_name] = "name"
             problems += scope.claim(namespace, names, f"job {validated.name}")
-        owned = namespace if namespace in scope.props.namespaces else scope.default_namespace
-        problems += self._attach(scope, owned, id)
+        problems += scope.attach(self, namespace, id)
         if report.report(where, problems):
             return
         self.spec = spec
         self.props = validated
         self._emit(spec)
-
-    def _attach(self, scope: Cluster, namespace: str, id: str) -> list[Problem]:
-        """Become a construct in the namespace's scope; an id already taken there is a problem, not a crash."""
-        try:
-            super().__init__(scope.namespace_scope(namespace), id)
-            return []
-        except RuntimeError as error:
-            problem = construct_id_problem(error)
-            if problem is None:
-                raise
-            super().__init__(scope.namespace_scope(namespace), f"{id}#{len(scope.node.find_all())}")
-            return [problem]
 
     def _emit(self, job: JobSpec) -> None:
         labels = job.labels
