@@ -38,8 +38,9 @@ from kubetrain import (
 
 NAMESPACE = "ml-prod"
 P5 = "p5.48xlarge"
-# Per pod: all 8 GPUs and 32 EFA interfaces of a p5.48xlarge, and most of its CPU and memory.
-P5_NODE = NodeResources(cpu="184", memory="1800Gi", accelerators=8, efa=32, shm="256Gi")
+# Per pod: most of a p5.48xlarge's CPU and memory. Its 8 GPUs, 32 EFA interfaces, huge pages and /dev/shm
+# come from the pool.
+P5_NODE = NodeResources(cpu="184", memory="1800Gi")
 
 
 def define(app: App) -> Cluster:

@@ -61,8 +61,52 @@ def test_the_pool_and_queue_decide_where_and_when_the_pods_run():
     assert "suspend" not in job["spec"].get("runPolicy", {}), "Kueue owns suspend"
 
 
+def test_a_job_on_a_pool_gets_its_accelerators_efa_huge_pages_shm_and_caches_from_the_pool():
+    objects, problems = fleet(resources={"cpu": "96", "memory": "1000Gi"})  # no counts: the pool decides
+    assert not problems
+    spec = objects["c/ml/PyTorchJob.job.yaml"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    [container] = spec["containers"]
+    assert container["resources"]["limits"] == {"memory": "1000Gi", "nvidia.com/gpu": "8",
+                                                "vpc.amazonaws.com/efa": "32", "hugepages-2Mi": "5120Mi"}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert volumes["shm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "125Gi"}  # the pool's eighth
+    assert volumes["triton-cache"] == {"name": "triton-cache", "emptyDir": {}}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["TRITON_CACHE_DIR"] == "/var/cache/triton"
+    assert {"name": "triton-cache", "mountPath": "/var/cache/triton"} in container["volumeMounts"]
+    assert env["FI_PROVIDER"] == "efa" and env["NCCL_SOCKET_IFNAME"].startswith("^")  # no profile: the safe set
+    # Set a count only to deviate, and the rules judge it: half the GPUs is KT104 against 8 ranks.
+    assert fleet(resources={"cpu": "96", "memory": "1000Gi", "accelerators": 4})[1] == [("KT104", "procs_per_node")]
+    # The pool says where the pods run; an instance type beside it is a contradiction.
+    assert fleet(instance_type="p4d.24xlarge")[1] == [("KT003", "instance_type")]
+
+
+def test_pod_security_checks_jobs_whatever_the_order_of_definition():
+    from kubetrain import NcclProfile, PodSecurity
+
+    def findings(security_first: bool) -> list[tuple[str, str]]:
+        app = App()
+        cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml", "lab"])
+        if security_first:
+            PodSecurity(cluster, namespaces=["ml"])
+        job = {"image": "img:1", "nodes": 1, "procs_per_node": 1, "resources": {"cpu": "2", "memory": "4Gi"},
+               "workload": {"kind": "command", "command": ["train.py"]}}
+        TrainingJob(cluster, "seed-style", {**job, "nccl": NcclProfile(aws_ofi_nccl="1.14.0", nccl="2.26.2",
+                                                                       host_network=True)})
+        TrainingJob(cluster, "own-choice", {**job, "pod": {"host_network": True}})
+        TrainingJob(cluster, "lab", {**job, "namespace": "lab", "pod": {"host_network": True}})  # not labelled
+        TrainingJob(cluster, "plain", job)
+        if not security_first:
+            PodSecurity(cluster, namespaces=["ml"])
+        return [(f.where, f.problem.code, f.problem.path) for f in diagnostics(app).findings]
+
+    expected = [("c/ml/seed-style", "KT430", "nccl.host_network"), ("c/ml/own-choice", "KT430", "pod.host_network")]
+    assert findings(security_first=True) == expected
+    assert findings(security_first=False) == expected
+
+
 def test_the_rules_check_the_job_against_its_platform():
-    assert ("KT403", "resources.vpc.amazonaws.com/efa") in fleet(resources={"cpu": "96", "memory": "1000Gi", "accelerators": 8})[1]
+    assert ("KT403", "resources.vpc.amazonaws.com/efa") in fleet(resources={"cpu": "96", "memory": "1000Gi", "efa": 0})[1]
     assert ("KT401", "resources.memory") in fleet(resources={"cpu": "191", "memory": "2000Gi", "accelerators": 8,
                                                       "efa": 32})[1]
     assert ("KT412", "workload.run.checkpoint.dir") in fleet(bucket_checkpoints=True)[1]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from kubetrain.platform.efa import NcclProfile
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool, pool_placement_problems
 from platform_support import CPU, P5, cluster, codes, emitted, pools
 
@@ -44,32 +43,28 @@ def test_reserved_capacity_selects_its_reservations(crds):
         EfaNodePool(c, "bad2", **{**P5, "capacity_type": "spot", "capacity_reservation_ids": ["cr-1"]})
 
 
-def test_placement_on_an_efa_pool_is_derived_from_the_instance():
+def test_what_a_pool_gives_the_pods_placed_on_it():
     c = cluster()
     gpu, cpu = pools(c)
-    placed = gpu.placement(NcclProfile(aws_ofi_nccl="1.14.0", nccl="2.26.2"))
-    assert placed.node_selector == {"karpenter.sh/nodepool": "p5", "topology.kubernetes.io/zone": "us-west-2a"}
-    assert placed.tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-    assert placed.resources == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32", "hugepages-2Mi": "5120Mi"}
-    assert placed.env["TRITON_CACHE_DIR"] == "/var/cache/triton"
-    assert placed.env["NCCL_SOCKET_IFNAME"].startswith("^")
-    assert {"name": "triton-cache", "emptyDir": {}} in placed.volumes
-    shm = next(v for v in placed.volumes if v["name"] == "shm")["emptyDir"]
-    assert shm["medium"] == "Memory" and shm["sizeLimit"] == "236Gi"
+    assert gpu.node_selector() == {"karpenter.sh/nodepool": "p5", "topology.kubernetes.io/zone": "us-west-2a"}
+    assert gpu.tolerations() == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert (gpu.huge_pages(), gpu.shm_size("1000Gi")) == ("5120Mi", "125Gi")  # an eighth of the pod's memory
     assert (gpu.instance_type.name, gpu.zone, gpu.name) == ("p5.48xlarge", "us-west-2a", "p5")
     assert cpu.tolerations() == [] and cpu.zone is None
+    assert (cpu.huge_pages(), cpu.shm_size("8Gi")) == (None, None)
 
 
 def test_a_pod_is_checked_against_its_pool():
     c = cluster()
     gpu, cpu = pools(c)
-    placed = gpu.placement()
-    fits = {"cpu": "180", "memory": "1500Gi", **placed.resources}
-    assert pool_placement_problems(gpu, fits, placed.tolerations) == []
-    assert pool_placement_problems(gpu, {**fits, "memory": "1800Gi"}, placed.tolerations) == []  # apps/prod.py's
+    tolerations = gpu.tolerations()
+    fits = {"cpu": "180", "memory": "1500Gi", "nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32",
+            "hugepages-2Mi": "5120Mi"}
+    assert pool_placement_problems(gpu, fits, tolerations) == []
+    assert pool_placement_problems(gpu, {**fits, "memory": "1800Gi"}, tolerations) == []  # apps/prod.py's
     # KT401: more memory (with huge pages) than a node allocates; more GPUs than it has
     too_big = pool_placement_problems(gpu, {**fits, "memory": "1890Gi", "nvidia.com/gpu": "16"},
-                                      placed.tolerations)
+                                      tolerations)
     assert [(p.code, p.path) for p in too_big] == [("KT401", "resources.memory"), ("KT401", "resources.nvidia.com/gpu")]
     assert all(p.fix for p in too_big)
     # KT402: no toleration of the GPU taint; KT403: no EFA on an EFA pool
@@ -114,7 +109,7 @@ def test_a_fleets_own_instance_type_makes_a_pool(crds):
                         gpudirect_rdma=True, peak_bf16_flops=989e12)
     c = Cluster(App(), "prod", kubernetes_version="1.33", namespaces=["ml"], instance_types=[mine])
     pool = EfaNodePool(c, "small", **{**P5, "instance_types": ["p5.4xlarge"]})
-    assert pool.instance_type is mine and pool.placement().resources["vpc.amazonaws.com/efa"] == "1"
+    assert pool.instance_type is mine and pool.node_capacity()["vpc.amazonaws.com/efa"] == 1
     assert emitted(c, crds)["NodePool/small"]["spec"]["limits"]["nvidia.com/gpu"] == "16"
     assert codes(c) == []
 
@@ -122,11 +117,11 @@ def test_a_fleets_own_instance_type_makes_a_pool(crds):
 def test_a_trainium_pool_asks_for_neuron_devices():
     c = cluster()
     trn = EfaNodePool(c, "trn2", **{**P5, "instance_types": ["trn2.48xlarge"]})
-    placed = trn.placement()
-    assert placed.resources["aws.amazon.com/neuron"] == "16" and placed.resources["vpc.amazonaws.com/efa"] == "16"
+    capacity = trn.node_capacity()
+    assert (capacity["aws.amazon.com/neuron"], capacity["vpc.amazonaws.com/efa"]) == (16, 16)
     assert trn.taints == [{"key": "aws.amazon.com/neuron", "effect": "NoSchedule"}]
-    assert pool_placement_problems(trn, {"cpu": "8", "nvidia.com/gpu": "1", **placed.resources},
-                                   placed.tolerations)[0].path == "resources.nvidia.com/gpu"
+    requests = {"cpu": "8", "nvidia.com/gpu": "1", "aws.amazon.com/neuron": "16", "vpc.amazonaws.com/efa": "16"}
+    assert pool_placement_problems(trn, requests, trn.tolerations())[0].path == "resources.nvidia.com/gpu"
 
 
 def test_a_pod_fits_a_mixed_cpu_pool_when_its_roomiest_type_holds_it():
@@ -135,3 +130,11 @@ def test_a_pod_fits_a_mixed_cpu_pool_when_its_roomiest_type_holds_it():
     assert pool_placement_problems(cpu, {"cpu": "12", "memory": "48Gi"}, []) == []
     [problem] = pool_placement_problems(cpu, {"cpu": "16", "memory": "48Gi"}, [])
     assert (problem.code, problem.path) == ("KT401", "resources.cpu") and "m5.4xlarge" in problem.message
+
+
+def test_two_pools_with_one_id_are_a_recorded_problem_and_the_rest_is_still_checked(crds):
+    c = cluster()
+    EfaNodePool(c, "p5", **P5)
+    EfaNodePool(c, "p5", **P5)                                                 # KT010, recorded
+    EfaNodePool(c, "spread", **{**P5, "zones": ["us-west-2a", "us-west-2b"]})  # still checked: KT404
+    assert [(code, path) for code, path, _ in codes(c)] == [("KT010", "name"), ("KT404", "zones")]

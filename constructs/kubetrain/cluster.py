@@ -123,11 +123,15 @@ class Cluster(cdk8s.Chart):
             self._scopes[namespace] = Construct(self, f"ns:{namespace}")
         return self._scopes[namespace]
 
-    def attach(self, construct: Construct, namespace: str, id: str) -> list[Problem]:
+    def attach(self, construct: Construct, namespace: str | None, id: str) -> list[Problem]:
         """Initialise `construct` in the scope of `namespace` (the default one when the cluster does not own
-        it, whose problem is reported elsewhere). An id already taken there is KT010, not a jsii crash: the
-        construct then gets a unique id, so the caller can still report and skip it."""
-        scope = self.namespace_scope(namespace if namespace in self.props.namespaces else self.default_namespace)
+        it, whose problem is reported elsewhere), or in the cluster itself for None (cluster-wide objects).
+        An id already taken there is KT010, not a jsii crash: the construct then gets a unique id, so the
+        caller can still report and skip it."""
+        if namespace is None:
+            scope: Construct = self
+        else:
+            scope = self.namespace_scope(namespace if namespace in self.props.namespaces else self.default_namespace)
         try:
             Construct.__init__(construct, scope, id)
             return []

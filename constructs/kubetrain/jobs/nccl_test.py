@@ -22,14 +22,14 @@ from pydantic import Field
 from constructs import Construct
 from kubetrain.cluster import Cluster
 from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
-from kubetrain.nccl import EFA_ENV
+from kubetrain.jobs.spec import EFA_HUGEPAGES_DEFAULT
+from kubetrain.platform.efa import efa_environment
 from kubetrain.objects import api_object
 from kubetrain.rules.registry import register
 from kubetrain.strict import StrictProps
 from training.problems import ConfigError, Problem, validate_model
 
 EXPECTED_BUSBW_ANNOTATION = "kubetrain.dev/expected-busbw-gbytes"
-EFA_HUGEPAGES = "5120Mi"
 
 NOT_A_GPU_POOL = register(
     "KT702", "error", "NCCL test on an instance type without GPUs or EFA",
@@ -86,8 +86,8 @@ def mpijob(spec: NcclTestProps, namespace: str, instance: Any) -> dict[str, Any]
     gpus = instance.accelerators
     labels = {"kubetrain.dev/nccl-test": spec.name}
     resources = {"nvidia.com/gpu": str(gpus), "vpc.amazonaws.com/efa": str(instance.efa_interfaces),
-                 "hugepages-2Mi": EFA_HUGEPAGES}
-    env = {**EFA_ENV, "NCCL_DEBUG": "INFO"}  # INFO prints the transport NCCL chose: NET/OFI means EFA
+                 "hugepages-2Mi": EFA_HUGEPAGES_DEFAULT}
+    env = {**efa_environment(None), "NCCL_DEBUG": "INFO"}  # INFO prints the transport NCCL chose: NET/OFI means EFA
     launcher = ["mpirun", "--allow-run-as-root", "-np", str(spec.nodes * gpus), "-npernode", str(gpus),
                 "--bind-to", "none", *[arg for name in env for arg in ("-x", name)],
                 f"{spec.binary_dir}/{spec.collective}", "-b", "8", "-e", spec.max_bytes, "-f", "2", "-g", "1"]

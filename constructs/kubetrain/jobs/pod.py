@@ -10,10 +10,21 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.jobs.launch import CONFIG_ENV, LAUNCH_ENV, container_command
-from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, JobSpec
-from kubetrain.nccl import EFA_ENV, GPU_ENV, NCCL_FAULT_ENV
+from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, TRITON_CACHE_DIR, TRITON_VOLUME, JobSpec
+from kubetrain.platform.efa import efa_environment
+from kubetrain.quantity import parse_quantity
 
-EFA_HUGEPAGES_DEFAULT = "5120Mi"
+# Hangs and collective failures (domain-facts section 10): a timed-out or failed NCCL collective
+# aborts the process instead of hanging it, and first dumps the flight recorder's trace of the
+# last collectives of every rank. The timeout itself is the run config's
+# resilience.collective_timeout_s (the process group's timeout); rule KT113 keeps the training
+# watchdog's floor above it, so the collective timeout and its dump come first.
+NCCL_FAULT_ENV: dict[str, str] = {
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3",
+    "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+    "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
+    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "/tmp/nccl_trace_rank_",
+}
 CONFIG_HASH_ANNOTATION = "kubetrain.dev/config-sha256"
 # The taint each accelerator's node pools carry, so only pods that need the accelerator land there.
 ACCELERATOR_TAINTS = {"nvidia.com/gpu": "nvidia.com/gpu", "aws.amazon.com/neuron": "aws.amazon.com/neuron"}
@@ -27,14 +38,15 @@ def container_env(job: JobSpec) -> dict[str, str]:
     if job.launched_by_torchrun:
         env |= LAUNCH_ENV | job.props.target.launch_env(job)
     if job.uses_gpus:
-        env |= GPU_ENV | NCCL_FAULT_ENV
-    if job.props.resources.efa:
-        env |= job.props.nccl.environment() if job.props.nccl else EFA_ENV
+        # Triton's JIT cache on the node's disk (an emptyDir), not on shared storage or the image layer.
+        env |= {"TRITON_CACHE_DIR": TRITON_CACHE_DIR} | NCCL_FAULT_ENV
+    if job.resources.efa:
+        env |= efa_environment(job.props.nccl)
     return env | job.props.env
 
 
 def container_resources(job: JobSpec) -> dict[str, dict[str, str]]:
-    r = job.props.resources
+    r = job.resources
     # No CPU limit: CFS throttling stalls data loading and collectives; CPU is still requested.
     requests = {"cpu": r.cpu, "memory": r.memory}
     limits = {"memory": r.memory}
@@ -43,16 +55,10 @@ def container_resources(job: JobSpec) -> dict[str, dict[str, str]]:
         extended[job.accelerator_resource] = str(r.accelerators)
     if r.efa:
         extended["vpc.amazonaws.com/efa"] = str(r.efa)
-    hugepages = hugepages_2mi(job)
-    if hugepages:
-        extended["hugepages-2Mi"] = hugepages
+    if r.hugepages_2mi and parse_quantity(r.hugepages_2mi) > 0:
+        extended["hugepages-2Mi"] = r.hugepages_2mi
     # Extended resources and huge pages must be requested and limited alike.
     return {"requests": requests | extended, "limits": limits | extended}
-
-
-def hugepages_2mi(job: JobSpec) -> str | None:
-    r = job.props.resources
-    return r.hugepages_2mi or (EFA_HUGEPAGES_DEFAULT if r.efa else None)
 
 
 METRICS_PORT_NAME = "metrics"  # what the PodMonitor of kubetrain.platform.monitoring scrapes
@@ -86,7 +92,7 @@ def placement(job: JobSpec) -> dict[str, Any]:
     else:
         node_selector = {"node.kubernetes.io/instance-type": props.instance_type} if props.instance_type else {}
         tolerations = []
-        if props.resources.accelerators:
+        if job.resources.accelerators:
             taint = ACCELERATOR_TAINTS.get(job.accelerator_resource, job.accelerator_resource)
             tolerations.append({"key": taint, "operator": "Exists", "effect": "NoSchedule"})
     node_selector = node_selector | props.pod.node_selector
@@ -100,10 +106,13 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     mounts: list[dict[str, Any]] = [{"name": "shm", "mountPath": SHM_MOUNT}]
     # The container runtime's 64 MB /dev/shm breaks PyTorch's shared-memory tensors.
     volumes: list[dict[str, Any]] = [{"name": "shm", "emptyDir": {"medium": "Memory",
-                                                                  "sizeLimit": props.resources.shm}}]
+                                                                  "sizeLimit": job.resources.shm}}]
     if job.trainer:
         mounts.insert(0, {"name": "kubetrain-config", "mountPath": CONFIG_MOUNT, "readOnly": True})
         volumes.insert(0, {"name": "kubetrain-config", "configMap": {"name": job.config_map_name}})
+    if job.uses_gpus:
+        mounts.append({"name": TRITON_VOLUME, "mountPath": TRITON_CACHE_DIR})
+        volumes.append({"name": TRITON_VOLUME, "emptyDir": {}})
     local_tier = local_checkpoint_volume(job)
     if local_tier:
         mounts.append({"name": local_tier["name"], "mountPath": job.trainer.run.checkpoint.local_dir})

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import AfterValidator, Discriminator, Field, InstanceOf, Tag, field_validator
+from pydantic import AfterValidator, Discriminator, Field, InstanceOf, Tag, field_validator, model_validator
 
 from kubetrain.names import Dns1035Label, Dns1123Label, Dns1123Subdomain, EnvName, ImageRef, LabelKey, LabelValue
 from kubetrain.platform.efa import NcclProfile
@@ -23,6 +23,7 @@ from kubetrain.quantity import check_byte_quantity, check_quantity
 from kubetrain.strict import StrictProps
 from kubetrain.targets.base import Target
 from training.config import RunConfig
+from training.problems import INVALID_VALUE, rule_violation
 
 Quantity = Annotated[str, AfterValidator(check_quantity)]
 ByteQuantity = Annotated[str, AfterValidator(check_byte_quantity)]
@@ -41,16 +42,26 @@ AbsolutePath = Annotated[str, AfterValidator(_absolute)]
 # -- resources ----------------------------------------------------------------------------------
 
 class NodeResources(StrictProps):
-    """What one node (one pod) of the job gets. Requests equal limits, except CPU (no limit, so no throttling)."""
+    """What one node (one pod) of the job gets. Requests equal limits, except CPU (no limit, so no throttling).
+
+    On a pool (or a named instance type) the accelerator and EFA counts, huge pages and /dev/shm are
+    derived from the instance; set them only to deviate, and the rules judge the deviation.
+    """
 
     cpu: Quantity = Field(..., description="CPU cores requested, e.g. '4' or '500m'.")
     memory: ByteQuantity = Field(..., description="Memory requested and limited, e.g. '16Gi'. Includes /dev/shm.")
-    accelerators: int = Field(0, ge=0, le=64, description="GPUs or Neuron devices per pod; one process per device. "
-                                                         "The resource is the instance type's, else nvidia.com/gpu.")
-    efa: int = Field(0, ge=0, le=64, description="EFA interfaces (vpc.amazonaws.com/efa); 0 for no EFA.")
+    accelerators: int | None = Field(None, ge=0, le=64, description="GPUs or Neuron devices per pod; one process per "
+                                                                   "device. Default: every accelerator of the "
+                                                                   "pool's (or instance type's) instance, else 0.")
+    efa: int | None = Field(None, ge=0, le=64, description="EFA interfaces (vpc.amazonaws.com/efa). Default: every "
+                                                          "interface of the instance (Karpenter attaches EFA only "
+                                                          "for pods that request it), else 0.")
     hugepages_2mi: ByteQuantity | None = Field(
-        None, description="2 MiB huge pages. Default: 5120Mi on EFA jobs (the EFA driver pre-allocates them), else none.")
-    shm: ByteQuantity = Field("1Gi", description="Size of the memory-backed /dev/shm; counts against `memory`.")
+        None, description="2 MiB huge pages. Default on EFA jobs: the EFA pool's huge_pages, else 5120Mi (the EFA "
+                          "driver pre-allocates them); none otherwise.")
+    shm: ByteQuantity | None = Field(None, description="Size of the memory-backed /dev/shm; counts against "
+                                                       "`memory`. Default: an EFA pool's shm_fraction of `memory`, "
+                                                       "else 1Gi.")
 
 
 # -- volumes ------------------------------------------------------------------------------------
@@ -308,8 +319,9 @@ class TrainingJobProps(StrictProps):
         None, description="The queue that admits the job (gang scheduling). Default: none, scheduled at once.")
     placement: TopologyPlacement | None = Field(None, description="Topology-aware placement of the pods (Kueue).")
     nccl: NcclProfile | None = Field(None, description="The image's aws-ofi-nccl and NCCL versions: an EFA job's "
-                                                       "environment is derived from them. Default: aws-ofi-nccl "
-                                                       ">= 1.7 on the pod network (kubetrain.nccl).")
+                                                       "environment is derived from them. Default: an unnamed "
+                                                       "stack, given what is right for every aws-ofi-nccl "
+                                                       "(kubetrain.platform.efa).")
     restart_policy: Literal["ExitCode", "OnFailure", "Never"] = Field(
         "ExitCode", description="`ExitCode`: a bad config (exit 1-127) fails the job at once; a job whose ranks keep "
                                 "failing (kubetrain's launcher exits 200) or a killed pod (128+) is restarted.")
@@ -318,3 +330,11 @@ class TrainingJobProps(StrictProps):
                                                               "fails, before the pod fails; each resumes from the "
                                                               "newest checkpoint.")
     elastic: Elastic | None = Field(None, description="Default: not elastic; all `nodes` pods or none.")
+
+    @model_validator(mode="after")
+    def _one_source_of_the_instance(self) -> TrainingJobProps:
+        if self.pool is not None and self.instance_type is not None:
+            raise rule_violation(INVALID_VALUE, f"both pool {self.pool.name} and instance_type {self.instance_type} "
+                                 "say where the pods run", "drop instance_type: the pool's instance type is used",
+                                 field="instance_type")
+        return self

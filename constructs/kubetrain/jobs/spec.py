@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from kubetrain.jobs.props import Command, Trainer, TrainingJobProps, Volume
+from kubetrain.jobs.props import Command, NodeResources, Trainer, TrainingJobProps, Volume
 
 if TYPE_CHECKING:
     from kubetrain.platform.instances import InstanceType
@@ -16,9 +17,12 @@ if TYPE_CHECKING:
 CONFIG_MOUNT = "/etc/kubetrain"
 CONFIG_FILE = "run.yaml"
 SHM_MOUNT = "/dev/shm"
-RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT}
+TRITON_VOLUME, TRITON_CACHE_DIR = "triton-cache", "/var/cache/triton"  # GPU jobs' node-local JIT cache
+RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT, TRITON_VOLUME: TRITON_CACHE_DIR}
 LOCAL_TIER_VOLUME = "kubetrain-local-ckpt"  # the trainer's fast checkpoint tier, mounted at its local_dir
 DEFAULT_ACCELERATOR_RESOURCE = "nvidia.com/gpu"
+EFA_HUGEPAGES_DEFAULT = "5120Mi"  # AWS's NCCL-test manifests' figure, for EFA jobs that name no pool
+DEFAULT_SHM = "1Gi"
 
 
 JOB_LABEL = "kubetrain.dev/job"
@@ -50,7 +54,9 @@ class JobSpec:
     @property
     def definition_hash(self) -> str:
         """8 hex digits of the definition's SHA-256: a changed job is a new run, never a patched one."""
-        definition = {"props": self.props.model_dump(mode="json", exclude={"target", "pool", "queue", "volumes"}),
+        # The resolved resources: a count the pool derives is part of the definition as if written out.
+        props = self.props.model_dump(mode="json", exclude={"target", "pool", "queue", "volumes", "resources"})
+        definition = {"props": {**props, "resources": self.resources.model_dump(mode="json")},
                       "target": [type(self.props.target).__name__, self.props.target.model_dump(mode="json")],
                       "pool": self.props.pool.name if self.props.pool else None,
                       "queue": self.props.queue.name if self.props.queue else None,
@@ -90,6 +96,20 @@ class JobSpec:
     def max_nodes(self) -> int:
         return max(self.props.nodes, self.node_range.stop - 1)
 
+    @cached_property
+    def resources(self) -> NodeResources:
+        """The pod's resources with every unset count derived: accelerators and EFA interfaces from the
+        instance (the pool's or the named type's), huge pages and /dev/shm from the pool. The rules and the
+        pod template read this, never the props' own."""
+        r, node, pool = self.props.resources, self.instance, self.props.pool
+        accelerators = r.accelerators if r.accelerators is not None else (node.accelerators if node else 0)
+        efa = r.efa if r.efa is not None else (node.efa_interfaces if node else 0)
+        hugepages = r.hugepages_2mi
+        if hugepages is None and efa:
+            hugepages = (pool.huge_pages() if pool is not None else None) or EFA_HUGEPAGES_DEFAULT
+        shm = r.shm or (pool.shm_size(r.memory) if pool is not None else None) or DEFAULT_SHM
+        return r.model_copy(update={"accelerators": accelerators, "efa": efa, "hugepages_2mi": hugepages, "shm": shm})
+
     @property
     def accelerator_resource(self) -> str:
         if self.instance is not None and self.instance.accelerator_resource:
@@ -98,7 +118,7 @@ class JobSpec:
 
     @property
     def uses_gpus(self) -> bool:
-        return bool(self.props.resources.accelerators) and self.accelerator_resource == "nvidia.com/gpu"
+        return bool(self.resources.accelerators) and self.accelerator_resource == "nvidia.com/gpu"
 
     @property
     def checkpoint_dir(self) -> str | None:

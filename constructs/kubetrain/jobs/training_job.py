@@ -24,7 +24,8 @@ from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
 from kubetrain.objects import api_object
-from kubetrain.rules.jobs import check_job
+from kubetrain.platform.security import check_pod_security
+from kubetrain.rules.jobs import check_job, pod_security_check
 from kubetrain.strict import as_fields
 from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
 
@@ -58,7 +59,7 @@ class TrainingJob(Construct):
                                                         if validated.pool and validated.pool.instance_type else None)
             spec = JobSpec(validated, namespace, scope.props.name, scope.instance_type(instance_type),
                            create_once=scope.props.run_names == "content-hash")
-            problems = check_job(spec)
+            problems = check_job(spec) + check_pod_security(scope, namespace, where, pod_security_check(spec))
             names = {spec.name: "name", **{n: "name" for n in validated.target.derived_names(spec)}}
             if spec.trainer:
                 names[spec.config_map_name] = "name"

@@ -8,9 +8,8 @@ names below are the public ones.
 
 PUBLIC = {
     "kubetrain.platform.instances": ("InstanceType", "InstanceCatalog", "BUILTIN_INSTANCE_TYPES", "BUILTIN_CATALOG"),
-    "kubetrain.platform.node_pools": ("NodePool", "EfaNodePool", "CpuNodePool", "PodPlacement",
-                                      "pool_placement_problems"),
-    "kubetrain.platform.efa": ("NcclProfile", "EnvFinding"),
+    "kubetrain.platform.node_pools": ("NodePool", "EfaNodePool", "CpuNodePool", "pool_placement_problems"),
+    "kubetrain.platform.efa": ("NcclProfile", "efa_environment", "environment_problems"),
     "kubetrain.platform.storage": ("Claim", "FsxLustre", "Efs", "S3Bucket", "checkpoint_volume_problems",
                                    "dataset_volume_problems"),
     "kubetrain.platform.kueue": ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "queued_job_problems"),

@@ -1,9 +1,10 @@
 """What every platform construct shares: validated props, the cluster's diagnostics, plain manifests.
 
 A platform construct is created inside a `kubetrain.Cluster`. Bad props raise
-`ConfigError(where, problems)` at once (the definition cannot be read); rule violations of a
-readable definition (KT4xx) are recorded in the app's diagnostics like a job's, and a construct
-with an error emits nothing, so synth reports every problem of the fleet together.
+`ConfigError(where, problems)` at once: the definition cannot be read, and the objects built on it
+(a job on a pool) could not be either. Rule violations of a readable definition (KT4xx), and an id
+another construct of the cluster already has (KT010), are recorded in the app's diagnostics like a
+job's; a construct with an error emits nothing, so synth reports every problem of the fleet together.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from constructs import Construct
-from kubetrain.cluster import Cluster, construct_id_problem
+from kubetrain.cluster import Cluster
 from kubetrain.objects import api_object
 from kubetrain.strict import as_fields
 from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
@@ -38,18 +39,12 @@ class PlatformConstruct(Construct):
         self.cluster = scope
         self.where = f"{scope.props.name}/{self.kind}/{id}"
         self.emitted = False
-        try:
-            # Ids carry the kind, so a pool and a job (or a queue) may share a name.
-            super().__init__(scope, f"{self.kind}:{id}")
-        except RuntimeError as error:
-            problem = construct_id_problem(error)
-            if problem is None:
-                raise
-            raise ConfigError(self.where, [problem]) from None
+        # Ids carry the kind, so a pool and a job (or a queue) may share a name.
+        self._id_problems = scope.attach(self, None, f"{self.kind}:{id}")
 
     def _emit(self, problems: list[Problem], manifests: list[dict[str, Any]] | None = None) -> bool:
         """Record problems; hand cdk8s one ApiObject per manifest unless one of them is an error."""
-        if self.cluster.diagnostics.report(self.where, problems):
+        if self.cluster.diagnostics.report(self.where, self._id_problems + problems):
             return False
         for i, manifest in enumerate(manifests or []):
             api_object(self, f"{manifest['kind'].lower()}-{i}", manifest)

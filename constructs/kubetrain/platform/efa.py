@@ -1,4 +1,4 @@
-"""The NCCL/EFA profile of an image: the environment derived from its aws-ofi-nccl and NCCL versions.
+"""The NCCL/EFA profile of an image, the environment derived from it, and the judgement of a job's own.
 
 Two sources disagree (shared/domain-facts.md section 8): the seeds' EKS guide has a must-set and a
 must-not-set list written for old images; aws-ofi-nccl (>= 1.7) sets the EFA provider, device RDMA
@@ -6,31 +6,32 @@ and fork safety itself and says that forcing NCCL's algorithm or protocol disabl
 profile names the versions the image ships, and each piece of guidance is honoured where it applies:
 
     guide's item                     kubetrain
-    FI_PROVIDER=efa                  set for aws-ofi-nccl < 1.7 (needed <= 1.5); the plugin sets it after
-    FI_EFA_USE_HUGE_PAGE=0           not set: pools give EFA pods 2 MiB huge pages, which the provider uses
-    NCCL_TIMEOUT, TORCH_DISTRIBUTED_TIMEOUT   not set: torch and NCCL read neither (domain-facts 11); a
-                                     finding names the setting that works
+    FI_PROVIDER=efa                  set for aws-ofi-nccl < 1.7 (needed <= 1.5) and when no profile says
+                                     which plugin the image has (harmless from 1.7 on)
+    FI_EFA_USE_HUGE_PAGE=0           not set: EFA pods get 2 MiB huge pages, which the provider uses (KT118)
+    NCCL_TIMEOUT, TORCH_DISTRIBUTED_TIMEOUT   not set: torch and NCCL read neither (domain-facts 11);
+                                     KT116 names the setting that works
     NCCL_NVLS_ENABLE=0               set for NCCL < 2.18.5; a tuning choice from there on
     PYTORCH_CUDA_ALLOC_CONF          expandable_segments:True (both sources agree)
-    TRITON_CACHE_DIR on local disk   the node pool's placement (a local emptyDir)
+    TRITON_CACHE_DIR on local disk   every GPU job's: an emptyDir on the node (kubetrain.jobs.pod)
     NCCL_SOCKET_IFNAME               an exclusion list, never eth0 (not the EFA path on p4d/p5)
     NCCL_TUNER_PLUGIN                only for aws-ofi-nccl 1.13-1.15, which need it named
     hostNetwork + ClusterFirstWithHostNet   an explicit choice (`host_network`), off by default as in
-                                     AWS's reference manifests; it needs a privileged namespace
+                                     AWS's reference manifests; it needs a privileged namespace (KT430)
 
-`forbidden(env)` judges the values a job sets, not just the names: NCCL_P2P_DISABLE=0 is fine,
-=1 is not. Findings are plain data; the job rules (KT106 family) report them.
+`environment_problems` is the one place a job's own variables are judged, by value and not just by
+name (NCCL_P2P_DISABLE=0 is fine, =1 is not); the rules it reports are declared here.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from training.problems import INVALID_VALUE, rule_violation
+from kubetrain.rules.registry import register
+from training.problems import INVALID_VALUE, Problem, rule_violation
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
 SOCKET_EXCLUSIONS = "^lo,docker,veth,pod-id-link0"
@@ -50,16 +51,6 @@ def _check_version(value: str) -> str:
     except ValueError as error:
         raise rule_violation(INVALID_VALUE, str(error), "give the version the image ships, e.g. 1.14.0") from None
     return value
-
-
-@dataclass(frozen=True)
-class EnvFinding:
-    """One environment variable a job should not set (or not to that value)."""
-
-    name: str
-    severity: Literal["error", "warning"]
-    message: str
-    fix: str
 
 
 class NcclProfile(BaseModel):
@@ -90,7 +81,7 @@ class NcclProfile(BaseModel):
         return (1, 13, 0) <= self.plugin_version < (1, 16, 0)
 
     def environment(self) -> dict[str, str]:
-        """The variables an EFA job's containers get (TRITON_CACHE_DIR comes with the pool's placement)."""
+        """The variables an EFA job's containers get (every GPU job also gets a node-local TRITON_CACHE_DIR)."""
         env = {"NCCL_SOCKET_IFNAME": SOCKET_EXCLUSIONS, "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
         if self.plugin_version < (1, 7, 0):
             env["FI_PROVIDER"] = "efa"
@@ -104,40 +95,92 @@ class NcclProfile(BaseModel):
         """Pod spec fields of the network choice."""
         return {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"} if self.host_network else {}
 
-    def forbidden(self, env: dict[str, str]) -> list[EnvFinding]:
-        """What is wrong with a job's own environment on an EFA instance, judged by value."""
-        found: list[EnvFinding] = []
 
-        def bad(name: str, message: str, fix: str, severity: Literal["error", "warning"] = "error") -> None:
-            found.append(EnvFinding(name, severity, message, fix))
+# An EFA job whose image's stack is not named: what is right for every aws-ofi-nccl the seeds and AWS's
+# images ship. FI_PROVIDER=efa is needed up to 1.5 and harmless after; the version-dependent items
+# (NCCL_NVLS_ENABLE, NCCL_TUNER_PLUGIN) need a profile.
+UNNAMED_STACK_ENV = {"FI_PROVIDER": "efa", "NCCL_SOCKET_IFNAME": SOCKET_EXCLUSIONS,
+                     "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
 
-        for name, value in env.items():
-            value = value.strip()
-            if name in ("NCCL_ALGO", "NCCL_PROTO"):
-                bad(name, f"forcing NCCL's {name[5:].lower()} disables the aws-ofi-nccl tuner", f"remove {name}")
-            elif name == "NCCL_P2P_DISABLE" and value not in ("0", ""):
-                bad(name, "disabling peer-to-peer sends intra-node traffic through host memory instead of NVLink",
-                    "remove it (or set 0)")
-            elif name == "CUDA_LAUNCH_BLOCKING" and value not in ("0", ""):
-                bad(name, "synchronous kernel launches serialize every kernel (a debugging switch)",
-                    "remove it (or set 0)")
-            elif name == "NCCL_SOCKET_IFNAME" and not value.startswith("^") and "eth0" in value.lstrip("=").split(","):
-                bad(name, "pinning eth0 breaks EFA instances, where eth0 is not the EFA path",
-                    f"remove it, or use an exclusion list such as {SOCKET_EXCLUSIONS}")
-            elif name == "FI_PROVIDER" and value != "efa":
-                bad(name, f"FI_PROVIDER={value} keeps libfabric off EFA", "remove it (or set efa)")
-            elif name == "FI_EFA_USE_DEVICE_RDMA" and value != "1":
-                bad(name, "turning device RDMA off routes GPU traffic through host memory",
-                    "remove it: aws-ofi-nccl >= 1.7 enables it where the instance supports it")
-            elif name == "FI_EFA_FORK_SAFE" and value != "1":
-                bad(name, "turning fork safety off can corrupt registered memory after a fork (data loaders)",
-                    "remove it: aws-ofi-nccl >= 1.7 sets it itself")
-            elif name == "NCCL_TUNER_PLUGIN" and not self.needs_tuner_plugin:
-                bad(name, f"aws-ofi-nccl {self.aws_ofi_nccl} does not need its tuner named (only 1.13-1.15 do)",
-                    "remove it", "warning")
-            elif name in ("NCCL_TIMEOUT", "TORCH_DISTRIBUTED_TIMEOUT"):
-                bad(name, f"nothing reads {name}: torch takes the collective timeout from init_process_group, "
-                          "and NCCL has no such variable",
-                    "remove it; set the run config's resilience.collective_timeout_s (kubetrain's trainer) or "
-                    "Megatron-LM's --distributed-timeout-minutes", "warning")
-        return found
+
+def efa_environment(profile: NcclProfile | None) -> dict[str, str]:
+    """The variables an EFA job's containers get: the profile's, or the unnamed stack's."""
+    return profile.environment() if profile is not None else dict(UNNAMED_STACK_ENV)
+
+
+# -- the job's own environment ------------------------------------------------------------------------------
+
+SEED_GUIDE = "seed guide 03, Launching Distributed Training on EKS"
+BREAKS_EFA = register(
+    "KT106", "error", "environment value that breaks EFA jobs",
+    rationale="Forcing NCCL's algorithm or protocol disables the aws-ofi-nccl tuner; pinning the socket interface "
+              "to eth0 breaks p4d/p5, where it is not the EFA path; turning device RDMA or fork safety off routes "
+              "GPU traffic through host memory or corrupts registered memory after a fork.",
+    fix="remove the variable (kubetrain sets an interface exclusion list; aws-ofi-nccl >= 1.7 sets the rest)",
+    source=f"{SEED_GUIDE}; aws-ofi-nccl documentation; domain-facts 8")
+PROVIDER_NOT_EFA = register(
+    "KT126", "error", "FI_PROVIDER other than efa on an EFA job",
+    rationale="libfabric then never opens the EFA device and NCCL runs over TCP.",
+    fix="remove FI_PROVIDER (the plugin or kubetrain sets efa) or set it to efa",
+    source=f"{SEED_GUIDE}; domain-facts 8")
+DEBUG_SWITCH = register(
+    "KT115", "error", "debugging switch that cripples a GPU job",
+    rationale="CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch; NCCL_P2P_DISABLE=1 cuts NVLink out of "
+              "every collective inside the node. Both are for debugging, not training.",
+    fix="remove the variable (or set it to 0)", source=SEED_GUIDE)
+UNREAD_TIMEOUT = register(
+    "KT116", "warning", "timeout variable that nothing reads",
+    rationale="torch reads neither NCCL_TIMEOUT nor TORCH_DISTRIBUTED_TIMEOUT and NCCL has no NCCL_TIMEOUT; "
+              "the collective timeout is init_process_group(timeout=...).",
+    fix="remove it; set run.resilience.collective_timeout_s (kubetrain's trainer) or the program's own flag "
+        "(Megatron-LM: --distributed-timeout-minutes)",
+    source="domain-facts 11 (timeout variables)")
+TUNER_NOT_NEEDED = register(
+    "KT127", "warning", "NCCL_TUNER_PLUGIN named for an aws-ofi-nccl that does not need it",
+    rationale="Only aws-ofi-nccl 1.13-1.15 need their tuner named; other versions load it themselves, and a name "
+              "that is wrong for the image makes NCCL fall back to its default tuning.",
+    fix="remove NCCL_TUNER_PLUGIN (kubetrain names the tuner where the profile's version needs it)",
+    source="aws-ofi-nccl documentation; domain-facts 8")
+
+# name -> (what setting it does, the values that are harmless)
+_EFA_BREAKERS: dict[str, tuple[str, frozenset[str]]] = {
+    "NCCL_ALGO": ("forcing NCCL's algorithm disables the aws-ofi-nccl tuner", frozenset()),
+    "NCCL_PROTO": ("forcing NCCL's protocol disables the aws-ofi-nccl tuner", frozenset()),
+    "FI_EFA_USE_DEVICE_RDMA": ("turning device RDMA off routes GPU traffic through host memory; aws-ofi-nccl "
+                               ">= 1.7 enables it where the instance supports it", frozenset({"1"})),
+    "FI_EFA_FORK_SAFE": ("turning fork safety off can corrupt registered memory after a fork (data loaders); "
+                         "aws-ofi-nccl >= 1.7 sets it itself", frozenset({"1"})),
+}
+_DEBUG_SWITCHES = {"CUDA_LAUNCH_BLOCKING": "synchronous kernel launches serialise every kernel",
+                   "NCCL_P2P_DISABLE": "intra-node traffic goes through host memory instead of NVLink"}
+_UNREAD = ("NCCL_TIMEOUT", "TORCH_DISTRIBUTED_TIMEOUT")
+
+
+def environment_problems(env: Mapping[str, str], *, gpus: bool, efa: bool,
+                         profile: NcclProfile | None) -> list[Problem]:
+    """Every problem with a job's own variables (`env`) on its hardware: KT106/KT126 on EFA jobs, KT115 on GPU
+    jobs, KT116 on any job, KT127 where the profile says the tuner needs no name. Paths are `env.<NAME>`."""
+    problems: list[Problem] = []
+    for name, raw in env.items():
+        value, path = raw.strip(), f"env.{name}"
+        if efa and name in _EFA_BREAKERS and value not in _EFA_BREAKERS[name][1]:
+            problems.append(Problem(BREAKS_EFA.code, path, f"{name}={raw} must not be set on an EFA job: "
+                                    f"{_EFA_BREAKERS[name][0]}", f"remove {name}"))
+        elif efa and name == "NCCL_SOCKET_IFNAME" and not value.startswith("^") and \
+                "eth0" in value.lstrip("=").split(","):
+            problems.append(Problem(BREAKS_EFA.code, path, f"pinning {value} breaks EFA instances, where eth0 is not "
+                                    "the EFA path", f"remove it (kubetrain sets {SOCKET_EXCLUSIONS}) or use an "
+                                    "exclusion list"))
+        elif efa and name == "FI_PROVIDER" and value != "efa":
+            problems.append(Problem(PROVIDER_NOT_EFA.code, path, f"FI_PROVIDER={raw} keeps libfabric off EFA",
+                                    PROVIDER_NOT_EFA.fix))
+        elif efa and name == "NCCL_TUNER_PLUGIN" and profile is not None and not profile.needs_tuner_plugin:
+            problems.append(Problem(TUNER_NOT_NEEDED.code, path, f"aws-ofi-nccl {profile.aws_ofi_nccl} loads its "
+                                    "tuner itself (only 1.13-1.15 need it named)", TUNER_NOT_NEEDED.fix))
+        elif gpus and name in _DEBUG_SWITCHES and value not in ("", "0"):
+            problems.append(Problem(DEBUG_SWITCH.code, path, f"{name}={raw} on a GPU job: {_DEBUG_SWITCHES[name]}",
+                                    DEBUG_SWITCH.fix))
+        elif name in _UNREAD:
+            problems.append(Problem(UNREAD_TIMEOUT.code, path, f"{name} is read by neither torch nor NCCL: it "
+                                    "changes nothing", UNREAD_TIMEOUT.fix))
+    return problems

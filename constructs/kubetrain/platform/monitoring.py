@@ -22,7 +22,7 @@ from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.node_pools import NODEPOOL_LABEL, NodePool
 from kubetrain.platform.security import (
-    namespace_level,
+    check_pod_security,
     pod_security_labels,
     pod_security_problems,
     record_namespace_level,
@@ -69,8 +69,10 @@ class DcgmExporter(PlatformConstruct):
                             NOT_A_GPU_POOL.fix) for i, pool in enumerate(p.pools)
                     if pool.instance_type is None or pool.instance_type.accelerator_resource != "nvidia.com/gpu"]
         own_namespace = p.namespace not in scope.props.namespaces
-        level = "privileged" if own_namespace else namespace_level(scope, p.namespace)
-        problems += pod_security_problems(self.pod_spec(), level, path="")
+        if not own_namespace:
+            spec = self.pod_spec()
+            problems += check_pod_security(scope, p.namespace, self.where,
+                                           lambda level: pod_security_problems(spec, level, path=""))
         manifests = [self._namespace()] if own_namespace else []
         manifests += [self._daemon_set(), self._service(), self._service_monitor()]
         if self._emit(problems, manifests) and own_namespace:

@@ -3,7 +3,7 @@
     gpu = EfaNodePool(cluster, "p5", instance_types=["p5.48xlarge"], zones=["us-west-2a"],
                       subnet_ids=["subnet-0abc"], security_group_ids=["sg-0efa"], role="KarpenterNodeRole-prod",
                       max_nodes=16)
-    gpu.placement(NcclProfile(aws_ofi_nccl="1.14.0", nccl="2.26.2"))  # selector, tolerations, requests, env
+    TrainingJob(cluster, "gpt", pool=gpu, ...)  # selector, tolerations, GPUs, EFA, huge pages, /dev/shm derived
 
 Each pool is a `NodePool` (karpenter.sh/v1) and its own `EC2NodeClass` (karpenter.k8s.aws/v1), both
 cluster-scoped. Facts: domain-facts sections 6 and 7. Pools scale to zero: Karpenter creates nodes only
@@ -11,13 +11,13 @@ for pending pods, and `consolidationPolicy` removes them (an EFA pool only when 
 nodes are never consolidated away) after `consolidate_after`.
 
 Interface for jobs (read-only): `name`, `instance_type` / `instance_types`, `zone`, `taints`,
-`node_selector()`, `tolerations()`, `placement(nccl)` and `pool_placement_problems(pool, ...)` (KT401-403).
+`node_selector()`, `tolerations()`, `huge_pages()`, `shm_size(memory)` and
+`pool_placement_problems(pool, ...)` (KT401-403). The job derives its pod from these (kubetrain.jobs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -26,8 +26,7 @@ from pydantic import Field, model_validator
 from kubetrain.cluster import Cluster
 from kubetrain.names import Dns1123Label
 from kubetrain.platform.construct import PlatformConstruct
-from kubetrain.platform.efa import NcclProfile
-from kubetrain.platform.instances import GIB, InstanceType
+from kubetrain.platform.instances import InstanceType
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.registry import register
 from kubetrain.strict import StrictProps
@@ -37,7 +36,7 @@ NODEPOOL_LABEL = "karpenter.sh/nodepool"  # Karpenter labels every node with its
 ZONE_LABEL = "topology.kubernetes.io/zone"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 HUGE_PAGES_RESOURCE = "hugepages-2Mi"
-TRITON_CACHE_DIR = "/var/cache/triton"
+MIB = 2**20
 
 POD_DOES_NOT_FIT = register(
     "KT401", "error", "pod does not fit the pool's instance",
@@ -138,28 +137,15 @@ class EfaNodePoolProps(NodePoolProps):
     placement_group: str | None = Field(None, description="Name of a cluster placement group (Karpenter >= 1.11).")
     huge_pages: str = Field("5120Mi", description="2 MiB huge pages each pod requests (the EFA driver's; AWS's "
                                                   "NCCL-test manifests use 5120Mi).")
-    shm_fraction: float = Field(0.125, gt=0, lt=0.5, description="/dev/shm of a placed pod as a share of the "
-                                                                   "node's allocatable memory (it counts against "
-                                                                   "the pod's memory limit).")
+    shm_fraction: float = Field(0.125, gt=0, lt=0.5, description="/dev/shm of a pod on the pool as a share of the "
+                                                                   "pod's memory (it counts against the memory "
+                                                                   "limit). A job's resources.shm overrides it.")
 
 
 class CpuNodePoolProps(NodePoolProps):
     """A pool of CPU instances for everything else (data preparation, controllers, evaluation)."""
 
     max_nodes: int = Field(..., ge=1)
-
-
-@dataclass(frozen=True)
-class PodPlacement:
-    """What a pod placed on a pool gets (plain Kubernetes data)."""
-
-    node_selector: dict[str, str]
-    tolerations: list[dict[str, Any]]
-    resources: dict[str, str] = field(default_factory=dict)  # requests = limits: accelerators, EFA, huge pages
-    volumes: list[dict[str, Any]] = field(default_factory=list)
-    volume_mounts: list[dict[str, Any]] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    pod_fields: dict[str, Any] = field(default_factory=dict)  # hostNetwork and dnsPolicy, when chosen
 
 
 class NodePool(PlatformConstruct):
@@ -221,8 +207,13 @@ class NodePool(PlatformConstruct):
             capacity[t.accelerator_resource] = Decimal(t.accelerators)
         return capacity
 
-    def placement(self, nccl: NcclProfile | None = None) -> PodPlacement:
-        return PodPlacement(self.node_selector(), self.tolerations())
+    def huge_pages(self) -> str | None:
+        """2 MiB huge pages a pod on the pool requests (EFA pools only)."""
+        return None
+
+    def shm_size(self, memory: str) -> str | None:
+        """/dev/shm of a pod with `memory` on the pool; None for kubetrain's general default."""
+        return None
 
     # -- checks and objects -------------------------------------------------------------------------------
 
@@ -346,23 +337,12 @@ class EfaNodePool(NodePool):
             capacity["memory"] -= capacity[HUGE_PAGES_RESOURCE]  # huge pages come out of the node's memory
         return capacity
 
-    def shm_size(self) -> str:
-        t = self.instance_type
-        return f"{int(t.allocatable_memory() * Decimal(str(self.props.shm_fraction)) / GIB)}Gi" if t else "1Gi"
+    def huge_pages(self) -> str:
+        return self.props.huge_pages
 
-    def placement(self, nccl: NcclProfile | None = None) -> PodPlacement:
-        t = self.instance_type
-        resources = {HUGE_PAGES_RESOURCE: self.props.huge_pages}
-        if t is not None and t.accelerator_resource:
-            resources[t.accelerator_resource] = str(t.accelerators)
-        if t is not None and t.efa_interfaces:
-            resources[EFA_RESOURCE] = str(t.efa_interfaces)
-        volumes = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": self.shm_size()}},
-                   {"name": "triton-cache", "emptyDir": {}}]
-        mounts = [{"name": "shm", "mountPath": "/dev/shm"}, {"name": "triton-cache", "mountPath": TRITON_CACHE_DIR}]
-        env = {**(nccl.environment() if nccl else {}), "TRITON_CACHE_DIR": TRITON_CACHE_DIR}
-        return PodPlacement(self.node_selector(), self.tolerations(), resources, volumes, mounts, env,
-                            nccl.pod_fields() if nccl else {})
+    def shm_size(self, memory: str) -> str:
+        mib = int(parse_quantity(memory) * Decimal(str(self.props.shm_fraction)) / MIB)
+        return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
 class CpuNodePool(NodePool):

@@ -7,11 +7,15 @@ from the host and needs SYS_ADMIN) goes to a namespace of its own labelled `priv
 
     PodSecurity(cluster, "pod-security", level="baseline")    # labels the cluster's namespaces
     pod_security_problems(pod_spec, "baseline")               # KT430, for any pod kubetrain emits
+
+Jobs and other pods are checked against their namespace's level with `check_pod_security`, which
+keeps the check: a PodSecurity created after them (the order of a fleet's code is free) reports what
+its stricter level adds, so no pod escapes the check by being defined first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import Field
@@ -32,6 +36,8 @@ _BASELINE_CAPABILITIES = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSE
 _RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
                        "projected", "secret", "name"}
 _LEVEL_ATTRIBUTE = "_kubetrain_pod_security"
+_CHECKS_ATTRIBUTE = "_kubetrain_pod_checks"
+PodCheck = Callable[[Level], list[Problem]]  # a pod's KT430 problems at a given level
 
 POD_SECURITY = register(
     "KT430", "error", "pod breaks the security defaults or its namespace's Pod Security level",
@@ -110,6 +116,24 @@ def record_namespace_level(cluster: Cluster, namespace: str, level: Level) -> No
     levels[namespace] = level
 
 
+def check_pod_security(cluster: Cluster, namespace: str, where: str, check: PodCheck) -> list[Problem]:
+    """A pod's problems at its namespace's level now. The check is kept: labelling the namespace later
+    (PodSecurity) reports, under `where`, what the stricter level adds."""
+    checks = getattr(cluster, _CHECKS_ATTRIBUTE, None)
+    if checks is None:
+        checks = []
+        setattr(cluster, _CHECKS_ATTRIBUTE, checks)
+    checks.append((namespace, where, check))
+    return check(namespace_level(cluster, namespace))
+
+
+def _recheck(cluster: Cluster, namespace: str, before: Level, level: Level) -> None:
+    for checked, where, check in getattr(cluster, _CHECKS_ATTRIBUTE, []):
+        if checked == namespace:
+            reported = check(before)
+            cluster.diagnostics.report(where, [p for p in check(level) if p not in reported])
+
+
 class PodSecurityProps(StrictProps):
     level: Literal["baseline", "restricted"] = Field("baseline", description="Enforced on the cluster's namespaces "
                                                      "(baseline: EFA jobs need huge pages and a memory /dev/shm, "
@@ -135,4 +159,6 @@ class PodSecurity(PlatformConstruct):
                 obj = scope.namespace_scope(namespace).node.find_child("Namespace")
                 for key, value in labels.items():
                     obj.metadata.add_label(key, value)
+                before = namespace_level(scope, namespace)
                 record_namespace_level(scope, namespace, self.props.level)
+                _recheck(scope, namespace, before, self.props.level)

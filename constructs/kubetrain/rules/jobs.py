@@ -12,12 +12,13 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from math import gcd
 
-from kubetrain.jobs.pod import container_resources, hugepages_2mi, placement
+from kubetrain.jobs.pod import container_resources, placement, pod_template
 from kubetrain.jobs.props import ClaimVolume
 from kubetrain.jobs.spec import LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
-from kubetrain.nccl import FORBIDDEN_EFA_ENV, FORBIDDEN_SOCKET_IFNAMES
+from kubetrain.platform.efa import SEED_GUIDE, environment_problems
 from kubetrain.platform.node_pools import pool_placement_problems
+from kubetrain.platform.security import Level, PodCheck, pod_security_problems
 from kubetrain.platform.storage import Claim, checkpoint_volume_problems, dataset_volume_problems
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.ranges import counts_dividing, describe, divisors, gaps
@@ -29,7 +30,6 @@ Check = Callable[[JobSpec], Iterator[Violation]]
 
 _CHECKS: list[tuple[Rule, Check]] = []
 
-SEED_GUIDE = "seed guide 03, Launching Distributed Training on EKS"
 # Set by torchrun in every worker process (and read from PET_* by torchrun itself).
 TORCHRUN_ENV = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                 "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"}
@@ -55,7 +55,9 @@ def check_job(job: JobSpec) -> list[Problem]:
             continue
         for path, message, *fix in check(job):
             problems.append(Problem(rule.code, path, message, fix[0] if fix else rule.fix))
-    return problems + batch_divides(job) + platform_problems(job) + list(job.props.target.check(job))
+    environment = environment_problems(job.props.env, gpus=job.uses_gpus, efa=bool(job.resources.efa),
+                                       profile=job.props.nccl)  # KT106, KT115, KT116, KT126, KT127
+    return problems + environment + batch_divides(job) + platform_problems(job) + list(job.props.target.check(job))
 
 
 def platform_problems(job: JobSpec) -> list[Problem]:
@@ -82,6 +84,32 @@ def platform_problems(job: JobSpec) -> list[Problem]:
     return problems
 
 
+def pod_security_check(job: JobSpec) -> PodCheck:
+    """KT430 for the job's pod at a namespace's Pod Security level, on the job's own fields. Jobs cannot ask for
+    privileged containers or host paths; what can break a level is the host network, an explicitly mounted token
+    (allowed: the user asked for it) and what `restricted` adds."""
+    spec = pod_template(job, None)["spec"]
+    network_field = "pod.host_network" if job.props.pod.host_network else "nccl.host_network"
+
+    def on_job_fields(problem: Problem) -> Problem:
+        if problem.path == "hostNetwork":
+            return Problem(problem.code, network_field, problem.message,
+                           "use the pod network (AWS's reference manifests do, and EFA works on it), or run the "
+                           "job in a namespace of its own that PodSecurity leaves privileged")
+        if problem.path.endswith("runAsNonRoot"):
+            return Problem(problem.code, "pod.security_context.run_as_non_root", problem.message,
+                           "set pod.security_context.run_as_non_root (with an image whose user is not root)")
+        return Problem(problem.code, f"pod.{problem.path}", problem.message,
+                       "enforce baseline on the job's namespace (PodSecurity(level='baseline')), or add the field "
+                       "with job.patch(...)")
+
+    def check(level: Level) -> list[Problem]:
+        return [on_job_fields(p) for p in pod_security_problems(
+            spec, level, path="", token_allowed=job.props.pod.mount_service_account_token)]
+
+    return check
+
+
 # -- names and placement --------------------------------------------------------------------------
 
 @job_rule("KT101", "error", "job name too long for the operator's derived names",
@@ -102,7 +130,7 @@ def name_fits_derived_names(job: JobSpec) -> Iterator[Violation]:
           fix="request at most the instance's accelerators, or choose a larger instance type",
           source="domain-facts 6 (AWS instances)")
 def accelerators_fit(job: JobSpec) -> Iterator[Violation]:
-    node, wanted = job.instance, job.props.resources.accelerators
+    node, wanted = job.instance, job.resources.accelerators
     if node is not None and wanted > node.accelerators:
         kind = node.accelerator_resource or "accelerators"
         yield ("resources.accelerators", f"{wanted} {kind} requested but {node.name} has {node.accelerators}",
@@ -113,7 +141,7 @@ def accelerators_fit(job: JobSpec) -> Iterator[Violation]:
           rationale="A pod asking for more vpc.amazonaws.com/efa than the node exposes is never scheduled.",
           fix="request exactly the instance's EFA interfaces", source="domain-facts 6 (AWS instances)")
 def efa_fits(job: JobSpec) -> Iterator[Violation]:
-    node, wanted = job.instance, job.props.resources.efa
+    node, wanted = job.instance, job.resources.efa
     if node is not None and wanted > node.efa_interfaces:
         yield ("resources.efa", f"{wanted} EFA interfaces requested but {node.name} has {node.efa_interfaces}",
                f"request {node.efa_interfaces} (all of them, for full bandwidth)" if node.efa_interfaces
@@ -124,7 +152,7 @@ def efa_fits(job: JobSpec) -> Iterator[Violation]:
           rationale="Each rank drives one accelerator: fewer ranks leave devices idle, more share one device.",
           fix="set procs_per_node to resources.accelerators", source="torchrun; domain-facts 1")
 def one_process_per_accelerator(job: JobSpec) -> Iterator[Violation]:
-    wanted = job.props.resources.accelerators
+    wanted = job.resources.accelerators
     if wanted and job.props.procs_per_node != wanted:
         yield ("procs_per_node", f"{job.props.procs_per_node} processes for {wanted} accelerators per node",
                f"set procs_per_node to {wanted}: each rank drives one device")
@@ -148,12 +176,12 @@ def requests_fit_allocatable(job: JobSpec) -> Iterator[Violation]:
     node = job.instance
     if node is None or job.props.pool is not None:  # a pool's fit is KT401's, over every type of the pool
         return
-    r = job.props.resources
+    r = job.resources
     cpu, memory = Decimal(str(node.allocatable_cpu())), Decimal(str(node.allocatable_memory()))
     if parse_quantity(r.cpu) > cpu:
         yield ("resources.cpu", f"{r.cpu} CPUs requested but a {node.name} can allocate {cpu:.3f}",
                f"request at most {int(cpu * 1000)}m")
-    hugepages = parse_quantity(hugepages_2mi(job) or "0")
+    hugepages = parse_quantity(r.hugepages_2mi or "0")
     if parse_quantity(r.memory) + hugepages > memory:
         gib = memory / 2**30
         yield ("resources.memory", f"{r.memory} of memory (plus {hugepages / 2**20:.0f}Mi huge pages) requested but "
@@ -166,7 +194,7 @@ def requests_fit_allocatable(job: JobSpec) -> Iterator[Violation]:
           fix="set resources.accelerators to the instance's count", source="domain-facts 6")
 def accelerators_requested(job: JobSpec) -> Iterator[Violation]:
     node = job.instance
-    if node is not None and node.accelerators and not job.props.resources.accelerators:
+    if node is not None and node.accelerators and not job.resources.accelerators:
         yield ("resources.accelerators", f"{node.name} has {node.accelerators} accelerators and the job requests "
                "none", f"set resources.accelerators to {node.accelerators}")
 
@@ -178,9 +206,9 @@ def accelerators_requested(job: JobSpec) -> Iterator[Violation]:
           fix="request every EFA interface of the instance", source=f"{SEED_GUIDE}; domain-facts 7")
 def efa_requested(job: JobSpec) -> Iterator[Violation]:
     node = job.instance
-    if node is not None and node.efa_interfaces and job.props.resources.efa < node.efa_interfaces \
+    if node is not None and node.efa_interfaces and job.resources.efa < node.efa_interfaces \
             and job.props.nodes > 1:
-        yield ("resources.efa", f"{job.props.resources.efa} of {node.name}'s {node.efa_interfaces} EFA interfaces "
+        yield ("resources.efa", f"{job.resources.efa} of {node.name}'s {node.efa_interfaces} EFA interfaces "
                "requested", f"set resources.efa to {node.efa_interfaces}")
 
 
@@ -197,56 +225,6 @@ def env_not_owned_by_launcher(job: JobSpec) -> Iterator[Violation]:
         if name in owned or torchrun:
             yield (f"env.{name}", "is set by the training operator or torchrun",
                    f"remove {name}: the launcher sets it per pod and per rank")
-
-
-@job_rule("KT106", "error", "environment value that breaks EFA jobs",
-          rationale="Forcing NCCL's algorithm or protocol disables the AWS tuner; pinning the socket interface to "
-                    "eth0 breaks p4d/p5, where it is not the EFA path.",
-          fix="remove the variable (kubetrain sets an interface exclusion list)",
-          source=f"{SEED_GUIDE}; aws-ofi-nccl documentation; domain-facts 8")
-def env_safe_for_efa(job: JobSpec) -> Iterator[Violation]:
-    if not job.props.resources.efa:
-        return
-    for name, value in job.props.env.items():
-        if name in FORBIDDEN_EFA_ENV and value not in FORBIDDEN_EFA_ENV[name][1]:
-            yield (f"env.{name}", f"{name}={value} must not be set on an EFA job: {FORBIDDEN_EFA_ENV[name][0]}",
-                   f"remove {name}")
-        elif name == "NCCL_SOCKET_IFNAME" and value in FORBIDDEN_SOCKET_IFNAMES:
-            yield (f"env.{name}", f"pinning {value} breaks EFA instances, where it is not the EFA path",
-                   "remove it (kubetrain sets an exclusion list) or use an exclusion list such as ^lo,docker")
-
-
-@job_rule("KT126", "error", "FI_PROVIDER other than efa on an EFA job",
-          rationale="libfabric then never opens the EFA device and NCCL runs over TCP.",
-          fix="remove FI_PROVIDER (kubetrain sets efa) or set it to efa", source=f"{SEED_GUIDE}; domain-facts 8")
-def efa_provider(job: JobSpec) -> Iterator[Violation]:
-    value = job.props.env.get("FI_PROVIDER")
-    if job.props.resources.efa and value is not None and value != "efa":
-        yield ("env.FI_PROVIDER", f"FI_PROVIDER={value} turns EFA off")
-
-
-@job_rule("KT115", "error", "debugging switch that cripples a GPU job",
-          rationale="CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch; NCCL_P2P_DISABLE=1 cuts NVLink out of "
-                    "every collective inside the node. Both are for debugging, not training.",
-          fix="remove the variable (or set it to 0)", source=SEED_GUIDE)
-def no_debug_switches(job: JobSpec) -> Iterator[Violation]:
-    if not job.uses_gpus:
-        return
-    for name in ("CUDA_LAUNCH_BLOCKING", "NCCL_P2P_DISABLE"):
-        if job.props.env.get(name, "0").strip() not in ("", "0"):
-            yield (f"env.{name}", f"{name}={job.props.env[name]} on a GPU job")
-
-
-@job_rule("KT116", "warning", "timeout variable that nothing reads",
-          rationale="torch reads neither NCCL_TIMEOUT nor TORCH_DISTRIBUTED_TIMEOUT and NCCL has no NCCL_TIMEOUT; "
-                    "the collective timeout is init_process_group(timeout=...).",
-          fix="remove it; set run.resilience.collective_timeout_s (kubetrain's trainer) or the program's own flag "
-              "(Megatron-LM: --distributed-timeout-minutes)",
-          source="domain-facts 11 (timeout variables)")
-def timeouts_that_work(job: JobSpec) -> Iterator[Violation]:
-    for name in ("NCCL_TIMEOUT", "TORCH_DISTRIBUTED_TIMEOUT"):
-        if name in job.props.env:
-            yield (f"env.{name}", f"{name} is read by neither torch nor NCCL: it changes nothing")
 
 
 @job_rule("KT117", "error", "Triton cache on shared storage",
@@ -266,7 +244,7 @@ def triton_cache_local(job: JobSpec) -> Iterator[Violation]:
                     "set aside for nothing.",
           fix="drop FI_EFA_USE_HUGE_PAGE=0, or set resources.hugepages_2mi to 0Mi", source=f"{SEED_GUIDE}; domain-facts 8")
 def hugepages_used(job: JobSpec) -> Iterator[Violation]:
-    pages = hugepages_2mi(job)
+    pages = job.resources.hugepages_2mi
     if job.props.env.get("FI_EFA_USE_HUGE_PAGE") == "0" and pages and parse_quantity(pages) > 0:
         yield ("env.FI_EFA_USE_HUGE_PAGE", f"{pages} of huge pages are reserved and FI_EFA_USE_HUGE_PAGE=0 "
                "leaves them unused")
@@ -288,7 +266,7 @@ def image_pinned(job: JobSpec) -> Iterator[Violation]:
           rationale="The memory-backed /dev/shm counts against the container's memory limit.",
           fix="make resources.shm smaller than resources.memory", source="domain-facts 8 (/dev/shm)")
 def shm_within_memory(job: JobSpec) -> Iterator[Violation]:
-    r = job.props.resources
+    r = job.resources
     if parse_quantity(r.shm) >= parse_quantity(r.memory):
         yield ("resources.shm", f"/dev/shm of {r.shm} does not fit in memory {r.memory}")
 
