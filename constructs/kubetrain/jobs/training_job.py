@@ -59,7 +59,11 @@ class TrainingJob(Construct):
                                                         if validated.pool and validated.pool.instance_type else None)
             spec = JobSpec(validated, namespace, scope.props.name, scope.instance_type(instance_type),
                            create_once=scope.props.run_names == "content-hash")
-            problems = check_job(spec) + check_pod_security(scope, namespace, where, pod_security_check(spec))
+            config_text = spec.trainer.run.to_yaml() if spec.trainer else None
+            # The hash makes a config change show up on the job itself in the pull request's diff.
+            template = pod_template(spec, hashlib.sha256(config_text.encode()).hexdigest() if config_text else None)
+            problems = check_job(spec) + check_pod_security(scope, namespace, where,
+                                                            pod_security_check(spec, template["spec"]))
             names = {spec.name: "name", **{n: "name" for n in validated.target.derived_names(spec)}}
             if spec.trainer:
                 names[spec.config_map_name] = "name"
@@ -69,21 +73,17 @@ class TrainingJob(Construct):
             return
         self.spec = spec
         self.props = validated
-        self._emit(spec)
+        self._emit(spec, config_text, template)
 
-    def _emit(self, job: JobSpec) -> None:
+    def _emit(self, job: JobSpec, config_text: str | None, template: dict[str, Any]) -> None:
         labels = job.labels
-        config_hash = None
-        if job.trainer:
-            config_text = job.trainer.run.to_yaml()
-            # The hash makes a config change show up on the job itself in the pull request's diff.
-            config_hash = hashlib.sha256(config_text.encode()).hexdigest()
+        if config_text is not None:
             self.api_objects.append(api_object(self, "config", {
                 "apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": job.config_map_name, "namespace": job.namespace, "labels": labels},
                 "data": {CONFIG_FILE: config_text}}))
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
-        for i, manifest in enumerate(job.props.target.render(job, pod_template(job, config_hash))):
+        for i, manifest in enumerate(job.props.target.render(job, template)):
             obj = api_object(self, f"{manifest['kind'].lower()}-{i}", manifest)
             self.api_objects.append(obj)
             self._main = self._main or obj

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from math import gcd
+from typing import Any
 
-from kubetrain.jobs.pod import container_resources, placement, pod_template
+from kubetrain.jobs.pod import container_resources, placement
 from kubetrain.jobs.props import ClaimVolume
 from kubetrain.jobs.spec import LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
@@ -84,11 +85,10 @@ def platform_problems(job: JobSpec) -> list[Problem]:
     return problems
 
 
-def pod_security_check(job: JobSpec) -> PodCheck:
-    """KT430 for the job's pod at a namespace's Pod Security level, on the job's own fields. Jobs cannot ask for
-    privileged containers or host paths; what can break a level is the host network, an explicitly mounted token
-    (allowed: the user asked for it) and what `restricted` adds."""
-    spec = pod_template(job, None)["spec"]
+def pod_security_check(job: JobSpec, spec: dict[str, Any]) -> PodCheck:
+    """KT430 for the job's pod (`spec`, its template's) at a namespace's Pod Security level, on the job's own
+    fields. Jobs cannot ask for privileged containers or host paths; what can break a level is the host network,
+    an explicitly mounted token (allowed: the user asked for it) and what `restricted` adds."""
     network_field = "pod.host_network" if job.props.pod.host_network else "nccl.host_network"
 
     def on_job_fields(problem: Problem) -> Problem:
