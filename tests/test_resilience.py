@@ -48,7 +48,10 @@ def test_crash_between_durable_saves_resumes_from_the_local_tier(fault_free, tmp
                   "local_dir": str(tmp_path / "node-local"), "local_interval": 2}
     records = train_with_fault(write_config(tmp_path, checkpoint=checkpoint), "crash:step=13:rank=1")
     resumed = [r for r in records if r["event"] == "resumed"]
-    assert [(r["step"], r["tier"]) for r in resumed] == [(12, "local")]  # the durable tier has only step 8
+    # The durable tier has only step 8. Local saves run in the background, so the one of step 12 may still
+    # be writing when the rank dies before step 13: then step 10 is the newest every rank has whole.
+    [(step, tier)] = [(r["step"], r["tier"]) for r in resumed]
+    assert tier == "local" and step in (10, 12)
     assert records[-1]["loss"] == fault_free[-1]["loss"]
     assert records[-1]["weights_sha256_per_rank"] == fault_free[-1]["weights_sha256_per_rank"]
 
@@ -141,7 +144,8 @@ def test_auto_interval_is_chosen_and_announced(tmp_path):
     assert chosen["method"] == "daly" and chosen["mtbf_s"] == 2 and chosen["steps"] >= 1
     saves = [r["step"] for r in records if r["event"] == "checkpoint"]
     interval = chosen["steps"]
-    assert saves == [5, *range((5 // interval + 1) * interval, 16, interval), 16]
+    # Saves at 5 (setup) and 10 (measured), then every `interval` steps from the next multiple, and at the end.
+    assert saves == [5, 10, *range((10 // interval + 1) * interval, 16, interval), 16]
     assert losses(records)
 
 

@@ -2,8 +2,10 @@
 
 The durable tier (`CheckpointManager`) is one DCP checkpoint of the job on the shared volume; the
 fast tier (`LocalCheckpoints`) is each rank's own state on node-local storage, saved without a
-collective, so it is cheap enough to save often and survives a restart of the ranks on the same
-node (an emptyDir outlives its containers, not its pod).
+collective and in the background, so it is cheap enough to save often and survives a restart of the
+ranks on the same node (an emptyDir outlives its containers, not its pod). Both tiers hold the
+training thread only while a background thread copies the state (staging); the writes and the
+marker follow on their own.
 
 Durable layout: `<dir>/step-00000020/` holds one DCP checkpoint (a file per rank plus `.metadata`).
 Rank 0 writes the `COMPLETE` marker only after DCP reports the whole checkpoint written, so a
@@ -13,12 +15,11 @@ newer one is complete.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,9 @@ from training.distributed import World, all_gather_object, broadcast_object
 from training.faults import FaultInjector
 
 MARKER = "COMPLETE"
+# The fast tier saves and loads with `no_dist` on purpose (each rank alone). DCP warns about that from
+# whichever thread does the work, so the filter is the process's, set once.
+warnings.filterwarnings("ignore", message="torch.distributed is disabled")
 
 
 @dataclass
@@ -44,6 +48,64 @@ class _PendingSave:
     upload: Future
     blocked_s: float  # time the training thread has spent on this save so far
     staged: bool = False
+
+
+def _stager(world: World) -> DefaultStager:
+    """One stager per tier for the whole run: it keeps its staging buffers, so each save is a copy into
+    memory already faulted in, done on a background thread while the next step's forward and backward
+    run (they only read the weights)."""
+    on_gpu = world.device_type == "cuda"
+    return DefaultStager(StagingOptions(use_pinned_memory=on_gpu, use_shared_memory=False, use_async_staging=True,
+                                        use_non_blocking_copy=on_gpu))
+
+
+class _BackgroundSaves:
+    """At most one save of a tier in flight: its staging (the copy of the state) must finish before the
+    weights change, its upload (the writes) whenever it does. `mark(step)` runs as soon as the writes
+    have succeeded, on the writer's thread: a save is complete on disk even if the process dies before
+    the training thread looks again. The report waits for `poll` or `wait`."""
+
+    def __init__(self, tier: str, mark: Callable[[int], None]):
+        self.tier = tier
+        self._mark = mark
+        self._pending: _PendingSave | None = None
+
+    def start(self, step: int, started: float, response: Any) -> None:
+        self._pending = _PendingSave(step, started, response.staging_completion, response.upload_completion,
+                                     blocked_s=time.perf_counter() - started)
+        response.upload_completion.add_done_callback(
+            lambda upload: self._mark(step) if upload.exception() is None else None)
+
+    def wait_for_staging(self) -> None:
+        pending = self._pending
+        if pending and not pending.staged:
+            waited = time.perf_counter()
+            pending.staging.result()
+            pending.staged = True
+            pending.blocked_s += time.perf_counter() - waited
+
+    def poll(self) -> dict[str, Any] | None:
+        if self._pending and self._pending.upload.done():
+            return self.wait()
+        return None
+
+    def wait(self) -> dict[str, Any] | None:
+        if self._pending is None:
+            return None
+        self.wait_for_staging()
+        pending, self._pending = self._pending, None
+        staging_blocked_s, waited = pending.blocked_s, time.perf_counter()
+        pending.upload.result()
+        return _report(self.tier, pending.step, True, pending.started,
+                       pending.blocked_s + time.perf_counter() - waited, staging_blocked_s)
+
+
+def _report(tier: str, step: int, background: bool, started: float, blocked_s: float,
+            staging_blocked_s: float) -> dict[str, Any]:
+    """A save's record. `blocked_s`: all the time it held the training thread; `staging_blocked_s`: the part
+    before any final wait for its writes, which is what a save costs while training goes on (interval: auto)."""
+    return {"event": "checkpoint", "tier": tier, "step": step, "async": background, "blocked_s": blocked_s,
+            "staging_blocked_s": staging_blocked_s, "complete_after_s": time.perf_counter() - started}
 
 
 class _DiesAfterItsData(FileSystemWriter):
@@ -63,18 +125,13 @@ class CheckpointManager:
         self.async_save = cfg.async_save
         self.world = world
         self.faults = faults
-        self._pending: _PendingSave | None = None
+        self._saves = _BackgroundSaves("durable", self._mark_complete)
         self._group = self._stager = None
         if self.async_save:
             # Background saves run their collectives on a gloo group of their own, so they never
             # queue behind (or block) the training collectives on the default group.
             self._group = dist.new_group(backend="gloo")
-            # One stager for the whole run: it keeps its staging buffers, so each save is a copy
-            # into memory already faulted in, done on a background thread while the next step's
-            # forward and backward run (they only read the weights).
-            on_gpu = world.device_type == "cuda"
-            self._stager = DefaultStager(StagingOptions(use_pinned_memory=on_gpu, use_shared_memory=False,
-                                                        use_async_staging=True, use_non_blocking_copy=on_gpu))
+            self._stager = _stager(world)
         if world.is_main:
             self.root.mkdir(parents=True, exist_ok=True)
 
@@ -103,38 +160,25 @@ class CheckpointManager:
         writer = _DiesAfterItsData(path) if self.faults.crash_in_save_due(step) else None
         if not self.async_save:
             dcp.save(state, checkpoint_id=path, storage_writer=writer)
-            return self._mark_complete(step, started, blocked_s=time.perf_counter() - started)
+            self._mark_complete(step)
+            blocked = time.perf_counter() - started
+            return _report("durable", step, False, started, blocked, blocked)
         response = dcp.async_save(state, checkpoint_id=path, process_group=self._group, async_stager=self._stager,
                                   storage_writer=writer)
-        self._pending = _PendingSave(step, started, response.staging_completion, response.upload_completion,
-                                     blocked_s=time.perf_counter() - started)
+        self._saves.start(step, started, response)
         return report
 
     def wait_for_staging(self) -> None:
         """Block until a background save has copied the state: call before weights change."""
-        pending = self._pending
-        if pending and not pending.staged:
-            waited = time.perf_counter()
-            pending.staging.result()
-            pending.staged = True
-            pending.blocked_s += time.perf_counter() - waited
+        self._saves.wait_for_staging()
 
     def poll(self) -> dict[str, Any] | None:
         """Finish a background save if it is done; cheap enough to call every step."""
-        if self._pending and self._pending.upload.done():
-            return self.wait()
-        return None
+        return self._saves.poll()
 
     def wait(self) -> dict[str, Any] | None:
         """Finish the background save, if any, and return its report."""
-        if self._pending is None:
-            return None
-        self.wait_for_staging()
-        pending, self._pending = self._pending, None
-        waited = time.perf_counter()
-        pending.upload.result()
-        return self._mark_complete(pending.step, pending.started,
-                                   blocked_s=pending.blocked_s + time.perf_counter() - waited)
+        return self._saves.wait()
 
     def close(self) -> None:
         if self._stager is not None:
@@ -144,7 +188,7 @@ class CheckpointManager:
         """Fill `state` in place from the checkpoint of `step` (only the keys `state` holds)."""
         dcp.load(state, checkpoint_id=self.step_dir(step))
 
-    def _mark_complete(self, step: int, started: float, blocked_s: float) -> dict[str, Any]:
+    def _mark_complete(self, step: int) -> None:
         # DCP's save returns on every rank only after the coordinator has written the metadata,
         # which it does after gathering every rank's write results: the checkpoint is whole.
         if self.world.is_main:
@@ -153,8 +197,6 @@ class CheckpointManager:
             tmp.write_text(f"{step}\n")
             os.replace(tmp, marker)
             self._prune(newest=step)
-        return {"event": "checkpoint", "tier": "durable", "step": step, "async": self.async_save,
-                "blocked_s": blocked_s, "complete_after_s": time.perf_counter() - started}
 
     def _prune(self, newest: int) -> None:
         folders = self._folders()
@@ -169,25 +211,20 @@ class CheckpointManager:
             shutil.rmtree(self.step_dir(step), ignore_errors=True)
 
 
-@contextlib.contextmanager
-def _alone() -> Iterator[None]:
-    """DCP warns that a `no_dist` save or load assumes a single process: here that is the point."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
-        yield
-
-
 class LocalCheckpoints:
     """The fast tier: `<local_dir>/world-<N>/rank-<R>/step-<S>/`, one DCP checkpoint per rank, saved
     by that rank alone (`no_dist`: replicated tensors are written by every rank, so each folder is
-    whole by itself). A folder counts once its own COMPLETE marker exists; a step can be resumed only
-    when every rank finds its folder of that step complete, which `common_steps` decides."""
+    whole by itself) and in the background: the training thread waits only for the copy of the state.
+    A folder counts once its own COMPLETE marker exists; a step can be resumed only when every rank
+    finds its folder of that step complete, which `common_steps` decides."""
 
     def __init__(self, local_dir: str, world: World, keep: int):
         # The world size in the path: a shard saved at another world size is never taken for one.
         self.root = Path(local_dir) / f"world-{world.world_size}" / f"rank-{world.rank:05d}"
         self.root.mkdir(parents=True, exist_ok=True)
         self.keep = keep
+        self._stager = _stager(world)
+        self._saves = _BackgroundSaves("local", self._mark_complete)
 
     def step_dir(self, step: int) -> Path:
         return self.root / f"step-{step:08d}"
@@ -200,24 +237,37 @@ class LocalCheckpoints:
         per_rank = [set(steps) for steps in all_gather_object(self.complete_steps())]
         return sorted(set.intersection(*per_rank))
 
-    def save(self, step: int, state: dict[str, Any]) -> dict[str, Any]:
+    def save(self, step: int, state: dict[str, Any]) -> dict[str, Any] | None:
+        """Start saving `state` as this rank's checkpoint of `step`; returns the previous save's report."""
         started = time.perf_counter()
-        path = self.step_dir(step)
+        report = self.wait()  # one save at a time
         # No fsync: the tier is for restarts of processes, whose writes the page cache keeps; a node
         # that goes down takes its emptyDir with it anyway. One file and one thread: small writes.
-        writer = FileSystemWriter(path, sync_files=False, single_file_per_rank=True, thread_count=1)
-        with _alone():
-            dcp.save(state, storage_writer=writer, no_dist=True)
-        (path / MARKER).write_text(f"{step}\n")
+        writer = FileSystemWriter(self.step_dir(step), sync_files=False, single_file_per_rank=True, thread_count=1)
+        response = dcp.async_save(state, storage_writer=writer, no_dist=True, async_stager=self._stager)
+        self._saves.start(step, started, response)
+        return report
+
+    def wait_for_staging(self) -> None:
+        """Block until a background save has copied the state: call before weights change."""
+        self._saves.wait_for_staging()
+
+    def poll(self) -> dict[str, Any] | None:
+        return self._saves.poll()
+
+    def wait(self) -> dict[str, Any] | None:
+        return self._saves.wait()
+
+    def close(self) -> None:
+        self._stager.close()
+
+    def _mark_complete(self, step: int) -> None:
+        (self.step_dir(step) / MARKER).write_text(f"{step}\n")
         for old in self.complete_steps()[:-self.keep]:
             self.discard(old)
-        blocked = time.perf_counter() - started
-        return {"event": "checkpoint", "tier": "local", "step": step, "async": False,
-                "blocked_s": blocked, "complete_after_s": blocked}
 
     def load(self, step: int, state: dict[str, Any]) -> None:
-        with _alone():
-            dcp.load(state, checkpoint_id=self.step_dir(step), no_dist=True)
+        dcp.load(state, checkpoint_id=self.step_dir(step), no_dist=True)
 
     def discard(self, step: int) -> None:
         (self.step_dir(step) / MARKER).unlink(missing_ok=True)  # marker first, as in the durable tier

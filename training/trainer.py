@@ -34,7 +34,10 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-AUTO_FIRST_CHECKPOINT = 5  # with interval "auto": steps before the first save, which measures its cost
+# With interval "auto": saves every AUTO_FIRST_CHECKPOINT steps until AUTO_MEASURED_SAVE, whose cost decides
+# the intervals. The first save pays one-time setup (staging buffers, writer threads), so it is not measured.
+AUTO_FIRST_CHECKPOINT = 5
+AUTO_MEASURED_SAVE = 2
 
 
 class Trainer:
@@ -56,10 +59,12 @@ class Trainer:
         self.checkpoints = CheckpointManager(run.checkpoint, world, self.faults)
         self.local = (LocalCheckpoints(run.checkpoint.local_dir, world, run.checkpoint.keep)
                       if run.checkpoint.local_dir else None)
+        self.tiers: list[CheckpointManager | LocalCheckpoints] = [self.checkpoints, *([self.local] if self.local else [])]
         self.tokens_per_step = run.batch.global_size * run.data.seq_len
         self.flops_per_token = flops_per_token(run.model, run.data.seq_len, self.n_params)
         self.peak_flops = peak_flops(world.device)
         self.choosing_interval = run.checkpoint.interval == "auto"
+        self.auto_saves = 0
         self.interval = AUTO_FIRST_CHECKPOINT if self.choosing_interval else run.checkpoint.interval
         self.local_interval = run.checkpoint.local_interval or self.interval
         self.ettr = EttrClock(broadcast_object(first_start(self.checkpoints.root) if world.is_main else None))
@@ -108,8 +113,9 @@ class Trainer:
                     self.report(self.local.save(self.step, self.state()))
                 saving += time.perf_counter() - started  # saving is not training time
                 self.watchdog.beat()
-            self.report(self.checkpoints.poll())
-        self.report(self.checkpoints.wait())
+            for tier in self.tiers:
+                self.report(tier.poll())
+        self.wait_for_saves()
         self.watchdog.stop()
         finished = {"event": "finished", "step": self.step,
                     **{k: v for k, v in (last or {}).items() if k not in ("event", "step")},
@@ -123,8 +129,9 @@ class Trainer:
     def close(self) -> None:
         """Finish a background save and release the checkpointer's, the watchdog's and the metrics' threads."""
         self.watchdog.stop()
-        self.report(self.checkpoints.wait())
-        self.checkpoints.close()
+        self.wait_for_saves()
+        for tier in self.tiers:
+            tier.close()
         self.telemetry.close()
 
     def train_step(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -150,7 +157,8 @@ class Trainer:
         self.bad_streak = (self.bad_streak + 1) * bad
         self.worst_streak = torch.maximum(self.worst_streak, self.bad_streak)
         self.skipped += bad
-        self.checkpoints.wait_for_staging()  # a background save must have copied the weights first
+        for tier in self.tiers:
+            tier.wait_for_staging()  # a background save must have copied the weights first
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return total / self.accum_steps, norm
@@ -215,9 +223,15 @@ class Trainer:
         if not self.choosing_interval:
             self.report(report)
             return
-        # interval "auto": this first save measures what each tier costs.
-        local = self.local.save(self.step, self.state()) if self.local else None
-        self.choose_intervals(report or self.checkpoints.wait(), local)
+        # interval "auto": each tier saves alone, one after the other, to measure what it costs.
+        durable = report or self.checkpoints.wait()
+        local = (self.local.save(self.step, self.state()) or self.local.wait()) if self.local else None
+        self.auto_saves += 1
+        if self.auto_saves < AUTO_MEASURED_SAVE:
+            self.report(durable)
+            self.report(local)
+            return
+        self.choose_intervals(durable, local)
 
     def choose_intervals(self, durable: dict[str, Any], local: dict[str, Any] | None) -> None:
         """interval "auto": Daly's interval of each tier, for its measured save cost and the configured
@@ -230,8 +244,10 @@ class Trainer:
         def steps(cost_s: float) -> int:
             return max(1, round(daly_interval_s(cost_s, mtbf) / step_s))
 
-        durable_steps = steps(durable["blocked_s"])
-        local_steps = steps(local["blocked_s"]) if local else durable_steps
+        # What a save holds the training thread while training goes on: not the wait for its writes
+        # that this first save, measured alone, ended with.
+        durable_steps = steps(durable["staging_blocked_s"])
+        local_steps = steps(local["staging_blocked_s"]) if local else durable_steps
         if local_steps < durable_steps:
             durable_steps = durable_steps // local_steps * local_steps
         else:
@@ -240,10 +256,15 @@ class Trainer:
         self.interval, self.local_interval = broadcast_object(
             (durable_steps, local_steps) if self.world.is_main else None)
         decision = {"event": "checkpoint_interval", "steps": self.interval, "interval_s": self.interval * step_s,
-                    "save_cost_s": durable["blocked_s"], "step_time_s": step_s, "mtbf_s": mtbf, "method": "daly"}
+                    "save_cost_s": durable["staging_blocked_s"], "step_time_s": step_s, "mtbf_s": mtbf, "method": "daly"}
         if local:
-            decision |= {"local_steps": self.local_interval, "local_save_cost_s": local["blocked_s"]}
+            decision |= {"local_steps": self.local_interval, "local_save_cost_s": local["staging_blocked_s"]}
         self.report(decision)
+
+    def wait_for_saves(self) -> None:
+        """Finish every tier's background save (before a load, and at the end)."""
+        for tier in self.tiers:
+            self.report(tier.wait())
 
     def report(self, record: dict[str, Any] | None) -> None:
         self.telemetry.observe(record)
@@ -278,7 +299,7 @@ class Trainer:
     def roll_back(self) -> None:
         """Too many non-finite steps in a row: return to the newest checkpoint, skipping past the
         batches that caused them (PaLM's practice): the data position is kept, not restored."""
-        self.report(self.checkpoints.wait())
+        self.wait_for_saves()
         bad_step, newest = self.step, self.newest_checkpoint()
         self.rollbacks += 1
         if newest is None or self.rollbacks > self.run.resilience.max_rollbacks:
