@@ -108,6 +108,29 @@ def _report(tier: str, step: int, background: bool, started: float, blocked_s: f
             "staging_blocked_s": staging_blocked_s, "complete_after_s": time.perf_counter() - started}
 
 
+class _Tier:
+    """What both tiers do with their background saves; each sets `_saves` and `_stager`."""
+
+    _saves: _BackgroundSaves
+    _stager: DefaultStager | None
+
+    def wait_for_staging(self) -> None:
+        """Block until a background save has copied the state: call before weights change."""
+        self._saves.wait_for_staging()
+
+    def poll(self) -> dict[str, Any] | None:
+        """Finish a background save if it is done; cheap enough to call every step."""
+        return self._saves.poll()
+
+    def wait(self) -> dict[str, Any] | None:
+        """Finish the background save, if any, and return its report."""
+        return self._saves.wait()
+
+    def close(self) -> None:
+        if self._stager is not None:
+            self._stager.close()
+
+
 class _DiesAfterItsData(FileSystemWriter):
     """Fault injection (crash-in-save): this rank's data files are written, the metadata never is."""
 
@@ -118,7 +141,7 @@ class _DiesAfterItsData(FileSystemWriter):
         return written
 
 
-class CheckpointManager:
+class CheckpointManager(_Tier):
     def __init__(self, cfg: CheckpointConfig, world: World, faults: FaultInjector):
         self.root = Path(cfg.dir)
         self.keep = cfg.keep
@@ -168,22 +191,6 @@ class CheckpointManager:
         self._saves.start(step, started, response)
         return report
 
-    def wait_for_staging(self) -> None:
-        """Block until a background save has copied the state: call before weights change."""
-        self._saves.wait_for_staging()
-
-    def poll(self) -> dict[str, Any] | None:
-        """Finish a background save if it is done; cheap enough to call every step."""
-        return self._saves.poll()
-
-    def wait(self) -> dict[str, Any] | None:
-        """Finish the background save, if any, and return its report."""
-        return self._saves.wait()
-
-    def close(self) -> None:
-        if self._stager is not None:
-            self._stager.close()
-
     def load(self, step: int, state: dict[str, Any]) -> None:
         """Fill `state` in place from the checkpoint of `step` (only the keys `state` holds)."""
         dcp.load(state, checkpoint_id=self.step_dir(step))
@@ -211,7 +218,7 @@ class CheckpointManager:
             shutil.rmtree(self.step_dir(step), ignore_errors=True)
 
 
-class LocalCheckpoints:
+class LocalCheckpoints(_Tier):
     """The fast tier: `<local_dir>/world-<N>/rank-<R>/step-<S>/`, one DCP checkpoint per rank, saved
     by that rank alone (`no_dist`: replicated tensors are written by every rank, so each folder is
     whole by itself) and in the background: the training thread waits only for the copy of the state.
@@ -247,19 +254,6 @@ class LocalCheckpoints:
         response = dcp.async_save(state, storage_writer=writer, no_dist=True, async_stager=self._stager)
         self._saves.start(step, started, response)
         return report
-
-    def wait_for_staging(self) -> None:
-        """Block until a background save has copied the state: call before weights change."""
-        self._saves.wait_for_staging()
-
-    def poll(self) -> dict[str, Any] | None:
-        return self._saves.poll()
-
-    def wait(self) -> dict[str, Any] | None:
-        return self._saves.wait()
-
-    def close(self) -> None:
-        self._stager.close()
 
     def _mark_complete(self, step: int) -> None:
         (self.step_dir(step) / MARKER).write_text(f"{step}\n")
