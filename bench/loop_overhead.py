@@ -2,9 +2,10 @@
 
     python bench/loop_overhead.py [--steps 30] [--rounds 15]
 
-Starts two gloo ranks on this machine (through torchrun) and alternates the two loops, so both
-see the same machine state; prints the median steps/s of each and the median of the rounds'
-ratios (target >= 0.97). The trainer runs as pods run it: every rank serves its Prometheus
+Starts two gloo ranks on this machine (through torchrun) and alternates the two loops, bare first
+and last, so both see the same machine state; a round's ratio is a kubetrain run's steps/s over the
+mean of the bare runs before and after it. Prints the median steps/s of each and the median of the
+rounds' ratios (target >= 0.97). The trainer runs as pods run it: every rank serves its Prometheus
 endpoint, and the node-local checkpoint tier saves once a round, a third of the round before its
 end (the durable tier's interval is beyond the round). Whether the figure can be trusted is
 measured, not guessed: during the timed rounds the benchmark counts the CPU time the machine spent
@@ -35,6 +36,7 @@ from torch.nn.parallel import DistributedDataParallel
 from training.config import RunConfig
 from training.data import ShardedLoader, TokenSource
 from training.distributed import all_gather_object, init_world
+from training.host_memory import keep_freed_memory
 from training.model import GPT
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
 from training.trainer import Trainer
@@ -112,41 +114,40 @@ def kubetrain_loop(run: RunConfig, world, steps: int) -> float:
 
 
 def worker(steps: int, rounds: int, workdir: str, metrics_port: int) -> None:
+    keep_freed_memory()  # as every Trainer does: the bare loop gets the same allocator
     world = init_world()
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // world.world_size))
-    bare, ours = [], []
-    for i in range(rounds + 1):  # round 0 warms up both
-        if i == 1:  # the timed rounds start: count the machine's CPU time and our own
-            busy, own, wall = machine_busy_s(), time.process_time(), time.perf_counter()
-        # A fresh checkpoint folder each round: the trainer must start, not resume.
-        run = run_config(os.path.join(workdir, f"round{i}"), steps, metrics_port)
+    runs = iter(range(2 * rounds + 3))
 
-        def run_ours() -> float:
-            with contextlib.redirect_stdout(io.StringIO()):  # the trainer's metrics lines
-                return kubetrain_loop(run, world, steps)
+    def run_bare() -> float:
+        gc.collect()  # the last loop's garbage is not this one's cost
+        return bare_loop(run_config(os.path.join(workdir, f"run{next(runs)}"), steps, metrics_port), world, steps)
 
-        def run_bare() -> float:
-            return bare_loop(run, world, steps)
+    def run_ours() -> float:
+        gc.collect()
+        # A fresh checkpoint folder each run: the trainer must start, not resume.
+        run = run_config(os.path.join(workdir, f"run{next(runs)}"), steps, metrics_port)
+        with contextlib.redirect_stdout(io.StringIO()):  # the trainer's metrics lines
+            return kubetrain_loop(run, world, steps)
 
-        # Alternate which loop goes first, and free the last one's model first, so neither
-        # inherits the other's garbage or a warmer machine.
-        results = {}
-        order = [("bare", run_bare), ("ours", run_ours)]
-        for name, loop in (order if i % 2 else order[::-1]):
-            gc.collect()
-            results[name] = loop()
-        b, o = results["bare"], results["ours"]
-        if i:
-            bare.append(b)
-            ours.append(o)
+    run_ours()  # warms up both loops, untimed
+    bare = [run_bare()]
+    busy, own, wall = machine_busy_s(), time.process_time(), time.perf_counter()
+    ours = []
+    # Strictly alternating, bare first and last: each kubetrain run is compared with the mean of the bare
+    # runs just before and after it, which cancels the machine's drift over the run. (Alternating the
+    # order within pairs instead runs each loop twice in a row at every other boundary; in a 6-round
+    # run, each loop's second run in a row was 1-2 % slower than its runs after the other loop, which
+    # split the rounds' ratios into two groups 0.03 apart and left the median between them.)
+    for _ in range(rounds):
+        ours.append(run_ours())
+        bare.append(run_bare())
     own_s = sum(all_gather_object(time.process_time() - own))
     wall = time.perf_counter() - wall
     if world.rank == 0:
-        # The ratio within a round (both loops back to back) cancels the machine's drift between
-        # rounds, so the median of the rounds' ratios is the figure.
-        ratios = sorted(o / b for b, o in zip(bare, ours))
-        print(f"bare DDP loop:   {statistics.median(bare):.3f} steps/s  (rounds: {', '.join(f'{x:.3f}' for x in bare)})")
-        print(f"kubetrain loop:  {statistics.median(ours):.3f} steps/s  (rounds: {', '.join(f'{x:.3f}' for x in ours)})")
+        ratios = sorted(o / ((before + after) / 2) for o, before, after in zip(ours, bare, bare[1:]))
+        print(f"bare DDP loop:   {statistics.median(bare):.3f} steps/s  (runs: {', '.join(f'{x:.3f}' for x in bare)})")
+        print(f"kubetrain loop:  {statistics.median(ours):.3f} steps/s  (runs: {', '.join(f'{x:.3f}' for x in ours)})")
         print(f"ratio kubetrain/bare, median of {len(ratios)} rounds: {statistics.median(ratios):.3f}  (target >= 0.97; "
               f"sorted rounds: {', '.join(f'{x:.3f}' for x in ratios)})")
         low, _, high = statistics.quantiles(ratios, n=4)

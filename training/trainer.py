@@ -20,6 +20,7 @@ from training.data import ShardedLoader, TokenSource
 from training.distributed import World, all_gather_object, all_reduce_mean, broadcast_object
 from training.ettr import EttrClock, daly_interval_s, first_start
 from training.faults import FaultInjector
+from training.host_memory import keep_freed_memory
 from training.metrics import peak_flops
 from training.model import GPT, flops_per_token
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
@@ -44,6 +45,7 @@ class Trainer:
     def __init__(self, run: RunConfig, world: World):
         self.run = run
         self.world = world
+        keep_freed_memory()
         seed_everything(run.seed)
         with torch.device(world.device):
             model = GPT(run.model)
@@ -141,8 +143,9 @@ class Trainer:
         for micro in range(self.accum_steps):
             inputs, targets = (t.to(self.world.device, non_blocking=True) for t in self.loader.next_batch())
             with gradient_sync(self.model, micro == self.accum_steps - 1), autocast(self.run, self.world):
-                logits = self.model(inputs)
-                loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+                # The logits get no name: the backward needs only log-softmax's output, so the largest
+                # activation is freed once the loss is computed instead of living through the backward.
+                loss = F.cross_entropy(self.model(inputs).flatten(0, 1).float(), targets.flatten())
                 if poison:
                     loss = loss * float("nan")
                 (loss / self.accum_steps).backward()
