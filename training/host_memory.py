@@ -1,11 +1,12 @@
 """glibc's malloc, set for a training loop: memory a step frees is kept for the next step.
 
-Every step allocates and frees the same large host buffers (activations and gradients on CPU; batches
-and staging copies on GPU nodes). By default glibc adapts its mmap threshold and gives the top of the
-heap back to the kernel whenever more than twice that threshold is free, which a training step's frees
-always exceed: the next step faults every page back in, zero-filled. On the CPU benchmark model that
-was 10,000-20,000 page faults and about 4 % of every step, and more where the trainer's allocations
-happen to leave the heap's top free than where a hand-written loop's do.
+Every step allocates and frees the same large host buffers (on CPU: activations, gradients and the
+optimizer's temporaries; on GPU nodes only batches and small tensors, so it matters little there). By
+default glibc adapts its mmap threshold and gives the top of the heap back to the kernel whenever more
+than twice that threshold is free, which a training step's frees exceed: the next step faults every page
+back in, zero-filled. On the CPU benchmark model that was 10,000-20,000 page faults and about 4 % of
+every step, and more where the trainer's allocations happen to leave the heap's top free than where a
+hand-written loop's do.
 
 A fixed mmap threshold at glibc's own ceiling (32 MiB) and no trimming of the heap keep the memory:
 the process's resident size stays at its peak step's, which the next step needs again anyway.
