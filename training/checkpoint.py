@@ -19,7 +19,6 @@ import os
 import shutil
 import time
 import warnings
-from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,47 +58,6 @@ def _stager(world: World) -> DefaultStager:
                                         use_non_blocking_copy=on_gpu))
 
 
-class _BackgroundSaves:
-    """At most one save of a tier in flight: its staging (the copy of the state) must finish before the
-    weights change, its upload (the writes) whenever it does. `mark(step)` runs as soon as the writes
-    have succeeded, on the writer's thread: a save is complete on disk even if the process dies before
-    the training thread looks again. The report waits for `poll` or `wait`."""
-
-    def __init__(self, tier: str, mark: Callable[[int], None]):
-        self.tier = tier
-        self._mark = mark
-        self._pending: _PendingSave | None = None
-
-    def start(self, step: int, started: float, response: Any) -> None:
-        self._pending = _PendingSave(step, started, response.staging_completion, response.upload_completion,
-                                     blocked_s=time.perf_counter() - started)
-        response.upload_completion.add_done_callback(
-            lambda upload: self._mark(step) if upload.exception() is None else None)
-
-    def wait_for_staging(self) -> None:
-        pending = self._pending
-        if pending and not pending.staged:
-            waited = time.perf_counter()
-            pending.staging.result()
-            pending.staged = True
-            pending.blocked_s += time.perf_counter() - waited
-
-    def poll(self) -> dict[str, Any] | None:
-        if self._pending and self._pending.upload.done():
-            return self.wait()
-        return None
-
-    def wait(self) -> dict[str, Any] | None:
-        if self._pending is None:
-            return None
-        self.wait_for_staging()
-        pending, self._pending = self._pending, None
-        staging_blocked_s, waited = pending.blocked_s, time.perf_counter()
-        pending.upload.result()
-        return _report(self.tier, pending.step, True, pending.started,
-                       pending.blocked_s + time.perf_counter() - waited, staging_blocked_s)
-
-
 def _report(tier: str, step: int, background: bool, started: float, blocked_s: float,
             staging_blocked_s: float) -> dict[str, Any]:
     """A save's record. `blocked_s`: all the time it held the training thread; `staging_blocked_s`: the part
@@ -109,22 +67,51 @@ def _report(tier: str, step: int, background: bool, started: float, blocked_s: f
 
 
 class _Tier:
-    """What both tiers do with their background saves; each sets `_saves` and `_stager`."""
+    """What both tiers share: at most one background save in flight. Its staging (the copy of the state)
+    must finish before the weights change, its upload (the writes) whenever it does. `_mark_complete(step)`
+    runs as soon as the writes have succeeded, on the writer's thread: a save is complete on disk even if
+    the process dies before the training thread looks again. The report waits for `poll` or `wait`."""
 
-    _saves: _BackgroundSaves
-    _stager: DefaultStager | None
+    def __init__(self, tier: str, stager: DefaultStager | None):
+        self.tier = tier
+        self._stager = stager
+        self._pending: _PendingSave | None = None
+
+    def _mark_complete(self, step: int) -> None:
+        raise NotImplementedError
+
+    def _track(self, step: int, started: float, response: Any) -> None:
+        """Track the background save `response` (of dcp.async_save) of `step`, begun at `started`."""
+        self._pending = _PendingSave(step, started, response.staging_completion, response.upload_completion,
+                                     blocked_s=time.perf_counter() - started)
+        response.upload_completion.add_done_callback(
+            lambda upload: self._mark_complete(step) if upload.exception() is None else None)
 
     def wait_for_staging(self) -> None:
         """Block until a background save has copied the state: call before weights change."""
-        self._saves.wait_for_staging()
+        pending = self._pending
+        if pending and not pending.staged:
+            waited = time.perf_counter()
+            pending.staging.result()
+            pending.staged = True
+            pending.blocked_s += time.perf_counter() - waited
 
     def poll(self) -> dict[str, Any] | None:
         """Finish a background save if it is done; cheap enough to call every step."""
-        return self._saves.poll()
+        if self._pending and self._pending.upload.done():
+            return self.wait()
+        return None
 
     def wait(self) -> dict[str, Any] | None:
         """Finish the background save, if any, and return its report."""
-        return self._saves.wait()
+        if self._pending is None:
+            return None
+        self.wait_for_staging()
+        pending, self._pending = self._pending, None
+        staging_blocked_s, waited = pending.blocked_s, time.perf_counter()
+        pending.upload.result()
+        return _report(self.tier, pending.step, True, pending.started,
+                       pending.blocked_s + time.perf_counter() - waited, staging_blocked_s)
 
     def close(self) -> None:
         if self._stager is not None:
@@ -148,13 +135,10 @@ class CheckpointManager(_Tier):
         self.async_save = cfg.async_save
         self.world = world
         self.faults = faults
-        self._saves = _BackgroundSaves("durable", self._mark_complete)
-        self._group = self._stager = None
-        if self.async_save:
-            # Background saves run their collectives on a gloo group of their own, so they never
-            # queue behind (or block) the training collectives on the default group.
-            self._group = dist.new_group(backend="gloo")
-            self._stager = _stager(world)
+        # Background saves run their collectives on a gloo group of their own, so they never
+        # queue behind (or block) the training collectives on the default group.
+        self._group = dist.new_group(backend="gloo") if self.async_save else None
+        super().__init__("durable", _stager(world) if self.async_save else None)
         if world.is_main:
             self.root.mkdir(parents=True, exist_ok=True)
 
@@ -188,7 +172,7 @@ class CheckpointManager(_Tier):
             return _report("durable", step, False, started, blocked, blocked)
         response = dcp.async_save(state, checkpoint_id=path, process_group=self._group, async_stager=self._stager,
                                   storage_writer=writer)
-        self._saves.start(step, started, response)
+        self._track(step, started, response)
         return report
 
     def load(self, step: int, state: dict[str, Any]) -> None:
@@ -230,8 +214,7 @@ class LocalCheckpoints(_Tier):
         self.root = Path(local_dir) / f"world-{world.world_size}" / f"rank-{world.rank:05d}"
         self.root.mkdir(parents=True, exist_ok=True)
         self.keep = keep
-        self._stager = _stager(world)
-        self._saves = _BackgroundSaves("local", self._mark_complete)
+        super().__init__("local", _stager(world))
 
     def step_dir(self, step: int) -> Path:
         return self.root / f"step-{step:08d}"
@@ -252,7 +235,7 @@ class LocalCheckpoints(_Tier):
         # that goes down takes its emptyDir with it anyway. One file and one thread: small writes.
         writer = FileSystemWriter(self.step_dir(step), sync_files=False, single_file_per_rank=True, thread_count=1)
         response = dcp.async_save(state, storage_writer=writer, no_dist=True, async_stager=self._stager)
-        self._saves.start(step, started, response)
+        self._track(step, started, response)
         return report
 
     def _mark_complete(self, step: int) -> None:
