@@ -229,18 +229,15 @@ class Trainer:
         # interval "auto": each tier saves alone, one after the other, to measure what it costs.
         durable = report or self.checkpoints.wait()
         local = (self.local.save(self.step, self.state()) or self.local.wait()) if self.local else None
+        self.report(durable)
+        self.report(local)
         self.auto_saves += 1
-        if self.auto_saves < AUTO_MEASURED_SAVE:
-            self.report(durable)
-            self.report(local)
-            return
-        self.choose_intervals(durable, local)
+        if self.auto_saves == AUTO_MEASURED_SAVE:
+            self.choose_intervals(durable, local)
 
     def choose_intervals(self, durable: dict[str, Any], local: dict[str, Any] | None) -> None:
         """interval "auto": Daly's interval of each tier, for its measured save cost and the configured
         MTBF; the durable interval is a multiple of the local one, so the cheap tier bounds lost work."""
-        self.report(durable)
-        self.report(local)
         self.choosing_interval = False
         mtbf, step_s = self.run.resilience.mtbf_s, self.watchdog.median_step_s()
 
