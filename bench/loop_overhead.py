@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import gc
 import io
+import itertools
 import os
 import socket
 import statistics
@@ -117,7 +118,7 @@ def worker(steps: int, rounds: int, workdir: str, metrics_port: int) -> None:
     keep_freed_memory()  # as every Trainer does: the bare loop gets the same allocator
     world = init_world()
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // world.world_size))
-    runs = iter(range(2 * rounds + 3))
+    runs = itertools.count()  # each run's own checkpoint folder
 
     def run_bare() -> float:
         gc.collect()  # the last loop's garbage is not this one's cost

@@ -24,12 +24,16 @@ MMAP_THRESHOLD = 32 << 20  # glibc refuses more (half its 64 MiB heap size on 64
 NEVER_TRIM = -1  # mallopt(3): "Setting M_TRIM_THRESHOLD to -1 disables trimming completely"
 
 
+def is_glibc() -> bool:
+    return hasattr(ctypes.CDLL(None), "gnu_get_libc_version")
+
+
 def keep_freed_memory() -> bool:
     """Set this process's malloc to keep freed memory. Returns False, changing nothing, where the C
     library is not glibc (macOS; musl, whose mallopt ignores these)."""
-    libc = ctypes.CDLL(None)
-    if not hasattr(libc, "gnu_get_libc_version"):
+    if not is_glibc():
         return False
+    libc = ctypes.CDLL(None)
     libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     # Both or neither: setting either one turns off glibc's adaptive threshold, and the trim threshold
     # alone would leave the mmap threshold at its 128 KiB default, so that every tensor above that size
