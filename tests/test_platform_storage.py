@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 from kubetrain.platform.storage import Efs, FsxLustre, S3Bucket, checkpoint_volume_problems, dataset_volume_problems
-from platform_support import cluster, codes, emitted
-
-from training.problems import ConfigError
+from platform_support import cluster, codes, emitted, rejected
 
 STATIC_FSX = {"file_system_id": "fs-0abc123", "dns_name": "fs-0abc123.fsx.us-west-2.amazonaws.com",
               "mount_name": "abcdefgh", "capacity_gib": 2400}
@@ -79,16 +77,13 @@ def test_fsx_capacity_and_throughput_per_deployment_type(fields, code, path):
     if code is None:
         FsxLustre(c, "fsx", subnet_id="subnet-0abc", security_group_ids=["sg-1"], **fields)
         return
-    with pytest.raises(ConfigError) as raised:
-        FsxLustre(c, "fsx", subnet_id="subnet-0abc", security_group_ids=["sg-1"], **fields)
-    [problem] = raised.value.problems
+    [problem] = rejected(c, lambda: FsxLustre(c, "fsx", subnet_id="subnet-0abc", security_group_ids=["sg-1"],
+                                              **fields))
     assert (problem.code, problem.path) == (code, path) and problem.fix
 
 
 def test_half_a_static_volume_or_a_foreign_namespace_is_caught():
     c = cluster()
-    with pytest.raises(ConfigError) as raised:
-        FsxLustre(c, "fsx", file_system_id="fs-0abc")
-    assert raised.value.problems[0].code == "KT002"
+    assert rejected(c, lambda: FsxLustre(c, "fsx", file_system_id="fs-0abc"))[0].code == "KT002"
     S3Bucket(c, "elsewhere", bucket_name="corp-datasets", namespace="kube-public")
-    assert [code for code, _, _ in codes(c)] == ["KT109"]
+    assert [code for code, _, _ in codes(c)] == ["KT002", "KT109"]

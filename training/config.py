@@ -12,19 +12,21 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from training.problems import (
     INVALID_VALUE,
     ConfigError,
     Problem,
+    ReportedLater,
     rule_violation,
     validate_model,
 )
 
 
-class StrictModel(BaseModel):
-    """Unknown fields are errors: a typo must never be silently ignored. NaN and infinity are no numbers."""
+class StrictModel(ReportedLater):
+    """Unknown fields are errors: a typo must never be silently ignored. NaN and infinity are no numbers.
+    Built with keywords in a fleet module, a mistake is reported by the job that takes the config."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 

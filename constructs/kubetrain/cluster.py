@@ -9,7 +9,7 @@ from cdk8s_plus_33 import k8s
 from pydantic import Field, field_validator
 
 from constructs import Construct
-from kubetrain.diagnostics import diagnostics
+from kubetrain.diagnostics import DefinitionError, diagnostics
 from kubetrain.names import Dns1123Label
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
 from kubetrain.platform.instances import BUILTIN_CATALOG, InstanceType
@@ -88,7 +88,13 @@ class Cluster(cdk8s.Chart):
     """
 
     def __init__(self, scope: Construct, id: str, **props: Any):
-        validated = validate_model(ClusterProps, {"name": id, **props}, where=id)
+        try:
+            validated = validate_model(ClusterProps, {"name": id, **props}, where=id)
+        except ConfigError as error:
+            # Everything else lives inside a cluster, so the fleet stops here: with every problem found so far.
+            found = diagnostics(scope)
+            found.report(id, error.problems)
+            raise DefinitionError(found.errors) from None
         try:
             super().__init__(scope, id, disable_resource_name_hashes=True,
                              labels={"app.kubernetes.io/managed-by": "kubetrain", "kubetrain.dev/cluster": id})

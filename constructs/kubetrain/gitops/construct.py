@@ -10,18 +10,24 @@ from pathlib import Path
 from typing import Any
 
 from constructs import Construct
+from kubetrain.diagnostics import diagnostics
 from kubetrain.gitops.delivery import finalize_paths
 from kubetrain.gitops.props import ArgoCdProps
 from kubetrain.output.manifests import add_render_step
-from training.problems import validate_model
+from kubetrain.strict import as_fields
+from training.problems import ConfigError, validate_model
 
 _ATTRIBUTE = "_kubetrain_argocd"
 
 
 class ArgoCd(Construct):
-    def __init__(self, scope: Construct, id: str, props: ArgoCdProps | dict[str, Any]):
-        validated = props if isinstance(props, ArgoCdProps) else validate_model(ArgoCdProps, props, where=id)
+    def __init__(self, scope: Construct, id: str, props: ArgoCdProps | dict[str, Any] | None = None, **kwargs: Any):
         super().__init__(scope, id)
+        try:
+            validated = validate_model(ArgoCdProps, {**as_fields(props), **kwargs}, where=id)
+        except ConfigError as error:  # recorded: synth reports it with the rest of the fleet's problems
+            diagnostics(scope).report(id, error.problems)
+            return
         self.props = validated
         app = scope.node.root
         setattr(app, _ATTRIBUTE, validated)

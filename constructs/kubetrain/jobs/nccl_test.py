@@ -23,8 +23,8 @@ from constructs import Construct
 from kubetrain.cluster import Cluster
 from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
 from kubetrain.jobs.spec import EFA_HUGEPAGES_DEFAULT
-from kubetrain.platform.efa import efa_environment
 from kubetrain.objects import api_object
+from kubetrain.platform.efa import efa_environment
 from kubetrain.rules.registry import register
 from kubetrain.strict import StrictProps
 from training.problems import ConfigError, Problem, validate_model

@@ -28,9 +28,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from kubetrain.rules.registry import register
+from kubetrain.strict import StrictProps
 from training.problems import INVALID_VALUE, Problem, rule_violation
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
@@ -53,10 +54,9 @@ def _check_version(value: str) -> str:
     return value
 
 
-class NcclProfile(BaseModel):
+class NcclProfile(StrictProps):
     """The communication stack of a job's image. Frozen and strict like every input."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     aws_ofi_nccl: str = Field(..., description="aws-ofi-nccl version in the image, e.g. '1.14.0'.")
     nccl: str = Field(..., description="NCCL version in the image, e.g. '2.26.2'.")

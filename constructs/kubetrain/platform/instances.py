@@ -10,7 +10,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from kubetrain.strict import StrictProps
 
 GIB = 2**30
 MIB = 2**20
@@ -30,10 +32,9 @@ EVICTION_MIB = 100
 _CPU_RESERVED = [(1, Decimal("0.06")), (1, Decimal("0.01")), (2, Decimal("0.005"))]  # then 0.25 % a core
 
 
-class InstanceType(BaseModel):
+class InstanceType(StrictProps):
     """One EC2 instance type. Frozen and strict like every user-facing input."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(..., description="EC2 name, e.g. p5.48xlarge.")
     vcpus: int = Field(..., gt=0)

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from kubetrain.rules.registry import register
-from training.problems import Problem
+from training.problems import Problem, ReportedLater
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
@@ -45,7 +45,7 @@ class LocalPlan:
     per_pod_backoff: bool = False
 
 
-class Target(BaseModel, ABC):
+class Target(ReportedLater, ABC):
     """Base of every launch target. Subclasses are pydantic models: their fields are the operator's options."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
