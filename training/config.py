@@ -19,6 +19,7 @@ from training.problems import (
     ConfigError,
     Problem,
     ReportedLater,
+    Text,
     rule_violation,
     validate_model,
 )
@@ -57,7 +58,7 @@ class DataConfig(StrictModel):
 
     source: Literal["synthetic", "tokens"] = Field(
         "synthetic", description="`synthetic`: a deterministic stream from the seed; `tokens`: a flat token file.")
-    path: str | None = Field(None, description="The token file (memory-mapped, `dtype`); required for `tokens`.")
+    path: Text | None = Field(None, description="The token file (memory-mapped, `dtype`); required for `tokens`.")
     dtype: Literal["uint16", "uint32"] = Field(
         "uint16", description="Integer type of the token file: uint16 holds vocabularies up to 65,536 tokens.")
     seq_len: int = Field(256, gt=0, le=1_048_576, description="Tokens per training sequence.")
@@ -116,13 +117,13 @@ class StrategyConfig(StrictModel):
 class CheckpointConfig(StrictModel):
     """Distributed checkpoints (torch.distributed.checkpoint) for exact resume."""
 
-    dir: str = Field("/checkpoints", description="Folder shared by all ranks; must be on a persistent volume.")
+    dir: Text = Field("/checkpoints", description="Folder shared by all ranks; must be on a persistent volume.")
     interval: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(
         100, description="Save every this many steps; `auto`: from the measured save cost and "
                          "resilience.mtbf_s (Young/Daly), announced in a `checkpoint_interval` event.")
     keep: int = Field(3, ge=1, description="Keep the newest this many complete checkpoints.")
     async_save: bool = Field(False, description="Save in the background so training blocks only for the copy.")
-    local_dir: str | None = Field(None, description="Node-local folder of the fast tier (an emptyDir or the "
+    local_dir: Text | None = Field(None, description="Node-local folder of the fast tier (an emptyDir or the "
                                                     "instance store), saved often, each rank its own state; "
                                                     "unset: only the durable tier in `dir`.")
     local_interval: Annotated[int, Field(gt=0)] | None = Field(
@@ -156,11 +157,11 @@ class MetricsConfig(StrictModel):
     port: int = Field(9400, ge=0, le=65535 - 255,
                       description="Prometheus endpoint: each rank serves /metrics on port + its local rank "
                                   "(a pod with 8 ranks uses 8 ports); 0 disables it.")
-    tensorboard_dir: str | None = Field(None, description="Rank 0 writes TensorBoard event files here (a volume); "
+    tensorboard_dir: Text | None = Field(None, description="Rank 0 writes TensorBoard event files here (a volume); "
                                                           "needs the `tensorboard` extra.")
-    mlflow_tracking_uri: str | None = Field(None, description="Rank 0 logs params and metrics to this MLflow "
+    mlflow_tracking_uri: Text | None = Field(None, description="Rank 0 logs params and metrics to this MLflow "
                                                               "server or store; needs the `mlflow` extra.")
-    mlflow_experiment: str = Field("kubetrain", min_length=1, description="MLflow experiment of the run.")
+    mlflow_experiment: Text = Field("kubetrain", min_length=1, description="MLflow experiment of the run.")
 
 
 class ResilienceConfig(StrictModel):

@@ -13,9 +13,9 @@ import sys
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ValidationError, model_validator
 from pydantic_core import PydanticCustomError, PydanticUndefined
 
 # Codes for problems found by the schema itself; rules carry their own codes (see README).
@@ -48,6 +48,23 @@ class ConfigError(Exception):
 
     def lines(self) -> list[str]:
         return [p.format(self.where) for p in self.problems]
+
+
+def _text(value: str) -> str:
+    """Strings that reach a file, a process's environment or its arguments: no NUL (the kernel ends a C string
+    there, so execve refuses it and a path is cut short) and no lone surrogates (not encodable as UTF-8, so
+    no YAML file or JSON request can carry them)."""
+    if "\x00" in value:
+        raise rule_violation(INVALID_VALUE, f"{value!r} contains a NUL byte", "remove the \\x00 character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise rule_violation(INVALID_VALUE, f"{value!r} is not valid Unicode text (a lone surrogate)",
+                             "write the text as UTF-8 characters") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_text)]
 
 
 def rule_violation(code: str, message: str, fix: str, field: str = "") -> PydanticCustomError:

@@ -138,6 +138,10 @@ class Cluster(cdk8s.Chart):
             scope: Construct = self
         else:
             scope = self.namespace_scope(namespace if namespace in self.props.namespaces else self.default_namespace)
+        problem = bad_construct_id(id)
+        if problem is not None:
+            Construct.__init__(construct, scope, f"#{len(self.node.find_all())}")
+            return [problem]
         try:
             Construct.__init__(construct, scope, id)
             return []
@@ -167,6 +171,14 @@ class Cluster(cdk8s.Chart):
         if not problems:
             self._claims.update({(namespace, name): owner for name in names})
         return problems
+
+
+def bad_construct_id(id: object) -> Problem | None:
+    """KT003 for an id cdk8s cannot take (it would crash in jsii): ids are non-empty strings."""
+    if isinstance(id, str) and id:
+        return None
+    return Problem(INVALID_VALUE, "id", f"a construct id must be a non-empty string, not {id!r}",
+                   'name the construct, e.g. TrainingJob(cluster, "gpt", ...)')
 
 
 def construct_id_problem(error: Exception, field: str = "name") -> Problem | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from constructs import Construct
+from kubetrain.cluster import bad_construct_id
 from kubetrain.diagnostics import diagnostics
 from kubetrain.gitops.delivery import finalize_paths
 from kubetrain.gitops.props import ArgoCdProps
@@ -22,11 +23,15 @@ _ATTRIBUTE = "_kubetrain_argocd"
 
 class ArgoCd(Construct):
     def __init__(self, scope: Construct, id: str, props: ArgoCdProps | dict[str, Any] | None = None, **kwargs: Any):
-        super().__init__(scope, id)
+        id_problem = bad_construct_id(id)
+        super().__init__(scope, "argocd#invalid-id" if id_problem else id)
         try:
-            validated = validate_model(ArgoCdProps, {**as_fields(props), **kwargs}, where=id)
-        except ConfigError as error:  # recorded: synth reports it with the rest of the fleet's problems
-            diagnostics(scope).report(id, error.problems)
+            validated = validate_model(ArgoCdProps, {**as_fields(props), **kwargs}, where=str(id) or "argocd")
+            problems = [id_problem] if id_problem else []
+        except ConfigError as error:
+            problems = error.problems
+        if problems:  # recorded: synth reports them with the rest of the fleet's problems
+            diagnostics(scope).report(str(id) or "argocd", problems)
             return
         self.props = validated
         app = scope.node.root

@@ -23,7 +23,7 @@ from kubetrain.quantity import check_byte_quantity, check_quantity
 from kubetrain.strict import StrictProps
 from kubetrain.targets.base import Target
 from training.config import RunConfig
-from training.problems import INVALID_VALUE, rule_violation
+from training.problems import INVALID_VALUE, Text, rule_violation
 
 Quantity = Annotated[str, AfterValidator(check_quantity)]
 ByteQuantity = Annotated[str, AfterValidator(check_byte_quantity)]
@@ -195,7 +195,7 @@ class PodSettings(StrictProps):
     """Everything else about the pods. Defaults are the safe choice; each field documents it."""
 
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Added to every pod.")
-    annotations: dict[LabelKey, str] = Field(default_factory=dict, description="Added to every pod.")
+    annotations: dict[LabelKey, Text] = Field(default_factory=dict, description="Added to every pod.")
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict,
                                                       description="Added to the instance type's selector.")
     affinity: dict[str, Any] | None = Field(None, description="Kubernetes Affinity, as in a pod spec (camelCase); "
@@ -255,7 +255,7 @@ class Command(StrictProps):
     """
 
     kind: Literal["command"] = "command"
-    command: list[str] = Field(..., min_length=1, description="The script and its arguments, e.g. "
+    command: list[Text] = Field(..., min_length=1, description="The script and its arguments, e.g. "
                                                               "['pretrain_gpt.py', '--tensor-model-parallel-size', '2'].")
     launcher: Literal["torchrun", "none"] = Field("torchrun", description="How the command is started in each pod.")
     working_dir: AbsolutePath | None = Field(None, description="Working directory. Default: the image's.")
@@ -307,7 +307,7 @@ class TrainingJobProps(StrictProps):
                                                         "instance catalog; enables capacity checks.")
     resources: NodeResources
     workload: Workload = Field(..., description="What runs: Trainer(run=...) or Command(command=[...]).")
-    env: dict[EnvName, str] = Field(default_factory=dict, description="Extra environment; overrides defaults.")
+    env: dict[EnvName, Text] = Field(default_factory=dict, description="Extra environment; overrides defaults.")
     volumes: list[Volume] = Field(default_factory=list, description="Volumes to mount (checkpoints, data, caches).")
     pod: PodSettings = Field(default_factory=PodSettings, description="Labels, scheduling, security, networking.")
     target: InstanceOf[Target] = Field(default_factory=_default_target,
