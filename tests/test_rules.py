@@ -134,6 +134,18 @@ def test_every_rule_is_documented_and_explained():
     assert not untested, f"rules without a breaking and a passing case here: {sorted(untested)}"
 
 
+def test_every_source_is_one_a_user_can_open():
+    # `kubetrain explain` prints the source: a page or a file of the upstream project (with its version where the
+    # project versions its docs), or a file of this repository, never a document that only its developers have.
+    for rule in every_rule():
+        for citation in rule.source.split("; "):
+            if citation.startswith("https://"):
+                assert " " not in citation, (rule.code, citation)
+            else:
+                path = citation.split(" (")[0]
+                assert (ROOT / path).exists(), f"{rule.code}: {citation!r} is neither a URL nor a file of the repository"
+
+
 def test_readme_rule_table_is_the_registry():
     readme = (ROOT / "README.md").read_text()
     start = readme.index("<!-- rules:begin -->\n") + len("<!-- rules:begin -->\n")

@@ -14,6 +14,7 @@ from kubetrain.names import Dns1123Label
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
 from kubetrain.platform.instances import BUILTIN_CATALOG, InstanceType
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import K8S_NAMES
 from kubetrain.strict import StrictProps
 from training.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
 
@@ -25,18 +26,18 @@ NAMESPACE_NOT_OWNED = register(
     rationale="Every object kubetrain emits lives in a namespace the cluster definition creates and owns, so "
               "Argo CD's project can allow exactly those and nothing lands in a namespace nobody reviews.",
     fix="use one of the cluster's namespaces, or add the namespace to Cluster(namespaces=[...])",
-    source="kubetrain")
+    source="README.md (Writing a job)")
 DUPLICATE_ID = register(
     "KT010", "error", "two objects with one id, or one kind and name",
     rationale="cdk8s needs every construct id in a scope to be unique, and two objects of one kind, namespace "
               "and name would overwrite each other in dist/.",
-    fix="give one of them another id or name", source="cdk8s; Kubernetes object names")
+    fix="give one of them another id or name", source=K8S_NAMES)
 NAME_TAKEN = register(
     "KT110", "error", "name already taken in the namespace",
     rationale="A job claims its own name and the names of the objects derived from it (its ConfigMap, the "
               "operator's Services); two claims on one name in one namespace would overwrite each other.",
     fix="give one of them another name (the same name in two namespaces is fine)",
-    source="kubetrain")
+    source="README.md (Writing a job)")
 
 
 def _check_version(value: str) -> str:

@@ -25,7 +25,7 @@ FLEET_MODULE = register(
     "KT020", "error", "the fleet module cannot be loaded",
     rationale="synth imports the module named by --app (default: apps) and calls its build(), which must "
               "return the cdk8s App it defined.",
-    fix="name an importable module (apps, or apps.dev) whose build() returns an App", source="kubetrain")
+    fix="name an importable module (apps, or apps.dev) whose build() returns an App", source="README.md (Commands)")
 
 
 class FleetCodeError(Exception):

@@ -26,6 +26,7 @@ from kubetrain.jobs.spec import EFA_HUGEPAGES_DEFAULT
 from kubetrain.objects import api_object
 from kubetrain.platform.efa import efa_environment
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import NCCL_TESTS
 from kubetrain.strict import StrictProps
 from training.problems import ConfigError, Problem, validate_model
 
@@ -36,7 +37,7 @@ NOT_A_GPU_POOL = register(
     rationale="nccl-tests measures NCCL collectives between GPUs; across nodes it tells something only where EFA "
               "carries the traffic.",
     fix="name a GPU instance type with EFA interfaces (p4d, p5, p5e, p5en, p6-b200, g5/g6e large sizes)",
-    source="nccl-tests; domain-facts 6", targets=("mpijob",))
+    source=NCCL_TESTS, targets=("mpijob",))
 
 
 class NcclTestProps(StrictProps):

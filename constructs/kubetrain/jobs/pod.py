@@ -14,7 +14,7 @@ from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, TRIT
 from kubetrain.platform.efa import efa_environment
 from kubetrain.quantity import parse_quantity
 
-# Hangs and collective failures (domain-facts section 10): a timed-out or failed NCCL collective
+# Hangs and collective failures (torch.distributed's ProcessGroupNCCL environment variables): a timed-out or failed NCCL collective
 # aborts the process instead of hanging it, and first dumps the flight recorder's trace of the
 # last collectives of every rank. The timeout itself is the run config's
 # resilience.collective_timeout_s (the process group's timeout); rule KT113 keeps the training

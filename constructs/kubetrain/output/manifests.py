@@ -23,6 +23,7 @@ from kubetrain.output.emit import dump_manifest
 from kubetrain.output.progress import Progress, phase
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import KV, PRUNING, cite
 from training.problems import ConfigError, Problem
 
 CLUSTER_SCOPED_FOLDER = "_cluster"
@@ -88,19 +89,19 @@ INVALID_OBJECT = register(
               "same check `kubetrain validate` makes: what synth writes, the API server accepts whole.",
     fix="fix the field the message names (a JSON patch of the escape hatch, or a raw object in the fleet); if "
         "kubetrain's own output is wrong, report it",
-    source="Kubernetes OpenAPI schemas; the operators' CRDs")
+    source=cite(KV, PRUNING))
 UNWRITABLE = register(
     "KT603", "error", "the output folder cannot be written",
     rationale="synth stages its output beside the output folder and swaps it in; without write access there "
               "(or with a full disk) nothing is written and the old folder stays as it was.",
     fix="choose a folder you can write, or free space",
-    source="kubetrain")
+    source="README.md (Commands)")
 NOT_SYNTH_OUTPUT = register(
     "KT601", "error", "the output folder holds more than synth's output",
     rationale="synth replaces its output folder whole; a folder with anything else in it (the project root, "
               "a .git, your files) would be destroyed.",
     fix="choose an empty or new folder, or the folder synth wrote before (it carries a .kubetrain-synth marker)",
-    source="kubetrain")
+    source="README.md (Commands)")
 
 
 def replaceable(outdir: Path) -> str | None:

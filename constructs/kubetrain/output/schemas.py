@@ -34,7 +34,7 @@ class Source:
     api_versions: tuple[str, ...]  # the served versions kubetrain emits
 
 
-# The operator versions kubetrain targets (shared/domain-facts.md); one entry per CRD file.
+# The operator versions kubetrain targets (README: compatibility); one entry per CRD file.
 SOURCES: tuple[Source, ...] = (
     Source("kubeflow.org_pytorchjobs.yaml", "kubeflow/trainer", "v1.9.4", ("kubeflow.org/v1",)),
     Source("kubeflow.org_mpijobs.v2beta1.yaml", "kubeflow/mpi-operator", "v0.8.0", ("kubeflow.org/v2beta1",)),

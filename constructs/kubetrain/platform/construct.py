@@ -28,7 +28,7 @@ REJECTED_REFERENCE = register(
     rationale="A construct takes others as objects (a job its pool and queue, a flavor its pool); when one of "
               "those could not be read, nothing built on it can be checked or emitted.",
     fix="fix the errors reported for the construct it names; this one is checked again then",
-    source="kubetrain (README: The platform)")
+    source="README.md (The platform)")
 
 
 class _Rejected(Exception):

@@ -1,7 +1,7 @@
 """The instance catalog: what one EC2 node gives a pod, for the capacity rules and node pools.
 
 Figures from AWS's instance-type pages as summarised in Karpenter's generated instance-type
-reference and aws-ofi-nccl's platform code (shared/domain-facts.md section 6). A fleet adds its
+reference and aws-ofi-nccl's platform code (https://karpenter.sh/docs/reference/instance-types/). A fleet adds its
 own types without editing the library: `Cluster(..., instance_types=[InstanceType(...)])`.
 """
 
@@ -81,7 +81,7 @@ _GPU, _NEURON = "nvidia.com/gpu", "aws.amazon.com/neuron"
 
 
 # Expected inter-node all-reduce bus bandwidth. No published figure is pinned in the project's sources
-# (domain-facts 6 lists line rates only), so these are estimates: nccl-tests' bus bandwidth of a ring
+# (EC2 publishes line rates only), so these are estimates: nccl-tests' bus bandwidth of a ring
 # all-reduce across nodes is bounded by the node's network line rate (Gbps / 8 = GB/s), and AWS's
 # GPUDirect RDMA types reach roughly 80 % of it at large messages. Replace them with your own
 # measurements (InstanceType.model_copy(update=...)) once the NCCL test has run on your fleet.
@@ -102,7 +102,7 @@ def _cpu(family: str, sizes: dict[str, tuple[int, float]]) -> list[InstanceType]
     return [InstanceType(name=f"{family}.{size}", vcpus=v, memory_gib=m) for size, (v, m) in sizes.items()]
 
 
-# Peak dense bf16 (domain-facts 6): A100 312, H100/H200 989, B200 ~2250 TFLOP/s; L40S 362 (NVIDIA's
+# Peak dense bf16 (NVIDIA's data sheets; torchtitan uses 989 for H100): A100 312, H100/H200 989, B200 ~2250 TFLOP/s; L40S 362 (NVIDIA's
 # datasheet, without sparsity); A10G and T4 unknown or no bf16 (None: no MFU reported).
 BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
     _gpu("p4d.24xlarge", 96, 1152, 8, "A100", 40, 4, True, 400, 312e12),

@@ -7,7 +7,7 @@
     queue.job_labels()                                          # {"kueue.x-k8s.io/queue-name": "training"}
     queue.pod_annotations(TopologyPlacement(level="topology.k8s.aws/network-node-layer-3"))
 
-Facts: domain-facts sections 5 and 11. A queued job carries the queue label and never `suspend:
+Facts: Kueue v0.19 (https://kueue.sigs.k8s.io/docs/). A queued job carries the queue label and never `suspend:
 false` (Kueue sets suspend on creation; an explicit false under Argo CD's self-heal would resume a job
 Kueue holds): `queued_job_problems(manifest)` is rule KT422.
 """
@@ -27,6 +27,7 @@ from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, Nod
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import KARPENTER_NODECLASS, KUEUE_JOBS, KUEUE_KEP, cite
 from kubetrain.strict import StrictProps
 from training.problems import Problem, rule_violation
 
@@ -34,7 +35,7 @@ API_VERSION = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
-# EKS labels nodes with their place in EC2's network hierarchy, broadest first (domain-facts 11).
+# EKS labels nodes with their place in EC2's network hierarchy, broadest first (EKS user guide, "Place distributed AI/ML workloads with network topology labels").
 EKS_NETWORK_LEVELS = ("topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
                       "topology.k8s.aws/network-node-layer-3", "kubernetes.io/hostname")
 _RESOURCE_ORDER = ("cpu", "memory", "nvidia.com/gpu", "aws.amazon.com/neuron", EFA_RESOURCE, HUGE_PAGES_RESOURCE)
@@ -45,7 +46,7 @@ SUSPEND_SET = register(
               "says suspend: false starts pods before admission (and Argo CD's self-heal keeps resetting it); "
               "suspend: true fights Kueue's resume.",
     fix="leave suspend out of queued jobs (or ignoreDifferences on it with RespectIgnoreDifferences=true)",
-    source="domain-facts 11 (Kueue job webhook)")
+    source=KUEUE_JOBS)
 
 
 TOPOLOGY_ON_DYNAMIC_POOL = register(
@@ -56,7 +57,7 @@ TOPOLOGY_ON_DYNAMIC_POOL = register(
               "design relies on existing capacity or ProvisioningRequests, which Karpenter does not serve).",
     fix="keep the pool's nodes up (EfaNodePool(static_nodes=N), e.g. over a capacity reservation), or drop the "
         "Topology from this flavor",
-    source="Kueue KEP-2724 (topology-aware scheduling) discussion; Karpenter NodePool replicas")
+    source=cite(KUEUE_KEP, KARPENTER_NODECLASS))
 
 
 class TopologyProps(StrictProps):

@@ -28,6 +28,7 @@ from kubetrain.platform.security import (
     record_namespace_level,
 )
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import DCGM
 from kubetrain.strict import StrictProps
 from training.problems import Problem
 
@@ -39,7 +40,7 @@ PRIVILEGED_REASON = ("DCGM exporter: reads the kubelet's pod-resources socket th
 NOT_A_GPU_POOL = register(
     "KT432", "error", "DCGM exporter on a pool without NVIDIA GPUs",
     rationale="The DCGM exporter only runs where NVIDIA GPUs and their driver are; on other nodes its pods crash "
-              "in a loop.", fix="list only pools of NVIDIA GPU instance types", source="domain-facts 6")
+              "in a loop.", fix="list only pools of NVIDIA GPU instance types", source=DCGM)
 
 
 class DcgmExporterProps(StrictProps):

@@ -6,7 +6,7 @@
     TrainingJob(cluster, "gpt", pool=gpu, ...)  # selector, tolerations, GPUs, EFA, huge pages, /dev/shm derived
 
 Each pool is a `NodePool` (karpenter.sh/v1) and its own `EC2NodeClass` (karpenter.k8s.aws/v1), both
-cluster-scoped. Facts: domain-facts sections 6 and 7. Pools scale to zero: Karpenter creates nodes only
+cluster-scoped. Facts: Karpenter v1 (https://karpenter.sh/docs/concepts/). Pools scale to zero: Karpenter creates nodes only
 for pending pods, and `consolidationPolicy` removes them (an EFA pool only when empty, so a running job's
 nodes are never consolidated away) after `consolidate_after`.
 
@@ -29,6 +29,7 @@ from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.instances import InstanceType
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import EKS_EFA, KARPENTER_GPU, KARPENTER_NODECLASS, KARPENTER_TYPES, TAINTS, cite
 from kubetrain.strict import StrictProps
 from training.problems import Problem, rule_violation
 
@@ -44,42 +45,42 @@ POD_DOES_NOT_FIT = register(
               "than one node of its pool can allocate stays Pending forever: Karpenter finds no instance type "
               "for it. Allocatable is the instance less kube-reserved and the eviction threshold.",
     fix="request at most the pool's allocatable figures, or choose a larger instance type",
-    source="EKS/Karpenter kube-reserved formulas (platform/instances.py); domain-facts 6")
+    source=cite(KARPENTER_TYPES, "constructs/kubetrain/platform/instances.py"))
 TAINT_NOT_TOLERATED = register(
     "KT402", "error", "pod does not tolerate the pool's taints",
     rationale="Accelerator pools are tainted (nvidia.com/gpu, aws.amazon.com/neuron) so that only pods that need "
               "them land there; a pod without the toleration is never scheduled on the pool.",
-    fix="use the pool's tolerations() (a job placed on the pool gets them)", source="domain-facts 6")
+    fix="use the pool's tolerations() (a job placed on the pool gets them)", source=cite(TAINTS, KARPENTER_GPU))
 EFA_MISMATCH = register(
     "KT403", "error", "EFA requested where the pool has none, or not requested where it has",
     rationale="Karpenter attaches EFA interfaces only when a pending pod requests vpc.amazonaws.com/efa; a pod on "
               "an EFA pool without the request gets no EFA and NCCL falls back to TCP sockets, and a request on a "
               "pool without EFA can never be met.",
     fix="request exactly the instance's EFA interfaces on EFA pools, none elsewhere",
-    source="domain-facts 6, 7")
+    source=cite(EKS_EFA, KARPENTER_NODECLASS))
 EFA_POOL_SPANS_ZONES = register(
     "KT404", "error", "EFA pool not confined to one zone and subnet",
     rationale="EFA traffic does not cross availability zones, and a job's nodes should share a cluster placement "
               "group; an EFA pool spanning zones (or subnets) can split one job's nodes where they cannot talk.",
     fix="give the EFA pool exactly one zone and one subnet (make one pool per zone)",
-    source="domain-facts 7 (EFA pools in practice)")
+    source=EKS_EFA)
 MIXED_INSTANCE_TYPES = register(
     "KT405", "error", "pool mixes instance types with different accelerator or EFA counts",
     rationale="A job on a pool requests the instance's accelerators and EFA interfaces; with types that differ in "
               "them, no single request fits every node the pool may create.",
-    fix="split the pool, one per accelerator/EFA shape", source="kubetrain")
+    fix="split the pool, one per accelerator/EFA shape", source="README.md (The platform)")
 WRONG_INSTANCE_TYPE = register(
     "KT406", "error", "instance type unknown, or of the wrong kind for the pool",
     rationale="A pool's instance types come from the cluster's catalog: an accelerator pool needs accelerator types "
               "(and an EFA pool EFA types), a CPU pool CPU types.",
     fix="use a type of the catalog that fits the pool, or register yours with Cluster(instance_types=[...])",
-    source="platform/instances.py")
+    source="constructs/kubetrain/platform/instances.py")
 CAPACITY_RESERVATION = register(
     "KT407", "error", "capacity reservations and capacity type disagree",
     rationale="Karpenter launches into capacity reservations only for capacity type 'reserved', and a 'reserved' "
               "pool needs at least one reservation to select.",
     fix="with capacity_type='reserved' list capacity_reservation_ids (cr-...); otherwise list none",
-    source="domain-facts 7 (capacityReservationSelectorTerms)")
+    source=KARPENTER_NODECLASS)
 
 
 class NodePoolProps(StrictProps):

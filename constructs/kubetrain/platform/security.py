@@ -24,6 +24,7 @@ from kubetrain.cluster import Cluster
 from kubetrain.names import Dns1123Label
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import PSS
 from kubetrain.strict import StrictProps
 from training.problems import Problem
 
@@ -47,7 +48,7 @@ POD_SECURITY = register(
               "them at synth, with the field to change.",
     fix="drop the privilege; a pod that truly needs it (a node agent) belongs in a namespace of its own "
         "labelled privileged",
-    source="Kubernetes Pod Security Standards; domain-facts 8 (no /dev/infiniband host mounts)")
+    source=PSS)
 
 
 def pod_security_labels(level: Level, audit: Level = "restricted") -> dict[str, str]:

@@ -5,7 +5,7 @@
     data = S3Bucket(cluster, "datasets", namespace="ml", bucket_name="corp-datasets", region="us-west-2")
 
 Each construct is one PersistentVolumeClaim in a namespace (plus its StorageClass or static
-PersistentVolume, cluster-scoped). Facts: domain-facts sections 9 and 11.
+PersistentVolume, cluster-scoped). Facts: the AWS CSI drivers' parameter docs (FSx for Lustre, EFS, Mountpoint for S3).
 
 Interface for jobs (read-only): `claim_name`, `namespace`, `read_only`, `supports_rename`, `persistent`,
 `shared`, `volume()` (the pod's volume entry), `volume_mount(path)`, and the rules
@@ -24,6 +24,7 @@ from kubetrain.cluster import Cluster
 from kubetrain.names import Dns1123Label
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import DCP, FSX_CAPACITY, FSX_CSI, FSX_PERF, MOUNTPOINT, cite
 from kubetrain.strict import StrictProps
 from training.problems import Problem, rule_violation
 
@@ -33,24 +34,24 @@ FSX_CAPACITY = register(
               "(SCRATCH_2, PERSISTENT_1, PERSISTENT_2); SCRATCH_1 1200 GiB, 2400 GiB, then multiples of 3600 GiB. "
               "Another size fails at provisioning, long after the pull request merged.",
     fix="use 1200, 2400 or a multiple of 2400 GiB (SCRATCH_1: a multiple of 3600)",
-    source="domain-facts 9; Amazon FSx for Lustre storage capacity")
+    source=cite(FSX_CAPACITY, FSX_CSI))
 FSX_THROUGHPUT = register(
     "KT411", "error", "FSx for Lustre throughput not valid for the deployment type",
     rationale="perUnitStorageThroughput (MB/s per TiB) takes fixed values: PERSISTENT_1 50, 100, 200 (SSD) or "
               "12, 40 (HDD); PERSISTENT_2 125, 250, 500, 1000; scratch file systems take none.",
-    fix="choose one of the deployment type's values (or none for SCRATCH_*)", source="domain-facts 9")
+    fix="choose one of the deployment type's values (or none for SCRATCH_*)", source=cite(FSX_PERF, FSX_CSI))
 CHECKPOINT_VOLUME = register(
     "KT412", "error", "checkpoints on a volume that cannot hold them",
     rationale="A checkpoint must outlive the pod, be writable, and support what torch DCP does: it writes its "
               ".metadata to a temporary file and renames it. Mountpoint for S3 cannot rename files on "
               "general-purpose buckets, so DCP checkpoints fail there.",
     fix="write checkpoints to FSx for Lustre or EFS (or an S3 directory bucket) mounted read-write",
-    source="domain-facts 11 (Mountpoint for S3, DCP)")
+    source=cite(MOUNTPOINT, DCP))
 DATASET_READ_WRITE = register(
     "KT413", "warning", "dataset mounted read-write",
     rationale="Training reads its data; a read-write mount lets one buggy rank corrupt the dataset for every job "
               "that shares it.",
-    fix="mount the dataset's claim read-only (read_only=True)", source="kubetrain")
+    fix="mount the dataset's claim read-only (read_only=True)", source="README.md (The platform)")
 
 _FSX_THROUGHPUT = {"PERSISTENT_1": {50, 100, 200, 12, 40}, "PERSISTENT_2": {125, 250, 500, 1000}}
 

@@ -5,7 +5,7 @@
     queue.scheduling_policy(min_available=4)  # PyTorchJob runPolicy.schedulingPolicy (the operator's PodGroup)
     queue.pod_group("gpt", "ml", min_member=4)  # a PodGroup, for targets whose operator makes none
 
-Facts: domain-facts sections 1 and 5. The training operator must run with
+Facts: Volcano v1.15 (https://volcano.sh/en/docs/) and the training operator v1.9. The training operator must run with
 `--gang-scheduler-name=volcano` to create PodGroups from `schedulingPolicy`.
 """
 

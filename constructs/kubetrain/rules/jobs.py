@@ -3,7 +3,7 @@
 A check gets the resolved job (`JobSpec`: validated props, namespace, instance type) and yields
 (field path, message) or (field path, message, fix) for each violation; the decorator turns them
 into Problems carrying the rule's code (and its registered fix when none is given). Every rule of
-a job runs, so all its problems are reported together. Facts: shared/domain-facts.md.
+a job runs, so all its problems are reported together. Sources: kubetrain.rules.sources.
 """
 
 from __future__ import annotations
@@ -17,13 +17,33 @@ from kubetrain.jobs.pod import container_resources, placement
 from kubetrain.jobs.props import ClaimVolume
 from kubetrain.jobs.spec import LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
-from kubetrain.platform.efa import SEED_GUIDE, environment_problems
+from kubetrain.platform.efa import environment_problems
 from kubetrain.platform.node_pools import pool_placement_problems
 from kubetrain.platform.security import Level, PodCheck, pod_security_problems
 from kubetrain.platform.storage import Claim, checkpoint_volume_problems, dataset_volume_problems
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.ranges import counts_dividing, describe, divisors, gaps
 from kubetrain.rules.registry import Rule, Severity, register
+from kubetrain.rules.sources import (
+    DCP,
+    EC2,
+    EFA_ENV,
+    EFA_TYPES,
+    EKS_EFA,
+    EMPTYDIR,
+    IMAGES,
+    K8S_NAMES,
+    KARPENTER_TYPES,
+    MEGATRON,
+    PG,
+    PYTORCHJOB,
+    PYTORCHJOB_TYPES,
+    TORCHRUN,
+    TRAINER,
+    TRITON,
+    VOLUMES,
+    cite,
+)
 from training.problems import Problem
 
 Violation = tuple[str, str] | tuple[str, str, str]
@@ -116,7 +136,7 @@ def pod_security_check(job: JobSpec, spec: dict[str, Any]) -> PodCheck:
           rationale="Operators name pods and Services after the job (PyTorchJob: <job>-worker-<i>; TrainJob: "
                     "<job>-node-<i>-<j>); a Service name is a DNS label of at most 63 characters, so a long job "
                     "name is accepted and its pods never start.",
-          fix="shorten the job name", source="domain-facts 11 (name lengths)")
+          fix="shorten the job name", source=cite(K8S_NAMES, PYTORCHJOB, TRAINER))
 def name_fits_derived_names(job: JobSpec) -> Iterator[Violation]:
     limit, longest = job.props.target.max_name_length(job)
     if len(job.name) > limit:
@@ -128,7 +148,7 @@ def name_fits_derived_names(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT102", "error", "more accelerators than the instance type has",
           rationale="A pod asking a node for more GPUs or Neuron devices than it has is never scheduled.",
           fix="request at most the instance's accelerators, or choose a larger instance type",
-          source="domain-facts 6 (AWS instances)")
+          source=EC2)
 def accelerators_fit(job: JobSpec) -> Iterator[Violation]:
     node, wanted = job.instance, job.resources.accelerators
     if node is not None and wanted > node.accelerators:
@@ -139,7 +159,7 @@ def accelerators_fit(job: JobSpec) -> Iterator[Violation]:
 
 @job_rule("KT103", "error", "more EFA interfaces than the instance type has",
           rationale="A pod asking for more vpc.amazonaws.com/efa than the node exposes is never scheduled.",
-          fix="request exactly the instance's EFA interfaces", source="domain-facts 6 (AWS instances)")
+          fix="request exactly the instance's EFA interfaces", source=cite(EC2, EFA_TYPES))
 def efa_fits(job: JobSpec) -> Iterator[Violation]:
     node, wanted = job.instance, job.resources.efa
     if node is not None and wanted > node.efa_interfaces:
@@ -150,7 +170,7 @@ def efa_fits(job: JobSpec) -> Iterator[Violation]:
 
 @job_rule("KT104", "error", "processes per node differ from accelerators per node",
           rationale="Each rank drives one accelerator: fewer ranks leave devices idle, more share one device.",
-          fix="set procs_per_node to resources.accelerators", source="torchrun; domain-facts 1")
+          fix="set procs_per_node to resources.accelerators", source=TORCHRUN)
 def one_process_per_accelerator(job: JobSpec) -> Iterator[Violation]:
     wanted = job.resources.accelerators
     if wanted and job.props.procs_per_node != wanted:
@@ -162,7 +182,7 @@ def one_process_per_accelerator(job: JobSpec) -> Iterator[Violation]:
           rationale="The capacity rules need the instance's accelerators, EFA interfaces, CPU and memory.",
           fix="use a type of the instance catalog (kubetrain.platform.instances), or register yours with "
               "Cluster(instance_types=[InstanceType(...)])",
-          source="kubetrain instance catalog")
+          source="constructs/kubetrain/platform/instances.py")
 def instance_type_known(job: JobSpec) -> Iterator[Violation]:
     if job.props.instance_type and job.instance is None:
         yield ("instance_type", f"unknown instance type {job.props.instance_type!r}")
@@ -171,7 +191,7 @@ def instance_type_known(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT123", "error", "pod requests more CPU or memory than the node can allocate",
           rationale="The kubelet reserves CPU and memory for the system and evictions; a pod asking for the "
                     "instance's full size never schedules.",
-          fix="request at most the node's allocatable CPU and memory", source="Karpenter (kube-reserved, eviction)")
+          fix="request at most the node's allocatable CPU and memory", source=KARPENTER_TYPES)
 def requests_fit_allocatable(job: JobSpec) -> Iterator[Violation]:
     node = job.instance
     if node is None or job.props.pool is not None:  # a pool's fit is KT401's, over every type of the pool
@@ -191,7 +211,7 @@ def requests_fit_allocatable(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT124", "error", "accelerator instance type but no accelerators requested",
           rationale="Nothing else runs on a GPU or Trainium node (they are tainted); a job there without "
                     "accelerators pays for them and trains on CPUs.",
-          fix="set resources.accelerators to the instance's count", source="domain-facts 6")
+          fix="set resources.accelerators to the instance's count", source=EC2)
 def accelerators_requested(job: JobSpec) -> Iterator[Violation]:
     node = job.instance
     if node is not None and node.accelerators and not job.resources.accelerators:
@@ -203,7 +223,7 @@ def accelerators_requested(job: JobSpec) -> Iterator[Violation]:
           rationale="Karpenter attaches EFA only for pods that request vpc.amazonaws.com/efa; without all of them "
                     "NCCL silently falls back to TCP sockets or runs at a fraction of the bandwidth (the guide's "
                     "'EFA not detected').",
-          fix="request every EFA interface of the instance", source=f"{SEED_GUIDE}; domain-facts 7")
+          fix="request every EFA interface of the instance", source=cite(EKS_EFA, EFA_TYPES))
 def efa_requested(job: JobSpec) -> Iterator[Violation]:
     node = job.instance
     if node is not None and node.efa_interfaces and job.resources.efa < node.efa_interfaces \
@@ -217,7 +237,7 @@ def efa_requested(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT105", "error", "environment variable owned by the operator or torchrun",
           rationale="The operator sets these per pod and torchrun per rank; a value in the job definition is "
                     "overwritten, or worse, wins and gives every pod the same rank.",
-          fix="remove the variable", source="domain-facts 1, 2 and 11")
+          fix="remove the variable", source=cite(PYTORCHJOB, TRAINER, TORCHRUN))
 def env_not_owned_by_launcher(job: JobSpec) -> Iterator[Violation]:
     owned = job.props.target.injected_env(job)
     for name in job.props.env:
@@ -231,7 +251,7 @@ def env_not_owned_by_launcher(job: JobSpec) -> Iterator[Violation]:
           rationale="Hundreds of ranks compiling into one cache on a shared file system contend on its locks: the "
                     "guide's 512-rank hang.",
           fix="leave TRITON_CACHE_DIR to kubetrain (node-local /tmp) or point it at an emptyDir",
-          source=SEED_GUIDE)
+          source=cite(TRITON, EMPTYDIR))
 def triton_cache_local(job: JobSpec) -> Iterator[Violation]:
     path = job.props.env.get("TRITON_CACHE_DIR")
     volume = job.volume_at(path) if path and path.startswith("/") else None
@@ -242,7 +262,7 @@ def triton_cache_local(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT118", "warning", "huge pages requested while EFA is told not to use them",
           rationale="FI_EFA_USE_HUGE_PAGE=0 makes the EFA provider ignore the huge pages the pod reserves: memory "
                     "set aside for nothing.",
-          fix="drop FI_EFA_USE_HUGE_PAGE=0, or set resources.hugepages_2mi to 0Mi", source=f"{SEED_GUIDE}; domain-facts 8")
+          fix="drop FI_EFA_USE_HUGE_PAGE=0, or set resources.hugepages_2mi to 0Mi", source=EFA_ENV)
 def hugepages_used(job: JobSpec) -> Iterator[Violation]:
     pages = job.resources.hugepages_2mi
     if job.props.env.get("FI_EFA_USE_HUGE_PAGE") == "0" and pages and parse_quantity(pages) > 0:
@@ -253,7 +273,7 @@ def hugepages_used(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT119", "warning", "image without a fixed tag",
           rationale="An image with no tag or `latest` changes under the job: a restarted pod can run other code, and "
                     "no run can be reproduced.",
-          fix="pin a version tag or an @sha256 digest", source="Kubernetes configuration best practices")
+          fix="pin a version tag or an @sha256 digest", source=IMAGES)
 def image_pinned(job: JobSpec) -> Iterator[Violation]:
     tag = image_tag(job.props.image)
     if image_digest(job.props.image) is None and tag in (None, "latest"):
@@ -264,7 +284,7 @@ def image_pinned(job: JobSpec) -> Iterator[Violation]:
 
 @job_rule("KT107", "error", "/dev/shm does not fit in the memory limit",
           rationale="The memory-backed /dev/shm counts against the container's memory limit.",
-          fix="make resources.shm smaller than resources.memory", source="domain-facts 8 (/dev/shm)")
+          fix="make resources.shm smaller than resources.memory", source=EMPTYDIR)
 def shm_within_memory(job: JobSpec) -> Iterator[Violation]:
     r = job.resources
     if parse_quantity(r.shm) >= parse_quantity(r.memory):
@@ -274,7 +294,7 @@ def shm_within_memory(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT108", "error", "checkpoints or data not on a suitable volume",
           rationale="Checkpoints must outlive the pod and be writable by every rank; a token file must be in the pod.",
           fix="mount a persistent, writable volume at the checkpoint dir (and a volume holding the data)",
-          source="domain-facts 9 and 10")
+          source=cite(DCP, "README.md (Resilience)"))
 def paths_on_volumes(job: JobSpec) -> Iterator[Violation]:
     checkpoint = job.checkpoint_dir
     field = "workload.run.checkpoint.dir" if job.trainer else "workload.checkpoint_dir"
@@ -295,7 +315,7 @@ def paths_on_volumes(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT112", "error", "volume name or mount path used twice or reserved",
           rationale="Two volumes with one name or one path make the pod invalid; kubetrain's own volumes hold the "
                     "run config and /dev/shm.",
-          fix="rename the volume or choose another path", source="Kubernetes PodSpec")
+          fix="rename the volume or choose another path", source=VOLUMES)
 def volumes_distinct(job: JobSpec) -> Iterator[Violation]:
     names, paths = {*RESERVED_VOLUMES, LOCAL_TIER_VOLUME}, set(RESERVED_VOLUMES.values())
     reserved = ", ".join([*(f"{n} ({p})" for n, p in RESERVED_VOLUMES.items()), LOCAL_TIER_VOLUME])
@@ -315,7 +335,8 @@ def volumes_distinct(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT113", "error", "watchdog would fire before the collective timeout",
           rationale="The NCCL collective timeout dumps the flight recorder's trace of every rank; a watchdog that "
                     "kills the process first loses it.",
-          fix="set run.resilience.watchdog_floor_s above collective_timeout_s", source="domain-facts 10 (hangs)")
+          fix="set run.resilience.watchdog_floor_s above collective_timeout_s",
+          source=cite(PG, "README.md (Resilience)"))
 def timeouts_consistent(job: JobSpec) -> Iterator[Violation]:
     if job.trainer is None or not job.uses_gpus:
         return
@@ -329,7 +350,7 @@ def timeouts_consistent(job: JobSpec) -> Iterator[Violation]:
 
 @job_rule("KT114", "error", "elastic range does not hold the starting node count",
           rationale="The job starts `nodes` pods; the operator rejects a start outside min..max.",
-          fix="set elastic.min_nodes <= nodes <= elastic.max_nodes", source="domain-facts 1 (elasticPolicy)")
+          fix="set elastic.min_nodes <= nodes <= elastic.max_nodes", source=PYTORCHJOB_TYPES)
 def elastic_range_holds_nodes(job: JobSpec) -> Iterator[Violation]:
     elastic = job.props.elastic
     if elastic is not None and job.props.nodes not in job.node_range:
@@ -370,7 +391,7 @@ def batch_divides(job: JobSpec) -> list[Problem]:
           rationale="Megatron-LM and NeMo split the world into tensor x pipeline x context groups; the rest is data "
                     "parallel, so the product must divide the world size.",
           fix="choose tensor, pipeline and context sizes whose product divides nodes x procs_per_node",
-          source="Megatron-LM arguments; domain-facts 8")
+          source=MEGATRON)
 def model_parallel_divides(job: JobSpec) -> Iterator[Violation]:
     parallel = job.command.parallelism if job.command else None
     if parallel is None:
@@ -386,7 +407,7 @@ def model_parallel_divides(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT121", "error", "tensor parallelism crosses nodes",
           rationale="Tensor-parallel ranks exchange activations every layer; over EFA instead of NVLink that is "
                     "several times slower, so Megatron-LM keeps TP inside a node.",
-          fix="make parallelism.tensor divide procs_per_node", source="Megatron-LM; domain-facts 8")
+          fix="make parallelism.tensor divide procs_per_node", source=MEGATRON)
 def tensor_parallel_in_node(job: JobSpec) -> Iterator[Violation]:
     parallel = job.command.parallelism if job.command else None
     if parallel is not None and job.props.procs_per_node % parallel.tensor:
@@ -398,7 +419,7 @@ def tensor_parallel_in_node(job: JobSpec) -> Iterator[Violation]:
           rationale="Each optimizer step runs global / (micro x data-parallel) micro-batches per rank; Megatron-LM "
                     "refuses to start when that is not a whole number (the guide's 'batch size error').",
           fix="make global_batch a multiple of micro_batch x data-parallel size",
-          source=f"{SEED_GUIDE}; Megatron-LM arguments")
+          source=MEGATRON)
 def command_batch_divides(job: JobSpec) -> Iterator[Violation]:
     parallel = job.command.parallelism if job.command else None
     if parallel is None:

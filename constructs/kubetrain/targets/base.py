@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ConfigDict
 
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import PYTORCHJOB, TRAINER, cite
 from training.problems import Problem, ReportedLater
 
 if TYPE_CHECKING:
@@ -135,5 +136,5 @@ NOT_ON_THIS_TARGET = register(
     "KT701", "error", "the job needs what its target cannot do",
     rationale="Targets differ: only PyTorchJob has elastic membership, and operators that inject only torchrun's "
               "PET_* variables need torchrun to read them.",
-    fix="choose a target that has the feature, or drop the feature", source="domain-facts 1 and 2",
+    fix="choose a target that has the feature, or drop the feature", source=cite(PYTORCHJOB, TRAINER),
     targets=("trainjob", "indexed-job"))

@@ -1,6 +1,6 @@
 """An Indexed batch/v1 Job and a headless Service: distributed training with no operator installed.
 
-The seed guides' first option. Kubernetes gives each of the `nodes` pods a completion index
+The plainest option (no operator). Kubernetes gives each of the `nodes` pods a completion index
 (`JOB_COMPLETION_INDEX`) and, through the headless Service named like the job (the pods'
 `subdomain`), a stable DNS name `<job>-<index>.<job>`; pod 0 hosts torchrun's c10d rendezvous.
 Nothing injects torchrun's variables, so the target sets them itself: PET_NNODES,

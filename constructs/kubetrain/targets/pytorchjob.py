@@ -8,7 +8,7 @@ Elastic: `nodes` Workers and an elasticPolicy; there is no Master, because ranks
 each rendezvous, not by pod index. The operator points PET_RDZV_ENDPOINT at the first worker and
 sets PET_NNODES=min:max, but sets PET_NPROC_PER_NODE only when there is a Master.
 Pods and Services are named `<job>-<master|worker>-<i>`; a Service name is a 63-character label.
-(shared/domain-facts.md sections 1 and 11.)
+(kubeflow/trainer v1.9.4: pkg/controller.v1/pytorch, pkg/webhooks/pytorch.)
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ The controller injects only PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK (the J
 index), PET_MASTER_ADDR (`<job>-node-0-0.<job>`) and PET_MASTER_PORT (29500) and rejects user env
 with those names, so the command is torchrun. `trainer`, `runtimeRef` and `initializer` are
 immutable: a changed job is a new object (create-once). Pods are `<job>-node-0-<i>`, a DNS label.
-(shared/domain-facts.md sections 2 and 11.)
+(kubeflow/trainer v2.3.0: pkg/runtime/framework/plugins/torch, pkg/webhooks.)
 """
 
 from __future__ import annotations
