@@ -45,11 +45,11 @@ P5_NODE = NodeResources(cpu="184", memory="1800Gi")
 
 def define(app: App) -> Cluster:
     cluster = Cluster(app, "prod", kubernetes_version="1.33", namespaces=[NAMESPACE], run_names="content-hash")
-    p5 = EfaNodePool(cluster, "p5", instance_types=[P5], zones=["us-west-2a"], subnet_ids=["subnet-0abc"],
-                     security_group_ids=["sg-0efa"], role="KarpenterNodeRole-prod", capacity_type="reserved",
+    p5 = EfaNodePool(cluster, "p5", instance_types=[P5], zones=["us-west-2a"], subnet_ids=["subnet-0abc1234"],
+                     security_group_ids=["sg-0efa1234"], role="KarpenterNodeRole-prod", capacity_type="reserved",
                      capacity_reservation_ids=["cr-0123456789abcdef0"], max_nodes=16, static_nodes=16)
     cpu = CpuNodePool(cluster, "cpu", instance_types=["m5.4xlarge", "c5.4xlarge"], zones=["us-west-2a", "us-west-2b"],
-                      subnet_ids=["subnet-0abc", "subnet-0def"], security_group_ids=["sg-0node"],
+                      subnet_ids=["subnet-0abc1234", "subnet-0def5678"], security_group_ids=["sg-0c0de123"],
                       role="KarpenterNodeRole-prod", max_nodes=20)
     fsx = FsxLustre(cluster, "fsx", namespace=NAMESPACE, file_system_id="fs-0123456789abcdef0",
                     dns_name="fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com", mount_name="abcdefgh",

@@ -14,10 +14,10 @@ from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 
 from training.problems import Problem
 
-P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc"],
-      "security_group_ids": ["sg-0efa"], "role": "KarpenterNodeRole-prod", "max_nodes": 16}
+P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc1234"],
+      "security_group_ids": ["sg-0efa1234"], "role": "KarpenterNodeRole-prod", "max_nodes": 16}
 CPU = {"instance_types": ["m5.2xlarge", "m5.4xlarge"], "zones": ["us-west-2a", "us-west-2b"],
-       "subnet_ids": ["subnet-0abc", "subnet-0def"], "security_group_ids": ["sg-0node"],
+       "subnet_ids": ["subnet-0abc1234", "subnet-0def5678"], "security_group_ids": ["sg-0c0de123"],
        "role": "KarpenterNodeRole-prod", "max_nodes": 10}
 
 

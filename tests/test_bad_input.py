@@ -184,8 +184,8 @@ from kubetrain import (App, ArgoCd, Cluster, Command, EfaNodePool, NodeResources
 def build():
     app = App()
     dev = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"])
-    pool = EfaNodePool(dev, "p5", instance_types=["p5.48xlarge"], zones=["us-west-2a"], subnet_ids=["subnet-0abc"],
-                       securty_group_ids=["sg-1"], role="node-role", max_nodes=2)
+    pool = EfaNodePool(dev, "p5", instance_types=["p5.48xlarge"], zones=["us-west-2a"], subnet_ids=["subnet-0abc1234"],
+                       securty_group_ids=["sg-00000001"], role="node-role", max_nodes=2)
     TrainingJob(dev, "a", TrainingJobProps(name="a", image="img:1", nodes=2, procs_per_node=1,
                                            resources=NodeResources(cpu="2", memroy="4Gi"),
                                            workload=Command(command=["train.py"])))

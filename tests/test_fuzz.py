@@ -108,8 +108,8 @@ def test_any_definition_builds_or_is_reported(cluster_props, jobs):
 # What a construct's id can be in Python: cdk8s needs a non-empty string, and jsii crashes on anything else.
 construct_ids = st.one_of(st.sampled_from(["", " ", "a/b", "x" * 300, "\x00", "job"]), st.integers(), st.none(),
                           st.floats(allow_nan=True), st.text(max_size=6))
-P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc"],
-      "security_group_ids": ["sg-1"], "role": "node-role", "max_nodes": 2}
+P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc1234"],
+      "security_group_ids": ["sg-00000001"], "role": "node-role", "max_nodes": 2}
 
 
 @BUDGET

@@ -26,8 +26,8 @@ RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoi
 def fleet(**job: Any) -> tuple[dict[str, dict], list[tuple[str, str]]]:
     app = App()
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
-    pool = EfaNodePool(cluster, "p5", instance_types=["p5.48xlarge"], zones=["us-west-2a"], subnet_ids=["subnet-1"],
-                       security_group_ids=["sg-1"], role="NodeRole", max_nodes=4, static_nodes=4)
+    pool = EfaNodePool(cluster, "p5", instance_types=["p5.48xlarge"], zones=["us-west-2a"], subnet_ids=["subnet-00000001"],
+                       security_group_ids=["sg-00000001"], role="NodeRole", max_nodes=4, static_nodes=4)
     flavor = ResourceFlavor(cluster, "p5", pool=pool, topology=Topology(cluster, "net"))
     queue = LocalQueue(cluster, "training", namespace="ml", cluster_queue=ClusterQueue(cluster, "q", flavors=[flavor]))
     bucket = S3Bucket(cluster, "bucket", namespace="ml", bucket_name="corp-data", region="us-west-2")

@@ -19,8 +19,8 @@ def test_efa_and_cpu_pools_emit_valid_karpenter_objects(crds):
         pool["template"]["spec"]["requirements"]
     node_class = objects["EC2NodeClass/p5"]["spec"]
     assert node_class["instanceStorePolicy"] == "RAID0"
-    assert node_class["subnetSelectorTerms"] == [{"id": "subnet-0abc"}]
-    assert node_class["securityGroupSelectorTerms"] == [{"id": "sg-0efa"}]
+    assert node_class["subnetSelectorTerms"] == [{"id": "subnet-0abc1234"}]
+    assert node_class["securityGroupSelectorTerms"] == [{"id": "sg-0efa1234"}]
     assert "taints" not in objects["NodePool/cpu"]["spec"]["template"]["spec"]
     assert objects["NodePool/cpu"]["spec"]["disruption"]["consolidationPolicy"] == "WhenEmptyOrUnderutilized"
     assert codes(c) == []
@@ -28,17 +28,17 @@ def test_efa_and_cpu_pools_emit_valid_karpenter_objects(crds):
 
 def test_reserved_capacity_selects_its_reservations(crds):
     c = cluster()
-    EfaNodePool(c, "p5r", **{**P5, "capacity_type": "reserved", "capacity_reservation_ids": ["cr-0123abc"],
+    EfaNodePool(c, "p5r", **{**P5, "capacity_type": "reserved", "capacity_reservation_ids": ["cr-0123456789abcdef1"],
                              "placement_group": "p5-pg"})
     spec = emitted(c, crds)["EC2NodeClass/p5r"]["spec"]
-    assert spec["capacityReservationSelectorTerms"] == [{"id": "cr-0123abc"}]
+    assert spec["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef1"}]
     assert spec["placementGroupSelector"] == {"name": "p5-pg"}
     # KT407 breaking: reserved without a reservation
     [problem] = rejected(c, lambda: EfaNodePool(c, "bad", **{**P5, "capacity_type": "reserved"}))
     assert (problem.code, problem.path) == ("KT407", "capacity_reservation_ids") and "cr-" in problem.fix
     # and reservations on spot
     assert rejected(c, lambda: EfaNodePool(c, "bad2", **{**P5, "capacity_type": "spot",
-                                                           "capacity_reservation_ids": ["cr-1"]}))
+                                                           "capacity_reservation_ids": ["cr-0123456789abcdef2"]}))
 
 
 def test_what_a_pool_gives_the_pods_placed_on_it():

@@ -1,8 +1,9 @@
-"""Kubernetes name rules as pydantic types, with messages that say what a valid name looks like."""
+"""Kubernetes name rules (and paths in a pod) as pydantic types, with messages that say what a valid one looks like."""
 
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 from typing import Annotated
 
 from pydantic import AfterValidator
@@ -101,3 +102,13 @@ EnvName = Annotated[str, AfterValidator(_env_name)]
 LabelKey = Annotated[str, AfterValidator(_qualified_name)]
 LabelValue = Annotated[str, AfterValidator(_label_value)]
 ImageRef = Annotated[str, AfterValidator(_image)]
+
+
+def _absolute(path: str) -> str:
+    if not PurePosixPath(path).is_absolute():
+        raise rule_violation(INVALID_VALUE, f"{path!r} is not an absolute path", "start the path with '/'")
+    return path
+
+
+AbsolutePath = Annotated[str, AfterValidator(_absolute)]
+"""A path in a container or on a file system: relative ones would depend on a working directory."""

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from training.problems import INVALID_VALUE, rule_violation
 
@@ -68,3 +71,16 @@ def check_byte_quantity(text: str) -> str:
         raise rule_violation(INVALID_VALUE, f"{text!r} is not a whole number of bytes",
                              "use a binary unit such as 512Mi or 16Gi")
     return text
+
+
+Quantity = Annotated[str, AfterValidator(check_quantity)]
+ByteQuantity = Annotated[str, AfterValidator(check_byte_quantity)]
+
+
+def format_bytes(value: Decimal | int) -> str:
+    """A byte count as people write it in a pod spec: the largest binary unit that keeps one decimal."""
+    for unit in ("Ti", "Gi", "Mi", "Ki"):
+        scaled = Decimal(value) / _SUFFIXES[unit]
+        if scaled >= 1:
+            return f"{scaled:.1f}".removesuffix(".0") + unit
+    return f"{value:f}"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from constructs import Construct
-from kubetrain.cluster import bad_construct_id
+from kubetrain.cluster import bad_construct_id, construct_id_problem
 from kubetrain.diagnostics import diagnostics
 from kubetrain.gitops.delivery import finalize_paths
 from kubetrain.gitops.props import ArgoCdProps
@@ -24,7 +24,13 @@ _ATTRIBUTE = "_kubetrain_argocd"
 class ArgoCd(Construct):
     def __init__(self, scope: Construct, id: str, props: ArgoCdProps | dict[str, Any] | None = None, **kwargs: Any):
         id_problem = bad_construct_id(id)
-        super().__init__(scope, "argocd#invalid-id" if id_problem else id)
+        try:
+            super().__init__(scope, "argocd#invalid-id" if id_problem else id)
+        except RuntimeError as error:  # the id of a cluster, say: KT010, not a jsii crash
+            id_problem = construct_id_problem(error, "id")
+            if id_problem is None:
+                raise
+            super().__init__(scope, f"argocd#{len(scope.node.children)}")
         try:
             validated = validate_model(ArgoCdProps, {**as_fields(props), **kwargs}, where=str(id) or "argocd")
             problems = [id_problem] if id_problem else []

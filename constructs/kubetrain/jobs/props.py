@@ -7,36 +7,33 @@ The job's launch target (PyTorchJob, ...) is an object too: see `kubetrain.targe
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import AfterValidator, Discriminator, Field, InstanceOf, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, InstanceOf, Tag, field_validator, model_validator
 
-from kubetrain.names import Dns1035Label, Dns1123Label, Dns1123Subdomain, EnvName, ImageRef, LabelKey, LabelValue
+from kubetrain.names import (
+    AbsolutePath,
+    Dns1035Label,
+    Dns1123Label,
+    Dns1123Subdomain,
+    EnvName,
+    ImageRef,
+    LabelKey,
+    LabelValue,
+)
 from kubetrain.platform.efa import NcclProfile
 from kubetrain.platform.kueue import LocalQueue
 from kubetrain.platform.node_pools import NodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano import VolcanoQueue
-from kubetrain.quantity import check_byte_quantity, check_quantity
+from kubetrain.quantity import ByteQuantity, Quantity
 from kubetrain.strict import StrictProps
 from kubetrain.targets.base import Target
 from training.config import RunConfig
 from training.problems import INVALID_VALUE, Text, rule_violation
 
-Quantity = Annotated[str, AfterValidator(check_quantity)]
-ByteQuantity = Annotated[str, AfterValidator(check_byte_quantity)]
 MAX_REPLICAS = 2**31 - 1  # replica counts are int32 in every operator's API
-
-
-def _absolute(path: str) -> str:
-    if not PurePosixPath(path).is_absolute():
-        raise ValueError(f"{path!r} is not an absolute path")
-    return path
-
-
-AbsolutePath = Annotated[str, AfterValidator(_absolute)]
 
 
 # -- resources ----------------------------------------------------------------------------------

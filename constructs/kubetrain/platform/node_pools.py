@@ -25,13 +25,22 @@ from pydantic import Field, model_validator
 
 from kubetrain.cluster import Cluster
 from kubetrain.names import Dns1123Label
+from kubetrain.platform.aws_ids import (
+    AvailabilityZone,
+    CapacityReservationId,
+    IamRoleName,
+    PlacementGroupName,
+    SecurityGroupId,
+    SubnetId,
+    region_of_zone,
+)
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.instances import InstanceType
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import EKS_EFA, KARPENTER_GPU, KARPENTER_NODECLASS, KARPENTER_TYPES, TAINTS, cite
 from kubetrain.strict import StrictProps
-from training.problems import Problem, rule_violation
+from training.problems import INVALID_VALUE, Problem, rule_violation
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"  # Karpenter labels every node with its pool
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -89,12 +98,14 @@ class NodePoolProps(StrictProps):
     name: Dns1123Label = Field(..., description="NodePool and EC2NodeClass name; defaults to the construct id.")
     instance_types: list[str] = Field(..., min_length=1, description="Catalog names, e.g. ['p5.48xlarge'].")
     capacity_type: Literal["on-demand", "spot", "reserved"] = Field("on-demand")
-    capacity_reservation_ids: list[str] = Field(default_factory=list,
+    capacity_reservation_ids: list[CapacityReservationId] = Field(default_factory=list,
                                                 description="cr-... ids, only with capacity_type='reserved'.")
-    zones: list[str] = Field(..., min_length=1, description="Availability zones, e.g. ['us-west-2a'].")
-    subnet_ids: list[str] = Field(..., min_length=1, description="subnet-... ids the nodes launch in.")
-    security_group_ids: list[str] = Field(..., min_length=1, description="sg-... ids of the nodes.")
-    role: str = Field(..., description="IAM role of the nodes (Karpenter creates the instance profile).")
+    zones: list[AvailabilityZone] = Field(..., min_length=1, description="Availability zones of one region, e.g. "
+                                                                      "['us-west-2a'].")
+    subnet_ids: list[SubnetId] = Field(..., min_length=1, description="subnet-... ids the nodes launch in.")
+    security_group_ids: list[SecurityGroupId] = Field(..., min_length=1, description="sg-... ids of the nodes.")
+    role: IamRoleName = Field(..., description="Name of the nodes' IAM role (Karpenter creates the instance "
+                                               "profile), not its ARN.")
     ami_alias: str = Field("al2023@latest", description="amiSelectorTerms alias; pin a version (al2023@v2025...) "
                                                         "for reproducible nodes. Karpenter picks the NVIDIA or "
                                                         "Neuron variant of AL2023 for accelerator types.")
@@ -112,6 +123,14 @@ class NodePoolProps(StrictProps):
     expire_after: str = Field("720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                               description="Node lifetime (Karpenter's default 720h). 'Never' keeps long runs' "
                                           "nodes from expiring under them.")
+
+    @model_validator(mode="after")
+    def _one_region(self) -> NodePoolProps:
+        regions = sorted({region_of_zone(zone) for zone in self.zones})
+        if len(regions) > 1:
+            raise rule_violation(INVALID_VALUE, f"zones span regions {', '.join(regions)}: a cluster's nodes are "
+                                 "in one region", "list zones of the cluster's region only", field="zones")
+        return self
 
     @model_validator(mode="after")
     def _static_within_limit(self) -> NodePoolProps:
@@ -135,7 +154,8 @@ class EfaNodePoolProps(NodePoolProps):
     """An accelerator pool with EFA: one zone, one subnet, an EFA security group, instance store as RAID0."""
 
     max_nodes: int = Field(..., ge=1)
-    placement_group: str | None = Field(None, description="Name of a cluster placement group (Karpenter >= 1.11).")
+    placement_group: PlacementGroupName | None = Field(None, description="Name of a cluster placement group "
+                                                                         "(Karpenter >= 1.11).")
     huge_pages: str = Field("5120Mi", description="2 MiB huge pages each pod requests (the EFA driver's; AWS's "
                                                   "NCCL-test manifests use 5120Mi).")
     shm_fraction: float = Field(0.125, gt=0, lt=0.5, description="/dev/shm of a pod on the pool as a share of the "
