@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from training.problems import (
     INVALID_VALUE,
@@ -151,16 +152,38 @@ class CheckpointConfig(StrictModel):
         return self
 
 
+# The tracking URI schemes MLflow's client resolves (mlflow.tracking._tracking_service.utils); `+driver`
+# suffixes (postgresql+psycopg2) name a SQLAlchemy driver.
+_MLFLOW_STORES = {"http", "https", "file", "databricks", "databricks-uc", "uc", "sqlite", "postgresql", "mysql",
+                  "mssql"}
+
+
 class MetricsConfig(StrictModel):
     """Where metrics go besides rank 0's JSON lines (which always stay)."""
 
     port: int = Field(9400, ge=0, le=65535 - 255,
                       description="Prometheus endpoint: each rank serves /metrics on port + its local rank "
                                   "(a pod with 8 ranks uses 8 ports); 0 disables it.")
-    tensorboard_dir: Text | None = Field(None, description="Rank 0 writes TensorBoard event files here (a volume); "
-                                                          "needs the `tensorboard` extra.")
+    tensorboard_dir: Text | None = Field(None, pattern=r"^/", description="Rank 0 writes TensorBoard event files "
+                                                                        "here (an absolute path on a volume); needs "
+                                                                        "the `tensorboard` extra.")
     mlflow_tracking_uri: Text | None = Field(None, description="Rank 0 logs params and metrics to this MLflow "
-                                                              "server or store; needs the `mlflow` extra.")
+                                                              "server or store (http(s)://host, databricks, or a "
+                                                              "file:, sqlite:, postgresql: ... store); needs the "
+                                                              "`mlflow` extra.")
+
+    @field_validator("mlflow_tracking_uri")
+    @classmethod
+    def _tracking_uri(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        url = urlsplit(value)
+        scheme = url.scheme.split("+")[0]
+        if value.startswith("/") or (scheme in _MLFLOW_STORES and (url.netloc or scheme not in ("http", "https"))):
+            return value
+        raise rule_violation(INVALID_VALUE, f"{value!r} is not an MLflow tracking URI",
+                             "use the server's URL (http://mlflow.mlflow:5000), databricks, or a store URI such as "
+                             "file:/mnt/mlruns or postgresql://user@host/db")
     mlflow_experiment: Text = Field("kubetrain", min_length=1, description="MLflow experiment of the run.")
 
 

@@ -78,6 +78,10 @@ class ClusterProps(StrictProps):
         if platform:
             raise rule_violation(INVALID_VALUE, f"{', '.join(platform)} belongs to the control plane",
                                  "create a namespace of your own for training, e.g. ml")
+        if "default" in value:
+            raise rule_violation(INVALID_VALUE, "the default namespace is every cluster's catch-all: kubetrain would "
+                                 "own it and Argo CD would manage (and try to prune) it",
+                                 "create a namespace of your own for training, e.g. ml")
         return value
 
 

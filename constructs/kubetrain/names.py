@@ -112,3 +112,35 @@ def _absolute(path: str) -> str:
 
 AbsolutePath = Annotated[str, AfterValidator(_absolute)]
 """A path in a container or on a file system: relative ones would depend on a working directory."""
+
+
+_PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+
+
+def _port_name(value: str) -> str:
+    """IANA_SVC_NAME, as the API server checks a port's name: 1-15 lowercase letters, digits and '-', with a
+    letter, no '--'."""
+    if value.isdigit():
+        raise rule_violation(INVALID_VALUE, f"{value!r} is a port number; this field names a container port",
+                             "use the port's name (kubetrain's trainer names its first metrics port 'metrics')")
+    if len(value) > 15 or not _PORT_NAME.match(value) or "--" in value or not any(c.isalpha() for c in value):
+        raise rule_violation(INVALID_VALUE, f"{value!r} is not a port name",
+                             "use 1-15 lowercase letters, digits and '-', with at least one letter, e.g. metrics")
+    return value
+
+
+PortName = Annotated[str, AfterValidator(_port_name)]
+"""A container port's name (IANA_SVC_NAME), where Kubernetes and Prometheus refer to a port by name."""
+
+_PROMETHEUS_DURATION = re.compile(r"^(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?"
+                                  r"(([0-9]+)ms)?$")
+
+
+def _prometheus_duration(value: str) -> str:
+    if not value or not _PROMETHEUS_DURATION.match(value) or not any(c in "123456789" for c in value):
+        raise rule_violation(INVALID_VALUE, f"{value!r} is not a positive Prometheus duration",
+                             "write units from largest to smallest, e.g. 30s, 1m30s, 500ms")
+    return value
+
+
+PrometheusDuration = Annotated[str, AfterValidator(_prometheus_duration)]

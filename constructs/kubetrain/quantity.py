@@ -84,3 +84,32 @@ def format_bytes(value: Decimal | int) -> str:
         if scaled >= 1:
             return f"{scaled:.1f}".removesuffix(".0") + unit
     return f"{value:f}"
+
+
+# Resource names without a domain prefix are Kubernetes' own (k8s.io/api core/v1 ResourceName constants);
+# every other one (nvidia.com/gpu, vpc.amazonaws.com/efa) carries its vendor's domain.
+STANDARD_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "storage", "pods"})
+_DOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
+_RESOURCE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def check_resource_name(name: str) -> str:
+    """Pydantic validator: a resource name the API server accepts (its own, hugepages-<size>, or domain/name)."""
+    domain, _, short = name.rpartition("/")
+    if domain:
+        ok = bool(_DOMAIN.match(domain)) and len(short) <= 63 and bool(_RESOURCE.match(short))
+    elif short.startswith("hugepages-"):
+        try:
+            ok = parse_quantity(short.removeprefix("hugepages-")) > 0
+        except ValueError:
+            ok = False
+    else:
+        ok = short in STANDARD_RESOURCES
+    if not ok:
+        raise rule_violation(INVALID_VALUE, f"{name!r} is not a resource name",
+                             f"use {', '.join(sorted(STANDARD_RESOURCES))}, hugepages-2Mi, or a vendor's "
+                             "domain/name (nvidia.com/gpu, vpc.amazonaws.com/efa, aws.amazon.com/neuron)")
+    return name
+
+
+ResourceName = Annotated[str, AfterValidator(check_resource_name)]

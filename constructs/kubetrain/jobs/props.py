@@ -211,6 +211,16 @@ class PodSettings(StrictProps):
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = Field(None)
     image_pull_secrets: list[Dns1123Subdomain] = Field(default_factory=list, description="Secret names.")
 
+    @field_validator("priority_class")
+    @classmethod
+    def _not_a_system_class(cls, value: str | None) -> str | None:
+        # The API server's Priority admission plugin admits system-node-critical and system-cluster-critical only
+        # in kube-system, and reserves the system- prefix for them.
+        if value is not None and value.startswith("system-"):
+            raise rule_violation(INVALID_VALUE, f"{value!r} is a system priority class, admitted only in "
+                                 "kube-system", "use a PriorityClass of your own for training (e.g. training-high)")
+        return value
+
     @field_validator("affinity")
     @classmethod
     def _affinity_is_kubernetes(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -146,11 +146,18 @@ TUNER_NOT_NEEDED = register(
 _EFA_BREAKERS: dict[str, tuple[str, frozenset[str]]] = {
     "NCCL_ALGO": ("forcing NCCL's algorithm disables the aws-ofi-nccl tuner", frozenset()),
     "NCCL_PROTO": ("forcing NCCL's protocol disables the aws-ofi-nccl tuner", frozenset()),
-    "FI_EFA_USE_DEVICE_RDMA": ("turning device RDMA off routes GPU traffic through host memory; aws-ofi-nccl "
-                               ">= 1.7 enables it where the instance supports it", frozenset({"1"})),
-    "FI_EFA_FORK_SAFE": ("turning fork safety off can corrupt registered memory after a fork (data loaders); "
-                         "aws-ofi-nccl >= 1.7 sets it itself", frozenset({"1"})),
+    # AWS's EKS guides list both as must-not-set: aws-ofi-nccl >= 1.7 sets them from what the instance supports,
+    # and a hand-set value overrides it (device RDMA forced on where the instance has none, fork safety off).
+    "FI_EFA_USE_DEVICE_RDMA": ("aws-ofi-nccl enables device RDMA itself where the instance supports it; forced "
+                               "on it breaks instances without GPUDirect RDMA, forced off it routes GPU traffic "
+                               "through host memory", frozenset()),
+    "FI_EFA_FORK_SAFE": ("aws-ofi-nccl sets fork safety itself; turned off, registered memory can be corrupted "
+                         "after a fork (data loaders)", frozenset()),
 }
+# NCCL_NET picks the network plugin by name (case-insensitive): the aws-ofi-nccl plugin answers to
+# "AWS Libfabric" in every version and also to "Libfabric" and "OFI" from 1.12; NCCL's own "IB" and
+# "Socket" never use EFA.
+_EFA_PLUGIN_NAMES = ("AWS Libfabric", "Libfabric", "OFI")
 _DEBUG_SWITCHES = {"CUDA_LAUNCH_BLOCKING": "synchronous kernel launches serialise every kernel",
                    "NCCL_P2P_DISABLE": "intra-node traffic goes through host memory instead of NVLink"}
 _UNREAD = ("NCCL_TIMEOUT", "TORCH_DISTRIBUTED_TIMEOUT")
@@ -171,6 +178,10 @@ def environment_problems(env: Mapping[str, str], *, gpus: bool, efa: bool,
             problems.append(Problem(BREAKS_EFA.code, path, f"pinning {value} breaks EFA instances, where eth0 is not "
                                     "the EFA path", f"remove it (kubetrain sets {SOCKET_EXCLUSIONS}) or use an "
                                     "exclusion list"))
+        elif efa and name == "NCCL_NET" and value.lower() not in _plugin_names(profile):
+            problems.append(Problem(BREAKS_EFA.code, path, f"NCCL_NET={raw} is not the name of the aws-ofi-nccl "
+                                    "plugin: NCCL refuses to start, or (Socket) runs over TCP",
+                                    "remove NCCL_NET (NCCL loads the plugin it finds) or set it to 'AWS Libfabric'"))
         elif efa and name == "FI_PROVIDER" and value != "efa":
             problems.append(Problem(PROVIDER_NOT_EFA.code, path, f"FI_PROVIDER={raw} keeps libfabric off EFA",
                                     PROVIDER_NOT_EFA.fix))
@@ -184,3 +195,10 @@ def environment_problems(env: Mapping[str, str], *, gpus: bool, efa: bool,
             problems.append(Problem(UNREAD_TIMEOUT.code, path, f"{name} is read by neither torch nor NCCL: it "
                                     "changes nothing", UNREAD_TIMEOUT.fix))
     return problems
+
+
+def _plugin_names(profile: NcclProfile | None) -> set[str]:
+    """NCCL_NET values that select aws-ofi-nccl in the image, lowercase."""
+    if profile is not None and profile.plugin_version < (1, 12, 0):
+        return {"aws libfabric"}
+    return {name.lower() for name in _EFA_PLUGIN_NAMES}

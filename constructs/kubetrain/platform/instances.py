@@ -10,9 +10,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kubetrain.strict import StrictProps
+from training.problems import INVALID_VALUE, rule_violation
 
 GIB = 2**30
 MIB = 2**20
@@ -35,8 +36,8 @@ _CPU_RESERVED = [(1, Decimal("0.06")), (1, Decimal("0.01")), (2, Decimal("0.005"
 class InstanceType(StrictProps):
     """One EC2 instance type. Frozen and strict like every user-facing input."""
 
-
-    name: str = Field(..., description="EC2 name, e.g. p5.48xlarge.")
+    name: str = Field(..., pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$", description="EC2 name, e.g. p5.48xlarge: "
+                                                                                  "family, '.', size.")
     vcpus: int = Field(..., gt=0)
     memory_gib: float = Field(..., gt=0, description="Memory in GiB as EC2 lists it (not what pods get: see "
                                                      "allocatable_memory()).")
@@ -57,6 +58,15 @@ class InstanceType(StrictProps):
                                                             "('estimate: ...' when it is one).")
     max_pods: int = Field(DEFAULT_MAX_PODS, gt=0, description="The kubelet's maxPods on these nodes (it sizes the "
                                                               "kube-reserved memory).")
+
+    @model_validator(mode="after")
+    def _accelerators_have_a_resource(self) -> InstanceType:
+        if bool(self.accelerator_resource) != bool(self.accelerators):
+            raise rule_violation(INVALID_VALUE, f"{self.name} has {self.accelerators} accelerators and accelerator "
+                                 f"resource {self.accelerator_resource}", "give both (accelerators and "
+                                 "accelerator_resource) for an accelerated type, neither for a CPU type",
+                                 field="accelerators")
+        return self
 
     @property
     def uses_efa(self) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import Field, InstanceOf
 
 from kubetrain.cluster import Cluster
-from kubetrain.names import Dns1123Label, ImageRef
+from kubetrain.names import Dns1123Label, ImageRef, LabelKey, LabelValue, PortName, PrometheusDuration
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.node_pools import NODEPOOL_LABEL, NodePool
@@ -50,8 +50,8 @@ class DcgmExporterProps(StrictProps):
     pools: list[InstanceOf[NodePool]] = Field(..., min_length=1, description="The GPU pools to run on.")
     image: ImageRef = Field("nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04",
                             description="Pin the release that supports your nodes' GPU driver.")
-    interval: str = Field("30s", pattern=r"^[0-9]+(ms|s|m)$", description="Scrape interval.")
-    prometheus_labels: dict[str, str] = Field(default_factory=dict, description="Labels your Prometheus selects "
+    interval: PrometheusDuration = Field("30s", description="Scrape interval.")
+    prometheus_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Labels your Prometheus selects "
                                               "monitors by, e.g. {'release': 'kube-prometheus-stack'}.")
 
 
@@ -136,10 +136,11 @@ class DcgmExporter(PlatformConstruct):
 class TrainingPodMonitorProps(StrictProps):
     name: Dns1123Label = Field(..., description="PodMonitor name; default the id.")
     namespace: Dns1123Label | None = Field(None, description="The training namespace; default the cluster's first.")
-    port: str = Field("metrics", description="Name of the training container's metrics port.")
-    path: str = Field("/metrics")
-    interval: str = Field("30s", pattern=r"^[0-9]+(ms|s|m)$")
-    prometheus_labels: dict[str, str] = Field(default_factory=dict)
+    port: PortName = Field("metrics", description="Name of the training container's metrics port.")
+    path: str = Field("/metrics", pattern=r"^/", description="HTTP path of the metrics, from '/'.")
+    interval: PrometheusDuration = Field("30s", description="Scrape interval.")
+    prometheus_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict,
+                                                          description="Labels your Prometheus selects monitors by.")
 
 
 class TrainingPodMonitor(PlatformConstruct):

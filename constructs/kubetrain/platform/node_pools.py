@@ -36,7 +36,7 @@ from kubetrain.platform.aws_ids import (
 )
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.instances import InstanceType
-from kubetrain.quantity import parse_quantity
+from kubetrain.quantity import format_bytes, parse_quantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import EKS_EFA, KARPENTER_GPU, KARPENTER_NODECLASS, KARPENTER_TYPES, TAINTS, cite
 from kubetrain.strict import StrictProps
@@ -402,15 +402,17 @@ def pool_placement_problems(pool: NodePool, requests: Mapping[str, str | int], t
     memory = amounts.get("memory", Decimal(0)) + amounts.get(HUGE_PAGES_RESOURCE, Decimal(0))
     # Karpenter launches whichever of the pool's types fits the pod, so the pod must fit the roomiest one.
     largest = max(pool.instance_types, key=lambda i: (i.allocatable_memory(), i.allocatable_cpu()))
-    checks = [("cpu", amounts.get("cpu", Decimal(0)), max(i.allocatable_cpu() for i in pool.instance_types), "cores"),
-              ("memory", memory, largest.allocatable_memory(), "bytes (memory and huge pages)")]
+    checks = [("cpu", amounts.get("cpu", Decimal(0)), max(i.allocatable_cpu() for i in pool.instance_types),
+               lambda cores: f"{cores.normalize():f} cores"),
+              ("memory", memory, largest.allocatable_memory(), format_bytes)]
     if t.accelerator_resource:
         checks.append((t.accelerator_resource, amounts.get(t.accelerator_resource, Decimal(0)),
-                       Decimal(t.accelerators), "accelerators"))
-    for name, wanted, has, unit in checks:
+                       Decimal(t.accelerators), lambda count: f"{count:f} accelerators"))
+    for name, wanted, has, show in checks:
         if wanted > has:
-            problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{name}", f"asks for {wanted:f} {unit}; the "
-                                    f"largest node of pool {pool.name} ({largest.name}) can allocate {has:f}",
+            what = " of memory and huge pages" if name == "memory" else ""
+            problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{name}", f"asks for {show(wanted)}{what}; the "
+                                    f"largest node of pool {pool.name} ({largest.name}) can allocate {show(has)}",
                                     POD_DOES_NOT_FIT.fix))
     for other in ("nvidia.com/gpu", "aws.amazon.com/neuron"):
         if other != t.accelerator_resource and amounts.get(other):

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from kubetrain.cluster import Cluster
+from kubetrain.names import LabelKey
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import KUEUE_JOBS, KUEUE_TAS, VOLCANO, cite
 from kubetrain.strict import StrictProps
@@ -39,7 +40,8 @@ _SYSTEM_ATTRIBUTE = "_kubetrain_queue_system"
 class TopologyPlacement(StrictProps):
     """Where a job's pods must (required) or should (preferred) share one topology domain."""
 
-    level: str = Field(..., description="A node label of the Topology, e.g. topology.k8s.aws/network-node-layer-3.")
+    level: LabelKey = Field(..., description="A node label of the Topology, e.g. "
+                                             "topology.k8s.aws/network-node-layer-3.")
     mode: Literal["required", "preferred"] = "required"
 
 

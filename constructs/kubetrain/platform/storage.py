@@ -35,7 +35,7 @@ from kubetrain.platform.aws_ids import (
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.quantity import ByteQuantity
 from kubetrain.rules.registry import register
-from kubetrain.rules.sources import DCP, FSX_CAPACITY, FSX_CSI, FSX_PERF, MOUNTPOINT, cite
+from kubetrain.rules.sources import DCP, FSX_CAPACITY, FSX_CSI, FSX_PERF, MOUNTPOINT, VOLUMES, cite
 from kubetrain.strict import StrictProps
 from training.problems import INVALID_VALUE, Problem, rule_violation
 
@@ -64,6 +64,12 @@ DATASET_READ_WRITE = register(
               "that shares it.",
     fix="mount the dataset's claim read-only (read_only=True)", source="README.md (The platform)")
 
+CLAIM_IN_ANOTHER_NAMESPACE = register(
+    "KT414", "error", "claim in another namespace than the pod",
+    rationale="A pod mounts PersistentVolumeClaims of its own namespace only: a claim defined in another namespace "
+              "leaves the pod Pending with 'persistentvolumeclaim not found'.",
+    fix="define the storage in the job's namespace (namespace= on FsxLustre, Efs or S3Bucket), or run the job there",
+    source=VOLUMES)
 PosixId = Annotated[int, Field(ge=0, le=2**31 - 1)]
 _FSX_THROUGHPUT = {"PERSISTENT_1": {50, 100, 200, 12, 40}, "PERSISTENT_2": {125, 250, 500, 1000}}
 
@@ -329,3 +335,11 @@ def dataset_volume_problems(claim: Claim, path: str = "volumes") -> list[Problem
         return []
     return [Problem(DATASET_READ_WRITE.code, path, f"dataset claim {claim.claim_name} is mounted read-write",
                     DATASET_READ_WRITE.fix)]
+
+
+def claim_namespace_problems(claim: Claim, namespace: str, path: str) -> list[Problem]:
+    """KT414 when a pod of `namespace` would mount `claim` of another namespace."""
+    if claim.rejected or claim.namespace == namespace:
+        return []
+    return [Problem(CLAIM_IN_ANOTHER_NAMESPACE.code, path, f"claim {claim.claim_name} is in namespace "
+                    f"{claim.namespace}, the pod in {namespace}", CLAIM_IN_ANOTHER_NAMESPACE.fix)]

@@ -9,18 +9,32 @@ a job runs, so all its problems are reported together. Sources: kubetrain.rules.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from decimal import Decimal
 from math import gcd
 from typing import Any
 
+from kubetrain.jobs.command_flags import (
+    PER_POD_FLAGS,
+    SHAPE_FLAGS,
+    flags,
+    hard_coded,
+    parallel_flags,
+    starts_a_launcher,
+)
 from kubetrain.jobs.pod import container_resources, placement
 from kubetrain.jobs.props import ClaimVolume
 from kubetrain.jobs.spec import LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
 from kubetrain.platform.efa import environment_problems
-from kubetrain.platform.node_pools import pool_placement_problems
+from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, pool_placement_problems
 from kubetrain.platform.security import Level, PodCheck, pod_security_problems
-from kubetrain.platform.storage import Claim, checkpoint_volume_problems, dataset_volume_problems
+from kubetrain.platform.storage import (
+    Claim,
+    checkpoint_volume_problems,
+    claim_namespace_problems,
+    dataset_volume_problems,
+)
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.ranges import counts_dividing, describe, divisors, gaps
 from kubetrain.rules.registry import Rule, Severity, register
@@ -87,8 +101,11 @@ def platform_problems(job: JobSpec) -> list[Problem]:
     props, problems = job.props, []
     if props.pool is not None:
         pod = placement(job)
-        problems += pool_placement_problems(props.pool, container_resources(job)["requests"],
-                                            pod.get("tolerations", []))
+        problems += [_on_job_fields(job, p) for p in pool_placement_problems(
+            props.pool, container_resources(job)["requests"], pod.get("tolerations", []))]
+    for i, volume in enumerate(props.volumes):
+        if isinstance(volume, ClaimVolume) and isinstance(volume.claim, Claim):
+            problems += claim_namespace_problems(volume.claim, job.namespace, f"volumes.{i}.claim")
     checkpoint = job.volume_at(job.checkpoint_dir) if job.checkpoint_dir else None
     if isinstance(checkpoint, ClaimVolume) and isinstance(checkpoint.claim, Claim):
         field = "workload.run.checkpoint.dir" if job.trainer else "workload.checkpoint_dir"
@@ -103,6 +120,14 @@ def platform_problems(job: JobSpec) -> list[Problem]:
         problems.append(Problem("KT421", "placement", "topology placement needs a queue to honour it",
                                 "set queue= a Kueue LocalQueue whose flavors have a Topology, or drop placement"))
     return problems
+
+
+def _on_job_fields(job: JobSpec, problem: Problem) -> Problem:
+    """A pool's finding about a Kubernetes resource (resources.vpc.amazonaws.com/efa), on the field the user
+    wrote (resources.efa)."""
+    resource = problem.path.removeprefix("resources.")
+    fields = {job.accelerator_resource: "accelerators", EFA_RESOURCE: "efa", HUGE_PAGES_RESOURCE: "hugepages_2mi"}
+    return replace(problem, path=f"resources.{fields[resource]}") if resource in fields else problem
 
 
 def pod_security_check(job: JobSpec, spec: dict[str, Any]) -> PodCheck:
@@ -226,8 +251,9 @@ def accelerators_requested(job: JobSpec) -> Iterator[Violation]:
           fix="request every EFA interface of the instance", source=cite(EKS_EFA, EFA_TYPES))
 def efa_requested(job: JobSpec) -> Iterator[Violation]:
     node = job.instance
+    # On a pool, KT403 already refuses any other count than the instance's.
     if node is not None and node.efa_interfaces and job.resources.efa < node.efa_interfaces \
-            and job.props.nodes > 1:
+            and job.props.nodes > 1 and job.props.pool is None:
         yield ("resources.efa", f"{job.resources.efa} of {node.name}'s {node.efa_interfaces} EFA interfaces "
                "requested", f"set resources.efa to {node.efa_interfaces}")
 
@@ -250,7 +276,8 @@ def env_not_owned_by_launcher(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT117", "error", "Triton cache on shared storage",
           rationale="Hundreds of ranks compiling into one cache on a shared file system contend on its locks: the "
                     "guide's 512-rank hang.",
-          fix="leave TRITON_CACHE_DIR to kubetrain (node-local /tmp) or point it at an emptyDir",
+          fix="leave TRITON_CACHE_DIR to kubetrain (GPU jobs get an emptyDir on the node at /var/cache/triton) or "
+              "point it at another emptyDir",
           source=cite(TRITON, EMPTYDIR))
 def triton_cache_local(job: JobSpec) -> Iterator[Violation]:
     path = job.props.env.get("TRITON_CACHE_DIR")
@@ -307,6 +334,10 @@ def paths_on_volumes(job: JobSpec) -> Iterator[Violation]:
         elif volume.mounted_read_only:
             yield (field, f"{checkpoint} is on read-only volume {volume.name}",
                    f"set read_only false on {volume.name}, or move the dir")
+    board = job.trainer.run.metrics.tensorboard_dir if job.trainer else None
+    if board and not getattr(job.volume_at(board), "persistent", False):
+        yield ("workload.run.metrics.tensorboard_dir", f"{board} is not on a persistent volume: the event files "
+               "would vanish with the pod", "mount a PersistentVolumeClaim there (volumes) or move the dir")
     if job.trainer and job.trainer.run.data.source == "tokens" and job.volume_at(job.trainer.run.data.path) is None:
         yield ("workload.run.data.path", f"{job.trainer.run.data.path} is not on a mounted volume",
                "mount the volume holding the token file (volumes)")
@@ -393,14 +424,14 @@ def batch_divides(job: JobSpec) -> list[Problem]:
           fix="choose tensor, pipeline and context sizes whose product divides nodes x procs_per_node",
           source=MEGATRON)
 def model_parallel_divides(job: JobSpec) -> Iterator[Violation]:
-    parallel = job.command.parallelism if job.command else None
+    parallel = job.parallelism
     if parallel is None:
         return
     m, p = parallel.model_parallel, job.props.procs_per_node
     step = m // gcd(m, p)  # node counts must be multiples of this
     bad = [n for n in (job.node_range.start, job.node_range.stop - 1) if n % step]
     if bad:
-        yield ("workload.parallelism", f"tensor x pipeline x context = {m} does not divide the world size at "
+        yield (job.parallelism_path(), f"tensor x pipeline x context = {m} does not divide the world size at "
                f"{_over(job)} (at {bad[0]} nodes: {bad[0] * p} ranks); node counts must be multiples of {step}")
 
 
@@ -409,9 +440,9 @@ def model_parallel_divides(job: JobSpec) -> Iterator[Violation]:
                     "several times slower, so Megatron-LM keeps TP inside a node.",
           fix="make parallelism.tensor divide procs_per_node", source=MEGATRON)
 def tensor_parallel_in_node(job: JobSpec) -> Iterator[Violation]:
-    parallel = job.command.parallelism if job.command else None
+    parallel = job.parallelism
     if parallel is not None and job.props.procs_per_node % parallel.tensor:
-        yield ("workload.parallelism.tensor", f"tensor-parallel size {parallel.tensor} does not divide the "
+        yield (job.parallelism_path("tensor"), f"tensor-parallel size {parallel.tensor} does not divide the "
                f"{job.props.procs_per_node} ranks of a node")
 
 
@@ -421,8 +452,8 @@ def tensor_parallel_in_node(job: JobSpec) -> Iterator[Violation]:
           fix="make global_batch a multiple of micro_batch x data-parallel size",
           source=MEGATRON)
 def command_batch_divides(job: JobSpec) -> Iterator[Violation]:
-    parallel = job.command.parallelism if job.command else None
-    if parallel is None:
+    parallel = job.parallelism
+    if parallel is None or parallel.micro_batch is None or parallel.global_batch is None:
         return
     m, p, counts = parallel.model_parallel, job.props.procs_per_node, job.node_range
     step = m // gcd(m, p)  # node counts that pass KT120 are the multiples of this
@@ -437,7 +468,144 @@ def command_batch_divides(job: JobSpec) -> Iterator[Violation]:
     n = next(n for n in range(counts.start + (-counts.start) % step, counts.stop, step) if n not in passing)
     dp = n * p // m
     works = f"; node counts that work: {', '.join(map(str, sorted(passing))) or 'none'}" if len(counts) > 1 else ""
-    yield ("workload.parallelism.global_batch",
+    yield (job.parallelism_path("global_batch"),
            f"global_batch {parallel.global_batch} is not a multiple of micro_batch {parallel.micro_batch} x "
            f"data-parallel size {dp} (at {n} nodes: {n * p} ranks / model-parallel {m}){works}",
            f"use a multiple of {parallel.micro_batch * dp} for global_batch")
+
+
+# -- what a command job's own words say ---------------------------------------------------------------
+
+@job_rule("KT140", "error", "the command starts a launcher under kubetrain's torchrun",
+          rationale="With launcher 'torchrun' kubetrain starts torchrun with the operator's rendezvous and appends "
+                    "the command as the script torchrun runs with Python, once per rank: a command that is "
+                    "itself torchrun (or python, bash, deepspeed, mpirun) would start a launcher per rank, or make "
+                    "Python run a binary.",
+          fix="give only the script and its arguments (train.py --lr 3e-4, or -m package.module), or set "
+              "launcher='none' to run the command as written, once per pod",
+          source=TORCHRUN)
+def no_launcher_in_command(job: JobSpec) -> Iterator[Violation]:
+    command = job.command
+    if command is not None and command.launcher == "torchrun":
+        launcher = starts_a_launcher(command.command)
+        if launcher is not None:
+            yield ("workload.command.0", f"the command starts with {launcher!r}, which kubetrain's torchrun would "
+                   "run as its script on every rank")
+
+
+@job_rule("KT141", "error", "the command hard-codes what differs between pods",
+          rationale="Every pod of the job runs the same command: a node rank, master address or rendezvous "
+                    "endpoint written into it is the same on every pod, so all pods claim one rank (the "
+                    "rendezvous hangs) or reach the wrong peer; a node or process count that differs from the "
+                    "job's makes torchrun wait for pods that never come.",
+          fix="leave these to the launcher (launcher='torchrun' sets them from the operator's variables), or "
+              "refer to the operator's variables, e.g. --node_rank=$(PET_NODE_RANK)",
+          source=cite(TORCHRUN, PYTORCHJOB))
+def no_per_pod_values_in_command(job: JobSpec) -> Iterator[Violation]:
+    if job.command is None:
+        return
+    shape = {"nodes": job.props.nodes, "procs_per_node": job.props.procs_per_node,
+             "world_size": job.props.nodes * job.props.procs_per_node}
+    for flag in flags(job.command.command):
+        path = f"workload.command.{flag.index}"
+        if flag.name in PER_POD_FLAGS and hard_coded(flag):
+            yield (path, f"--{flag.written} gives every pod the same {flag.name.replace('-', '_')}")
+        elif flag.name in SHAPE_FLAGS and hard_coded(flag) and flag.value.isdigit() and \
+                int(flag.value) != shape[SHAPE_FLAGS[flag.name]] and job.props.elastic is None:
+            what = SHAPE_FLAGS[flag.name]
+            yield (path, f"--{flag.written} disagrees with the job's {what} ({shape[what]})",
+                   f"remove --{flag.name} or set it to {shape[what]}")
+
+
+@job_rule("KT142", "error", "Parallelism contradicts the command's own flags",
+          rationale="The rules check the job's Parallelism against its world size, but the program reads its "
+                    "own flags: when the two disagree the checks prove nothing and the program fails (or trains a "
+                    "different layout) at start.",
+          fix="make parallelism and the command's flags say the same, or drop parallelism (the rules then read "
+              "the flags)",
+          source=MEGATRON)
+def parallelism_matches_flags(job: JobSpec) -> Iterator[Violation]:
+    command = job.command
+    if command is None or command.parallelism is None:
+        return
+    for field, (value, written) in parallel_flags(command.command).items():
+        declared = getattr(command.parallelism, field)
+        if declared != value:
+            yield (f"workload.parallelism.{field}", f"parallelism.{field} is {declared} but the command says "
+                   f"{written}", f"set parallelism.{field} to {value}, or change {written}")
+
+
+@job_rule("KT128", "error", "EFA turned off on a multi-node job of an EFA instance type",
+          rationale="Karpenter attaches EFA interfaces only to pods that request them: with resources.efa 0 the "
+                    "nodes talk over TCP sockets at a fraction of the instance's bandwidth, silently.",
+          fix="leave resources.efa unset (every interface of the instance), or run on one node",
+          source=cite(EKS_EFA, EFA_TYPES))
+def efa_not_off(job: JobSpec) -> Iterator[Violation]:
+    node = job.instance
+    # On a pool, KT403 already refuses any other count than the instance's.
+    if node is not None and node.efa_interfaces and job.props.resources.efa == 0 and job.max_nodes > 1 \
+            and job.props.pool is None:
+        yield ("resources.efa", f"{node.name} has {node.efa_interfaces} EFA interfaces and the job asks for none")
+
+
+_NCCL_TIMEOUT_FLAGS = ("distributed-timeout-minutes", "distributed_timeout_minutes")
+
+
+@job_rule("KT129", "error", "torch NCCL settings that defeat the collective timeout",
+          rationale="torch's NCCL watchdog aborts a collective that outlives the process group's timeout and dumps "
+                    "the flight recorder: TORCH_NCCL_ASYNC_ERROR_HANDLING=0 turns the abort off (a hung collective "
+                    "hangs the job for good), and a heartbeat timeout below the collective timeout kills the "
+                    "process before the timeout and its dump.",
+          fix="remove the variable (kubetrain sets TORCH_NCCL_ASYNC_ERROR_HANDLING=3), or keep "
+              "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC above the collective timeout",
+          source=cite(PG, "https://github.com/pytorch/pytorch/blob/v2.9.0/torch/csrc/distributed/c10d/"
+                          "ProcessGroupNCCL.hpp"))
+def nccl_watchdog_consistent(job: JobSpec) -> Iterator[Violation]:
+    if not job.uses_gpus:
+        return
+    env = job.props.env
+    if env.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", "").strip() == "0":
+        yield ("env.TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING=0: a collective that times "
+               "out is never aborted, so the job hangs instead of restarting")
+    heartbeat = env.get("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "").strip()
+    if heartbeat.isdigit():
+        timeout, said = 600.0, "torch's default collective timeout"
+        if job.trainer is not None:
+            timeout, said = job.trainer.run.resilience.collective_timeout_s, "run.resilience.collective_timeout_s"
+        elif job.command is not None:
+            minutes = next((f for f in flags(job.command.command) if f.name in _NCCL_TIMEOUT_FLAGS), None)
+            if minutes is not None and minutes.value and minutes.value.isdigit():
+                timeout, said = int(minutes.value) * 60.0, f"--{minutes.written}"
+        if int(heartbeat) <= timeout:
+            yield ("env.TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", f"the heartbeat monitor fires after {heartbeat} s, before "
+                   f"the collective timeout of {timeout:g} s ({said})")
+
+
+# -- the run config against itself, as a job runs it ----------------------------------------------------------
+# Checked here, not by the run config's model: `--set max_steps=...` and run-local's `--steps` shorten runs on
+# purpose, and the pod must still start.
+
+@job_rule("KT216", "warning", "warmup as long as the run",
+          rationale="The learning rate rises linearly over warmup_steps and decays after; a run no longer than its "
+                    "warmup never trains at the learning rate it names, and never decays.",
+          fix="make optimizer.warmup_steps smaller than max_steps (a few percent of it is usual)",
+          source="training/optimizer.py")
+def warmup_within_run(job: JobSpec) -> Iterator[Violation]:
+    run = job.trainer.run if job.trainer else None
+    if run is not None and run.optimizer.warmup_steps >= run.max_steps:
+        yield ("workload.run.optimizer.warmup_steps", f"warmup_steps {run.optimizer.warmup_steps} is not below "
+               f"max_steps {run.max_steps}")
+
+
+@job_rule("KT217", "error", "fast checkpoint tier saved no more often than the durable one",
+          rationale="The node-local tier exists to be saved often and cheaply; saved every local_interval steps "
+                    "with local_interval >= interval, a crash always finds a durable checkpoint as new, and the "
+                    "local saves only cost time.",
+          fix="make checkpoint.local_interval smaller than checkpoint.interval (or use interval: auto)",
+          source="training/checkpoint.py")
+def local_tier_more_often(job: JobSpec) -> Iterator[Violation]:
+    checkpoint = job.trainer.run.checkpoint if job.trainer else None
+    if checkpoint is not None and isinstance(checkpoint.interval, int) and checkpoint.local_interval is not None \
+            and checkpoint.local_interval >= checkpoint.interval:
+        yield ("workload.run.checkpoint.local_interval", f"local_interval {checkpoint.local_interval} is not below "
+               f"interval {checkpoint.interval}")
