@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kubetrain import App, ArgoCd, Cluster, TrainingJob
+from kubetrain import App, ArgoCd, Cluster, NcclTest, TrainingJob
 from kubetrain.diagnostics import diagnostics
 from kubetrain.platform.monitoring import DcgmExporter, TrainingPodMonitor
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
@@ -99,6 +99,14 @@ CASES = [
     ("mlflow uri", lambda a, c: TrainingJob(c, "j", **{**JOB, "workload": {"kind": "trainer", "run": {
         "batch": {"global_size": 1, "micro_size": 1}, "max_steps": 1,
         "metrics": {"mlflow_tracking_uri": "mlflow server"}}}}), "workload.run.metrics.mlflow_tracking_uri"),
+    ("root with run_as_non_root", lambda a, c: TrainingJob(c, "j", **{**JOB, "pod": {"security_context": {
+        "run_as_user": 0, "run_as_non_root": True}}}), "pod.security_context.run_as_user"),
+    ("mount over /proc", lambda a, c: TrainingJob(c, "j", **{**JOB, "volumes": [{
+        "name": "x", "claim": "x", "mount_path": "/proc/x"}]}), "volumes.0.mount_path"),
+    ("mount path with ..", lambda a, c: TrainingJob(c, "j", **{**JOB, "volumes": [{
+        "name": "x", "claim": "x", "mount_path": "/data/../etc"}]}), "volumes.0.mount_path"),
+    ("nccl test of no bytes", lambda a, c: NcclTest(c, "n", image="i:1", instance_type="p5.48xlarge",
+                                                    max_bytes="0"), "max_bytes"),
     ("relative tensorboard dir", lambda a, c: TrainingJob(c, "j", **{**JOB, "workload": {"kind": "trainer", "run": {
         "batch": {"global_size": 1, "micro_size": 1}, "max_steps": 1, "metrics": {"tensorboard_dir": "tb"}}}}),
      "workload.run.metrics.tensorboard_dir"),
@@ -128,6 +136,12 @@ def test_the_same_constructs_with_good_values_pass():
                                "pod": {"priority_class": "training-high"}})
 
     assert problems(good) == []
+
+
+def test_a_volcano_queued_job_keeps_volcano_as_its_scheduler():
+    def define(app: App, c: Cluster) -> None:
+        TrainingJob(c, "j", **{**JOB, "queue": VolcanoQueue(c, "q"), "pod": {"scheduler_name": "default-scheduler"}})
+    assert problems(define) == [("KT424", "pod.scheduler_name")]
 
 
 def test_a_cluster_does_not_own_the_default_namespace():

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, kubetrain
-from kubetrain import App, Cluster, TrainingJob
+from kubetrain import App, Cluster, TrainingJob, TrainJob
 from kubetrain.diagnostics import diagnostics
 from kubetrain.rules.catalog import every_rule, markdown_table
 
@@ -54,6 +54,10 @@ CASES = [
     ("KT104", {**P5, "procs_per_node": 4}, "procs_per_node", P5),
     ("KT105", with_env(CPU, WORLD_SIZE="4"), "env.WORLD_SIZE", with_env(CPU, MY_WORLD="4")),
     ("KT105", with_env(CPU, PET_NNODES="2"), "env.PET_NNODES", CPU),
+    ("KT105", with_env(P5, CUDA_VISIBLE_DEVICES="0"), "env.CUDA_VISIBLE_DEVICES",
+     with_env(CPU, CUDA_VISIBLE_DEVICES="")),
+    ("KT105", with_env(CPU, KUBETRAIN_RUN_CONFIG="/tmp/run.yaml"), "env.KUBETRAIN_RUN_CONFIG",
+     with_env(CPU, KUBETRAIN_NOTE="x")),
     ("KT106", with_env(P5, NCCL_ALGO="Ring"), "env.NCCL_ALGO", with_env(CPU, NCCL_ALGO="Ring")),
     ("KT106", with_env(P5, NCCL_SOCKET_IFNAME="eth0"), "env.NCCL_SOCKET_IFNAME",
      with_env(P5, NCCL_SOCKET_IFNAME="^lo,docker")),
@@ -66,6 +70,13 @@ CASES = [
     ("KT106", {**with_env(P5, NCCL_NET="Libfabric"), "nccl": {"aws_ofi_nccl": "1.11.0", "nccl": "2.21.5"}},
      "env.NCCL_NET", {**with_env(P5, NCCL_NET="AWS Libfabric"), "nccl": {"aws_ofi_nccl": "1.11.0", "nccl": "2.21.5"}}),
     ("KT107", {**P5, "resources": {**P5["resources"], "shm": "2000Gi"}}, "resources.shm", P5),
+    ("KT107", {**CPU, "volumes": [CKPT, {"name": "fast", "empty_dir": "memory", "size_limit": "3Gi",
+                                         "mount_path": "/fast"}]}, "volumes.1.size_limit",
+     {**CPU, "volumes": [CKPT, {"name": "fast", "empty_dir": "memory", "size_limit": "2Gi", "mount_path": "/fast"}]}),
+    ("KT108", {**run(CPU, data={"source": "tokens", "path": "/data/t.bin"}), "volumes": [
+        CKPT, {"name": "data", "empty_dir": "disk", "mount_path": "/data"}]}, "workload.run.data.path",
+     {**run(CPU, data={"source": "tokens", "path": "/data/t.bin"}), "volumes": [
+         CKPT, {"name": "data", "claim": "data", "mount_path": "/data"}]}),
     ("KT108", {**CPU, "volumes": []}, "workload.run.checkpoint.dir", CPU),
     ("KT108", {**CPU, "volumes": [{**CKPT, "read_only": True}]}, "workload.run.checkpoint.dir",
      # The deepest mount decides: a read-only /ckpt around a writable /ckpt/run is fine.
@@ -136,6 +147,11 @@ CASES = [
      command(["pretrain_gpt.py", "--tensor-model-parallel-size", "8"])),
     ("KT122", command(["pretrain_gpt.py", "--micro-batch-size", "3", "--global-batch-size", "500"]),
      "workload.command", command(["pretrain_gpt.py", "--micro-batch-size", "2", "--global-batch-size", "512"])),
+    ("KT143", run(CPU, metrics={"port": 23456}), "workload.run.metrics.port", run(CPU, metrics={"port": 23457})),
+    ("KT143", {**run(CPU, metrics={"port": 29500}), "target": TrainJob()}, "workload.run.metrics.port",
+     {**run(CPU, metrics={"port": 23456}), "target": TrainJob()}),
+    ("KT144", {**P5, "pod": {"node_selector": {"node.kubernetes.io/instance-type": "p4d.24xlarge"}}},
+     "pod.node_selector.node.kubernetes.io/instance-type", {**P5, "pod": {"node_selector": {"team": "llm"}}}),
     ("KT201", run(CPU, batch={"global_size": 5, "micro_size": 1}), "workload.run.batch.global_size", CPU),
     ("KT201", {**run(CPU, batch={"global_size": 16, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 4}},
      "workload.run.batch.global_size",
@@ -147,6 +163,9 @@ CASES = [
      run(CPU, checkpoint={"dir": "/ckpt/run", "interval": 5, "local_dir": "/var/local", "local_interval": 1})),
     ("KT108", run(CPU, metrics={"tensorboard_dir": "/var/tb"}), "workload.run.metrics.tensorboard_dir",
      run(CPU, metrics={"tensorboard_dir": "/ckpt/tb"})),
+    ("KT218", run(CPU, checkpoint={"dir": "/ckpt/run", "interval": 5, "local_dir": "/ckpt/local",
+                                   "local_interval": 1}), "workload.run.checkpoint.local_dir",
+     run(CPU, checkpoint={"dir": "/ckpt/run", "interval": 5, "local_dir": "/var/local", "local_interval": 1})),
 ]
 
 

@@ -107,6 +107,9 @@ ImageRef = Annotated[str, AfterValidator(_image)]
 def _absolute(path: str) -> str:
     if not PurePosixPath(path).is_absolute():
         raise rule_violation(INVALID_VALUE, f"{path!r} is not an absolute path", "start the path with '/'")
+    if any(part in (".", "..") for part in path.split("/")):
+        raise rule_violation(INVALID_VALUE, f"{path!r} has '.' or '..' segments",
+                             "write the path without them, as it resolves")
     return path
 
 

@@ -51,7 +51,8 @@ class NcclTestProps(StrictProps):
     nodes: int = Field(2, ge=2, le=1024, description="Workers, one per node; two already cross EFA.")
     collective: Literal["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf"] = Field(
         "all_reduce_perf", description="The nccl-tests binary.")
-    max_bytes: str = Field("16G", pattern=r"^[0-9]+[KMG]?$", description="Largest message (nccl-tests' -e).")
+    max_bytes: str = Field("16G", pattern=r"^([1-9][0-9]*[KMG]|[1-9][0-9]{1,})$",
+                           description="Largest message (nccl-tests' -e, at least the first size, 8 bytes).")
     binary_dir: str = Field("/opt/nccl-tests/build", pattern=r"^/", description="Where the image keeps the binaries.")
     shm: ByteQuantity = Field("8Gi", description="Memory-backed /dev/shm of each worker.")
 

@@ -30,13 +30,20 @@ CONFIG_HASH_ANNOTATION = "kubetrain.dev/config-sha256"
 ACCELERATOR_TAINTS = {"nvidia.com/gpu": "nvidia.com/gpu", "aws.amazon.com/neuron": "aws.amazon.com/neuron"}
 
 
-def container_env(job: JobSpec) -> dict[str, str]:
-    """Defaults first, the user's `env` last: a user's value always wins (the rules judge it)."""
+def launcher_env(job: JobSpec) -> dict[str, str]:
+    """What kubetrain's launcher sets and reads itself (the run config's path, the metrics' job label, torchrun's
+    rendezvous for the target): a job's own `env` must not change it (KT105)."""
     env: dict[str, str] = {}
     if job.trainer:
         env |= CONFIG_ENV | {"KUBETRAIN_JOB": job.props.name}  # the metrics' job label
     if job.launched_by_torchrun:
         env |= LAUNCH_ENV | job.props.target.launch_env(job)
+    return env
+
+
+def container_env(job: JobSpec) -> dict[str, str]:
+    """Defaults first, the user's `env` last: a user's value always wins where the rules allow it."""
+    env = launcher_env(job)
     if job.uses_gpus:
         # Triton's JIT cache on the node's disk (an emptyDir), not on shared storage or the image layer.
         env |= {"TRITON_CACHE_DIR": TRITON_CACHE_DIR} | NCCL_FAULT_ENV

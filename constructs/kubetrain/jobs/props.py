@@ -7,6 +7,7 @@ The job's launch target (PyTorchJob, ...) is an object too: see `kubetrain.targe
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Discriminator, Field, InstanceOf, Tag, field_validator, model_validator
@@ -66,6 +67,17 @@ class NodeResources(StrictProps):
 class _Volume(StrictProps):
     name: Dns1123Label = Field(..., description="Volume name inside the pod.")
     mount_path: AbsolutePath = Field(..., description="Where it appears in the pod.")
+
+    @field_validator("mount_path")
+    @classmethod
+    def _not_over_the_system(cls, value: str) -> str:
+        # runc refuses mounts on / and inside /proc and /sys; over /dev a volume hides the container's devices.
+        parts = PurePosixPath(value).parts
+        if len(parts) == 1 or parts[1] in ("proc", "sys", "dev"):
+            raise rule_violation(INVALID_VALUE, f"{value} is the container's root or a system folder: the container "
+                                 "runtime refuses to mount there", "mount the volume at a folder of its own, e.g. "
+                                 "/data")
+        return value
 
     # What the rules need to know about where the data lives.
     persistent: ClassVar[bool] = False  # survives the pod
@@ -186,6 +198,14 @@ class SecurityContext(StrictProps):
     run_as_group: int | None = Field(None, ge=0, le=2**31 - 1)
     fs_group: int | None = Field(None, ge=0, le=2**31 - 1, description="Group that owns mounted volumes' files.")
     run_as_non_root: bool | None = Field(None)
+
+    @model_validator(mode="after")
+    def _root_or_not(self) -> SecurityContext:
+        if self.run_as_non_root and self.run_as_user == 0:
+            raise rule_violation(INVALID_VALUE, "run_as_user 0 is root, and run_as_non_root forbids it: the kubelet "
+                                 "refuses to start the container", "give run_as_user a non-zero uid, or drop "
+                                 "run_as_non_root", field="run_as_user")
+        return self
 
 
 class PodSettings(StrictProps):

@@ -37,6 +37,13 @@ PLACEMENT_LEVEL = register(
 _SYSTEM_ATTRIBUTE = "_kubetrain_queue_system"
 
 
+OTHER_SCHEDULER = register(
+    "KT424", "error", "queued job names another scheduler than its queue's",
+    rationale="A Volcano queue admits a gang through its PodGroup and places it with the volcano scheduler; pods "
+              "that name another scheduler are placed one by one outside the gang, or never.",
+    fix="leave pod.scheduler_name unset (the queue sets it)", source=VOLCANO)
+
+
 class TopologyPlacement(StrictProps):
     """Where a job's pods must (required) or should (preferred) share one topology domain."""
 

@@ -22,12 +22,13 @@ from kubetrain.jobs.command_flags import (
     parallel_flags,
     starts_a_launcher,
 )
-from kubetrain.jobs.pod import container_resources, placement
-from kubetrain.jobs.props import ClaimVolume
+from kubetrain.jobs.pod import container_resources, launcher_env, placement
+from kubetrain.jobs.props import ClaimVolume, EmptyDirVolume
 from kubetrain.jobs.spec import LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
 from kubetrain.platform.efa import environment_problems
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, pool_placement_problems
+from kubetrain.platform.queues import OTHER_SCHEDULER
 from kubetrain.platform.security import Level, PodCheck, pod_security_problems
 from kubetrain.platform.storage import (
     Claim,
@@ -69,6 +70,8 @@ _CHECKS: list[tuple[Rule, Check]] = []
 TORCHRUN_ENV = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                 "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"}
 TORCHRUN_ENV_PREFIXES = ("PET_", "TORCHELASTIC_")
+# Set by the NVIDIA and Neuron device plugins to the devices the kubelet allocated to the container.
+DEVICE_PLUGIN_ENV = {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NEURON_RT_VISIBLE_CORES"}
 
 
 def job_rule(code: str, severity: Severity, title: str, *, rationale: str, fix: str, source: str,
@@ -116,6 +119,11 @@ def platform_problems(job: JobSpec) -> list[Problem]:
         problems += dataset_volume_problems(dataset.claim, f"volumes.{props.volumes.index(dataset)}")
     if props.queue is not None:
         problems += props.queue.placement_problems(props.placement)
+        scheduler = props.queue.scheduler_name
+        if scheduler is not None and props.pod.scheduler_name not in (None, scheduler):
+            problems.append(Problem(OTHER_SCHEDULER.code, "pod.scheduler_name", f"queue {props.queue.name} gangs its "
+                                    f"jobs through {scheduler}, and the pods name {props.pod.scheduler_name}",
+                                    OTHER_SCHEDULER.fix))
     elif props.placement is not None:
         problems.append(Problem("KT421", "placement", "topology placement needs a queue to honour it",
                                 "set queue= a Kueue LocalQueue whose flavors have a Topology, or drop placement"))
@@ -260,17 +268,25 @@ def efa_requested(job: JobSpec) -> Iterator[Violation]:
 
 # -- environment ----------------------------------------------------------------------------------
 
-@job_rule("KT105", "error", "environment variable owned by the operator or torchrun",
-          rationale="The operator sets these per pod and torchrun per rank; a value in the job definition is "
-                    "overwritten, or worse, wins and gives every pod the same rank.",
+@job_rule("KT105", "error", "environment variable owned by the operator, torchrun, the device plugin or kubetrain",
+          rationale="The operator sets these per pod, torchrun per rank, the device plugin per container (the "
+                    "devices it allocated) and kubetrain's launcher per job; a value in the job definition is "
+                    "overwritten, or worse, wins: every pod the same rank, ranks on devices they were not given, "
+                    "a launcher reading another run config.",
           fix="remove the variable", source=cite(PYTORCHJOB, TRAINER, TORCHRUN))
 def env_not_owned_by_launcher(job: JobSpec) -> Iterator[Violation]:
     owned = job.props.target.injected_env(job)
+    ours = launcher_env(job)
     for name in job.props.env:
         torchrun = job.launched_by_torchrun and (name in TORCHRUN_ENV or name.startswith(TORCHRUN_ENV_PREFIXES))
         if name in owned or torchrun:
             yield (f"env.{name}", "is set by the training operator or torchrun",
                    f"remove {name}: the launcher sets it per pod and per rank")
+        elif job.resources.accelerators and name in DEVICE_PLUGIN_ENV:
+            yield (f"env.{name}", "is set by the device plugin to the devices the container was given",
+                   f"remove {name}: each rank picks its device by LOCAL_RANK among the visible ones")
+        elif name in ours or (job.trainer and name == "NODE_NAME"):
+            yield (f"env.{name}", "is set by kubetrain's launcher for this job", f"remove {name}")
 
 
 @job_rule("KT117", "error", "Triton cache on shared storage",
@@ -316,6 +332,14 @@ def shm_within_memory(job: JobSpec) -> Iterator[Violation]:
     r = job.resources
     if parse_quantity(r.shm) >= parse_quantity(r.memory):
         yield ("resources.shm", f"/dev/shm of {r.shm} does not fit in memory {r.memory}")
+        return
+    in_memory = parse_quantity(r.shm)
+    for i, volume in enumerate(job.props.volumes):
+        if isinstance(volume, EmptyDirVolume) and volume.empty_dir == "memory" and volume.size_limit:
+            in_memory += parse_quantity(volume.size_limit)
+            if in_memory >= parse_quantity(r.memory):
+                yield (f"volumes.{i}.size_limit", f"memory-backed volumes ({volume.size_limit} here, with /dev/shm's "
+                       f"{r.shm}) do not fit in memory {r.memory}", "shrink the size limits, or request more memory")
 
 
 @job_rule("KT108", "error", "checkpoints or data not on a suitable volume",
@@ -338,7 +362,11 @@ def paths_on_volumes(job: JobSpec) -> Iterator[Violation]:
     if board and not getattr(job.volume_at(board), "persistent", False):
         yield ("workload.run.metrics.tensorboard_dir", f"{board} is not on a persistent volume: the event files "
                "would vanish with the pod", "mount a PersistentVolumeClaim there (volumes) or move the dir")
-    if job.trainer and job.trainer.run.data.source == "tokens" and job.volume_at(job.trainer.run.data.path) is None:
+    data = job.trainer.run.data.path if job.trainer and job.trainer.run.data.source == "tokens" else None
+    if data and isinstance(job.volume_at(data), EmptyDirVolume):
+        yield ("workload.run.data.path", f"{data} is on emptyDir {job.volume_at(data).name}, which every pod starts "
+               "with empty", "mount the claim that holds the token file (volumes)")
+    elif job.trainer and job.trainer.run.data.source == "tokens" and job.volume_at(job.trainer.run.data.path) is None:
         yield ("workload.run.data.path", f"{job.trainer.run.data.path} is not on a mounted volume",
                "mount the volume holding the token file (volumes)")
 
@@ -609,3 +637,47 @@ def local_tier_more_often(job: JobSpec) -> Iterator[Violation]:
             and checkpoint.local_interval >= checkpoint.interval:
         yield ("workload.run.checkpoint.local_interval", f"local_interval {checkpoint.local_interval} is not below "
                f"interval {checkpoint.interval}")
+
+
+
+@job_rule("KT218", "error", "fast checkpoint tier on shared storage",
+          rationale="The local tier is each rank's own state, saved often without fsync because the node's disk "
+                    "only has to outlive the process; on a shared volume those saves cost network bandwidth every "
+                    "few steps, and a pod rescheduled to another node would resume from a rank folder written "
+                    "without the guarantees of the durable tier.",
+          fix="point checkpoint.local_dir at a node-local path (kubetrain mounts an emptyDir there when no volume "
+              "holds it)", source="README.md (Resilience)")
+def local_tier_on_node(job: JobSpec) -> Iterator[Violation]:
+    local = job.trainer.run.checkpoint.local_dir if job.trainer else None
+    volume = job.volume_at(local) if local else None
+    if volume is not None and volume.shared:
+        yield ("workload.run.checkpoint.local_dir", f"{local} is on shared volume {volume.name}")
+
+
+@job_rule("KT143", "error", "metrics ports include the rendezvous port",
+          rationale="Every rank serves Prometheus on metrics.port + its local rank; the first pod's torchrun "
+                    "listens for its peers on the target's rendezvous port. In one pod both cannot bind it: the "
+                    "rendezvous or the metrics endpoint fails at start.",
+          fix="move metrics.port so that port .. port + procs_per_node - 1 leaves the rendezvous port free",
+          source=cite(TORCHRUN, "training/telemetry.py"))
+def metrics_ports_free(job: JobSpec) -> Iterator[Violation]:
+    port = job.trainer.run.metrics.port if job.trainer else 0
+    rendezvous = job.props.target.rendezvous_port(job)
+    if port and port <= rendezvous < port + job.props.procs_per_node:
+        yield ("workload.run.metrics.port", f"ports {port}-{port + job.props.procs_per_node - 1} include "
+               f"{job.props.target.name}'s rendezvous port {rendezvous}")
+
+
+@job_rule("KT144", "error", "node selector contradicts the pool or instance type",
+          rationale="The pod's node selector must match a node of the job's pool (or instance type); a key the pool "
+                    "sets with another value leaves the pod Pending, and Karpenter creates no node for it.",
+          fix="drop the key from pod.node_selector (the pool or instance type sets it)",
+          source=cite("https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/", KARPENTER_TYPES))
+def node_selector_agrees(job: JobSpec) -> Iterator[Violation]:
+    props = job.props
+    base = props.pool.node_selector() if props.pool is not None else (
+        {"node.kubernetes.io/instance-type": props.instance_type} if props.instance_type else {})
+    for key, value in props.pod.node_selector.items():
+        if key in base and base[key] != value:
+            yield (f"pod.node_selector.{key}", f"{key}={value} contradicts {base[key]} of the job's "
+                   f"{'pool' if props.pool is not None else 'instance type'}")

@@ -73,6 +73,10 @@ class Target(ReportedLater, ABC):
     def rendezvous_args(self, job: JobSpec) -> list[str]:
         """torchrun flags that find the peers under this operator (beyond those it reads from PET_*)."""
 
+    @abstractmethod
+    def rendezvous_port(self, job: JobSpec) -> int:
+        """The port the first pod's torchrun listens on for its peers (the rendezvous endpoint)."""
+
     def launch_env(self, job: JobSpec) -> dict[str, str]:
         """Variables the target itself must set for torchrun (for operators that set none)."""
         return {}

@@ -42,6 +42,9 @@ class IndexedJob(Target):
         return {"PET_NNODES": str(job.props.nodes), "PET_NPROC_PER_NODE": str(job.props.procs_per_node),
                 "PET_RDZV_ENDPOINT": f"{job.name}-0.{job.name}:{RENDEZVOUS_PORT}"}
 
+    def rendezvous_port(self, job: JobSpec) -> int:
+        return RENDEZVOUS_PORT
+
     def rendezvous_args(self, job: JobSpec) -> list[str]:
         return []  # all from the PET_* variables of launch_env
 

@@ -45,6 +45,9 @@ class PyTorchJob(Target):
                 "PET_MASTER_PORT", "PET_NODE_RANK", "PET_NNODES", "PET_NPROC_PER_NODE", "PET_RDZV_ENDPOINT",
                 "PET_RDZV_BACKEND", "PET_MAX_RESTARTS"}
 
+    def rendezvous_port(self, job: JobSpec) -> int:
+        return MASTER_PORT  # the master's (or, elastic, the first worker's) PET_*_PORT
+
     def rendezvous_args(self, job: JobSpec) -> list[str]:
         if job.props.elastic:
             # PET_RDZV_ENDPOINT and PET_NNODES=min:max come from the operator; nproc does not.

@@ -51,6 +51,9 @@ class TrainJob(Target):
     def injected_env(self, job: JobSpec) -> set[str]:
         return set(INJECTED)
 
+    def rendezvous_port(self, job: JobSpec) -> int:
+        return MASTER_PORT
+
     def rendezvous_args(self, job: JobSpec) -> list[str]:
         # PET_NNODES and PET_NPROC_PER_NODE are torchrun's defaults; node 0 hosts the rendezvous.
         return ["--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)"]
