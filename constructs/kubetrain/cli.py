@@ -232,7 +232,10 @@ def cdk8s(ctx: typer.Context) -> None:
     node = wheel_node()
     # The CLI runs cdk8s.yaml's `python -m apps` through a shell: this interpreter and this node come first.
     path = os.pathsep.join([str(Path(sys.executable).parent), str(Path(node).parent), os.environ.get("PATH", "")])
-    raise typer.Exit(subprocess.call([node, str(cli), *ctx.args], env={**os.environ, "PATH": path}))
+    # The CLI's upgrade check asks the npm registry on every run and prints a stack trace where it cannot reach it
+    # (CI, air-gapped machines); the version is pinned by package-lock.json anyway.
+    env = {"CDK8S_CHECK_UPGRADE": "false", **os.environ, "PATH": path}
+    raise typer.Exit(subprocess.call([node, str(cli), *ctx.args], env=env))
 
 
 def main() -> None:
