@@ -22,6 +22,7 @@ import cdk8s
 from kubetrain.output.emit import dump_manifest
 from kubetrain.output.progress import Progress, phase
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
+from kubetrain.rules.registry import get as rule_named
 from kubetrain.rules.registry import register
 from training.problems import ConfigError, Problem
 
@@ -70,11 +71,12 @@ def render(app: cdk8s.App) -> dict[Path, str]:
 
 
 def check_objects(objects: dict[Path, dict[str, Any]], progress: Callable[[int], None] | None = None) -> None:
-    """Validate the rendered objects in memory exactly as `kubetrain validate` validates files (KT602)."""
+    """Validate the rendered objects in memory exactly as `kubetrain validate` validates files (KT602, and
+    KT604 for the CRDs' CEL rules)."""
     manifests = [Manifest(str(path), obj, Path("/", *path.parts[:-1])) for path, obj in objects.items()]
     findings = validate_objects(manifests, Schemas(), progress=progress)
     if findings:
-        raise ConfigError("synth", [Problem(INVALID_OBJECT.code, "", finding.format(), INVALID_OBJECT.fix)
+        raise ConfigError("synth", [Problem(finding.code, "", finding.format(), rule_named(finding.code).fix)
                                     for finding in findings])
 
 

@@ -30,6 +30,7 @@ import yaml_rs
 from kubernetes_validate.utils import all_versions
 from referencing import Registry, Resource
 
+from kubetrain.output.cel_rules import RULE_FAILED, RulePlan
 from kubetrain.output.progress import Advance, Progress, phase
 from kubetrain.output.schemas import crd_schemas, shipped_schemas
 from training.config import StrictYamlLoader
@@ -59,6 +60,7 @@ class Finding:
     object: str
     path: str
     message: str
+    code: str = "KT602"  # the rule synth reports it under: schema findings are KT602, CEL rules KT604
 
     def format(self) -> str:
         return f"{self.file}: {self.object}: {self.path or '(object)'}: {self.message}"
@@ -118,8 +120,11 @@ class _Validator:
 
     schema: dict[str, Any]
     schema_version: str
+    custom: bool = False  # a CRD's schema, whose x-kubernetes-validations rules are evaluated too
     fast: Any = field(init=False)
     _slow: jsonschema.Validator | None = field(default=None, init=False)
+    _rules: RulePlan | None = field(default=None, init=False)
+    _rules_built: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.fast = jsonschema_rs.Draft202012Validator(self.schema, registry=_registries(self.schema_version)[1])
@@ -131,6 +136,18 @@ class _Validator:
             self._slow = jsonschema.Draft202012Validator(self.schema, registry=_registries(self.schema_version)[0])
         found = sorted(self._slow.iter_errors(body), key=lambda e: list(map(str, e.absolute_path)))
         return [(_field_path(e.absolute_path), e.message) for e in found] or [("", "invalid")]
+
+    def rule_failures(self, body: Any, schema_valid: bool) -> list[tuple[str, str]]:
+        """(path, message) for each CEL rule `body` fails; rules are compiled on the kind's first object.
+        Like the API server, rules are not evaluated on an object the schema already refuses."""
+        if not self._rules_built:
+            self._rules, self._rules_built = (RulePlan.build(self.schema) if self.custom else None), True
+        if self._rules is None:
+            return []
+        if not schema_valid:
+            return [("", "some validation rules were not checked because the object was invalid; correct the "
+                         "existing errors to complete validation")]
+        return self._rules.failures(body)
 
 
 class Schemas:
@@ -161,7 +178,7 @@ class Schemas:
             schema = json.loads(custom.read_text()) if isinstance(custom, Path) else json.loads(json.dumps(custom))
             # The CRD says only `metadata: {type: object}`; check it as the API server does.
             schema.setdefault("properties", {})["metadata"] = _OBJECT_META
-            return _Validator(schema, schema_version)
+            return _Validator(schema, schema_version, custom=True)
         folder = _definitions(schema_version)[0]
         # kubernetes-validate's file naming: rbac.authorization.k8s.io/v1 -> rbac-v1, v1 -> v1
         group, _, version = api_version.rpartition("/")
@@ -317,8 +334,11 @@ def _validate_one(m: Manifest, schemas: Schemas, kubernetes_version: str) -> Ite
         yield Finding(m.file, m.label, "", f"unknown kind {api_version} {kind}: not in Kubernetes "
                       f"{kubernetes_version}, kubetrain's shipped schemas{folders}; pass --crds with its CRD")
         return
-    for path, message in validator.errors(body):
+    errors = validator.errors(body)
+    for path, message in errors:
         yield Finding(m.file, m.label, path, message)
+    for path, message in validator.rule_failures(body, schema_valid=not errors):
+        yield Finding(m.file, m.label, path, message, RULE_FAILED.code)
     name = (body.get("metadata") or {}).get("name") if isinstance(body.get("metadata"), dict) else None
     if isinstance(name, str):
         problem = _name_problem(kind, name)
