@@ -50,6 +50,14 @@ RULE_FAILED = register(
            "kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/"
            "#validation-rules); k8s.io/apiextensions-apiserver pkg/apiserver/schema/cel/validation.go")
 
+RULES_NOT_CHECKED = register(
+    "KT606", "error", "CEL rules not checked: the object fails its schema",
+    rationale="Like the API server, kubetrain evaluates a CRD's x-kubernetes-validations rules only on an object "
+              "that passes the CRD's schema (a rule on a misspelt or mistyped field would only add noise); the "
+              "object is refused either way, and more problems may show once the schema's are fixed.",
+    fix="fix the schema problems reported for the same object; the rules are checked on the next run",
+    source="k8s.io/apiextensions-apiserver pkg/registry/customresource/strategy.go (CEL after schema validation)")
+
 _ABSENT = object()
 _RESERVED = frozenset({"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
                        "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"})

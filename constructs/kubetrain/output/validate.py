@@ -30,7 +30,7 @@ import yaml_rs
 from kubernetes_validate.utils import all_versions
 from referencing import Registry, Resource
 
-from kubetrain.output.cel_rules import RULE_FAILED, RulePlan
+from kubetrain.output.cel_rules import RULE_FAILED, RULES_NOT_CHECKED, RulePlan
 from kubetrain.output.progress import Advance, Progress, phase
 from kubetrain.output.schemas import crd_schemas, shipped_schemas
 from training.config import StrictYamlLoader
@@ -137,17 +137,17 @@ class _Validator:
         found = sorted(self._slow.iter_errors(body), key=lambda e: list(map(str, e.absolute_path)))
         return [(_field_path(e.absolute_path), e.message) for e in found] or [("", "invalid")]
 
-    def rule_failures(self, body: Any, schema_valid: bool) -> list[tuple[str, str]]:
-        """(path, message) for each CEL rule `body` fails; rules are compiled on the kind's first object.
-        Like the API server, rules are not evaluated on an object the schema already refuses."""
+    def rule_failures(self, body: Any, schema_valid: bool) -> list[tuple[str, str, str]]:
+        """(path, message, code) for each CEL rule `body` fails; rules are compiled on the kind's first object.
+        Like the API server, rules are not evaluated on an object the schema already refuses (KT606)."""
         if not self._rules_built:
             self._rules, self._rules_built = (RulePlan.build(self.schema) if self.custom else None), True
         if self._rules is None:
             return []
         if not schema_valid:
             return [("", "some validation rules were not checked because the object was invalid; correct the "
-                         "existing errors to complete validation")]
-        return self._rules.failures(body)
+                         "existing errors to complete validation", RULES_NOT_CHECKED.code)]
+        return [(path, message, RULE_FAILED.code) for path, message in self._rules.failures(body)]
 
 
 class Schemas:
@@ -332,13 +332,14 @@ def _validate_one(m: Manifest, schemas: Schemas, kubernetes_version: str) -> Ite
     if validator is None:
         folders = f" or the CRDs in {', '.join(map(str, schemas.crd_folders))}" if schemas.crd_folders else ""
         yield Finding(m.file, m.label, "", f"unknown kind {api_version} {kind}: not in Kubernetes "
-                      f"{kubernetes_version}, kubetrain's shipped schemas{folders}; pass --crds with its CRD")
+                      f"{kubernetes_version}, kubetrain's shipped schemas{folders}; add the folder of its CRD: "
+                      "`--crds DIR` (kubetrain synth and validate) or `kubetrain.add_crds(app, DIR)` in the fleet")
         return
     errors = validator.errors(body)
     for path, message in errors:
         yield Finding(m.file, m.label, path, message)
-    for path, message in validator.rule_failures(body, schema_valid=not errors):
-        yield Finding(m.file, m.label, path, message, RULE_FAILED.code)
+    for path, message, code in validator.rule_failures(body, schema_valid=not errors):
+        yield Finding(m.file, m.label, path, message, code)
     name = (body.get("metadata") or {}).get("name") if isinstance(body.get("metadata"), dict) else None
     if isinstance(name, str):
         problem = _name_problem(kind, name)
