@@ -136,6 +136,52 @@ def test_rules_are_not_evaluated_on_an_object_the_schema_refuses():
     assert "some validation rules were not checked because the object was invalid" in found[-1][1]
 
 
+# -- the same rules at the constructs' inputs, with the user's field path ----------------------------------
+
+def _pool_problems(**changes: Any) -> list[str]:
+    from kubetrain import App, Cluster, CpuNodePool
+
+    from training.problems import ConfigError
+
+    cluster = Cluster(App(), "prod", kubernetes_version="1.33", namespaces=["ml"])
+    props = {"instance_types": ["m7i.4xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc"],
+             "security_group_ids": ["sg-0abc"], "role": "KarpenterNodeRole-prod", "max_nodes": 2, **changes}
+    try:
+        CpuNodePool(cluster, "cpu", props)
+    except ConfigError as error:
+        return error.lines()
+    return []
+
+
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({"role": ""}, "prod/cpu: role: role cannot be empty"),
+    ({"ami_alias": "al2023"}, "prod/cpu: ami_alias: 'al2023' is not in the format 'family@version'"),
+    ({"ami_alias": "ubuntu@latest"}, "prod/cpu: ami_alias: AMI family 'ubuntu' has no Karpenter alias"),
+    ({"ami_alias": "windows2022@v1"}, "prod/cpu: ami_alias: 'windows2022@v1': Windows aliases may only specify "
+                                      "version 'latest'"),
+])
+def test_node_pool_inputs_refuse_what_the_ec2nodeclass_rules_refuse(changes, expected):
+    (line,) = _pool_problems(**changes)
+    assert line.startswith(expected) and "[KT003] fix: " in line
+    assert _pool_problems(ami_alias="bottlerocket@v1.40.0") == []
+
+
+@pytest.mark.parametrize(("levels", "expected"), [
+    (["a", "b", "a"], "prod/t: levels.2: 'a' is already level 0: Kueue requires unique levels"),
+    (["kubernetes.io/hostname", "a"], "prod/t: levels.0: kubernetes.io/hostname can only be the lowest (last) level"),
+])
+def test_topology_levels_are_refused_at_the_input(levels, expected):
+    from kubetrain import App, Cluster, Topology
+
+    from training.problems import ConfigError
+
+    cluster = Cluster(App(), "prod", kubernetes_version="1.33", namespaces=["ml"])
+    with pytest.raises(ConfigError) as raised:
+        Topology(cluster, "t", levels=levels)
+    (line,) = raised.value.lines()
+    assert line.startswith(expected) and "[KT003]" in line
+
+
 # -- create semantics --------------------------------------------------------------------------------------
 
 def test_transition_rules_are_skipped_on_create_unless_old_self_is_optional():
