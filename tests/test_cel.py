@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT, dist_file
-
 from kubetrain.output.cel_rules import RulePlan, uses_old_self
 from kubetrain.output.schemas import PROVENANCE, SHIPPED
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
@@ -85,8 +84,9 @@ def test_every_object_of_the_example_fleet_passes_every_rule():
 def test_ec2nodeclass_alias_needs_family_at_version():
     node_class = shipped("EC2NodeClass")
     node_class["spec"]["amiSelectorTerms"] = [{"alias": "al2023"}]
-    assert ("spec.amiSelectorTerms[0].alias", "'alias' is improperly formatted, must match the format "
-            "'family@version' (rule: self.matches('^[a-zA-Z0-9]+@.+$'))", "KT604") in findings(node_class)
+    message = ("'alias' is improperly formatted, must match the format 'family@version' "
+               "(rule: self.matches('^[a-zA-Z0-9]+@.+$'))")
+    assert ("spec.amiSelectorTerms[0].alias", message, "KT604") in findings(node_class)
     node_class["spec"]["amiSelectorTerms"] = [{"alias": "ubuntu@latest"}]
     assert [f[0] for f in findings(node_class)] == ["spec.amiSelectorTerms[0].alias"]
 
@@ -157,8 +157,8 @@ def _pool_problems(**changes: Any) -> list[str]:
     ({"role": ""}, "prod/cpu: role: role cannot be empty"),
     ({"ami_alias": "al2023"}, "prod/cpu: ami_alias: 'al2023' is not in the format 'family@version'"),
     ({"ami_alias": "ubuntu@latest"}, "prod/cpu: ami_alias: AMI family 'ubuntu' has no Karpenter alias"),
-    ({"ami_alias": "windows2022@v1"}, "prod/cpu: ami_alias: 'windows2022@v1': Windows aliases may only specify "
-                                      "version 'latest'"),
+    ({"ami_alias": "windows2022@v1"}, ("prod/cpu: ami_alias: 'windows2022@v1': Windows aliases may only specify "
+                                       "version 'latest'")),
 ])
 def test_node_pool_inputs_refuse_what_the_ec2nodeclass_rules_refuse(changes, expected):
     (line,) = _pool_problems(**changes)
@@ -308,7 +308,6 @@ def test_kubernetes_cel_library(expression):
                                         "quantity('1e40').asInteger()", "[9223372036854775807, 1].sum()"])
 def test_kubernetes_cel_library_errors_are_errors(expression):
     from cel_expr_python import cel
-
     from kubetrain.output.cel_library import environment
 
     assert environment().compile(expression).eval().type() == cel.Type.ERROR
@@ -327,7 +326,6 @@ def prometheus_rule(**changes: Any) -> dict[str, Any]:
 
 def _app_with(raw: dict[str, Any]):
     import cdk8s
-
     from kubetrain import App, Cluster
 
     app = App()

@@ -93,13 +93,36 @@ def _type(schema: dict[str, Any]) -> str | None:
 
 # -- values as CEL sees them -------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class _Shape:
+    """What converting an object node needs, worked out once per schema node: its properties, the CEL
+    names each is reached by, and the properties with defaults."""
+
+    properties: dict[str, Any]
+    keys: dict[str, tuple[str, ...]]
+    defaults: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, schema: dict[str, Any]) -> _Shape:
+        properties = schema.get("properties") or {}
+        keys = {}
+        for name in properties:
+            escaped = escape(name)
+            # Kubernetes also accepts `self.namespace` for `self.__namespace__`; an unescapable name is hidden.
+            keys[name] = () if escaped is None else (escaped, name) if name in _RESERVED else (escaped,)
+        defaults = tuple((name, sub) for name, sub in properties.items() if isinstance(sub, dict) and "default" in sub)
+        return cls(properties, keys, defaults)
+
+
 class _Converter:
     """Turns an object's value at a schema node into the value a rule sees (defaults applied, names escaped,
-    numbers and formats typed). Built once per schema node; a node whose values need no change (no defaults,
-    no escapes, no doubles or formats below it) hands its values over as they are."""
+    numbers and formats typed). What a node needs is worked out once; a node whose values need no change
+    (no defaults, no escapes, no doubles or formats below it) hands its values over as they are, and an
+    object is converted key by key of the value, not of its (often much larger) schema."""
 
     def __init__(self) -> None:
         self._plain: dict[int, bool] = {}
+        self._shapes: dict[int, _Shape] = {}
 
     def plain(self, schema: Any) -> bool:
         key = id(schema)
@@ -146,21 +169,26 @@ class _Converter:
         additional = schema.get("additionalProperties")
         if isinstance(additional, dict):
             return {key: self.convert(additional, item) for key, item in value.items()}
-        properties = schema.get("properties") or {}
+        shape = self._shapes.get(id(schema))
+        if shape is None:
+            shape = self._shapes[id(schema)] = _Shape.of(schema)
         out: dict[str, Any] = {}
-        for name, sub in properties.items():
-            item = defaulted(sub, value.get(name, _ABSENT))
-            if item is _ABSENT:
-                continue
+        for name, item in value.items():
+            sub = shape.properties.get(name)
+            if sub is None:
+                continue  # undeclared: pruned by the API server (and refused by the schema check)
+            item = defaulted(sub, item)
             if resource and name == "metadata" and isinstance(item, dict):
                 item = {k: item[k] for k in ("name", "generateName") if isinstance(item.get(k), str)}
-            else:
+            elif item is not None:
                 item = self.convert(sub, item)
-            key = escape(name)
-            if key is not None:
+            for key in shape.keys[name]:
                 out[key] = item
-                if name in _RESERVED:
-                    out[name] = item  # Kubernetes also accepts `self.namespace` for `self.__namespace__`
+        for name, sub in shape.defaults:
+            if name not in value:
+                item = self.convert(sub, defaulted(sub, _ABSENT))
+                for key in shape.keys[name]:
+                    out[key] = item
         if resource:
             for name in ("apiVersion", "kind"):
                 if isinstance(value.get(name), str):

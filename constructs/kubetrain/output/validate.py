@@ -114,6 +114,10 @@ def _registries(schema_version: str) -> tuple[Registry, jsonschema_rs.Registry]:
             jsonschema_rs.Registry([(_DEFINITIONS_ID, definitions)]))
 
 
+NOT_CHECKED = ("some validation rules were not checked because the object was invalid; correct the existing "
+               "errors to complete validation")  # the API server's words
+
+
 @dataclass
 class _Validator:
     """A compiled validator for one kind, with `jsonschema` kept for the messages of failing objects."""
@@ -145,8 +149,7 @@ class _Validator:
         if self._rules is None:
             return []
         if not schema_valid:
-            return [("", "some validation rules were not checked because the object was invalid; correct the "
-                         "existing errors to complete validation", RULES_NOT_CHECKED.code)]
+            return [("", NOT_CHECKED, RULES_NOT_CHECKED.code)]
         return [(path, message, RULE_FAILED.code) for path, message in self._rules.failures(body)]
 
 
@@ -295,9 +298,13 @@ def validate_objects(manifests: list[Manifest], schemas: Schemas, kubernetes_ver
     folder's namespaces), else `kubernetes_version`, else the newest supported."""
     versions = {} if kubernetes_version else _cluster_versions(manifests)
     default = kubernetes_version or supported_kubernetes_versions()[-1]
+    by_folder: dict[Path | None, str] = {}  # a folder's objects share its version: look it up once
     findings: list[Finding] = []
     for i, m in enumerate(manifests, 1):
-        findings.extend(_validate_one(m, schemas, _version_for(m, versions, default)))
+        version = by_folder.get(m.folder)
+        if version is None:
+            version = by_folder[m.folder] = _version_for(m, versions, default)
+        findings.extend(_validate_one(m, schemas, version))
         if progress and i % 256 == 0:
             progress(256)
     return findings
