@@ -399,3 +399,16 @@ def test_synth_crds_option(tmp_path):
     assert passed.returncode == 0, passed.stderr
     checked = kubetrain("validate", str(project / "dist"), "--crds", str(FIXTURE_CRDS))
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_every_option_output_names_exists():
+    """The fixes and messages in output/ name only command-line options the commands have."""
+    import re
+
+    from conftest import kubetrain
+
+    named = set()
+    for source in (ROOT / "constructs" / "kubetrain" / "output").glob("*.py"):
+        named |= set(re.findall(r"`?(--[a-z][a-z-]+)", source.read_text()))
+    helps = kubetrain("synth", "--help").stdout + kubetrain("validate", "--help").stdout
+    assert named and all(option in helps for option in named), sorted(o for o in named if o not in helps)

@@ -385,7 +385,11 @@ class RulePlan:
             if rule.program is None:
                 yield path, f"rule compile error: {rule.error}"
                 continue
-            result = rule.program.eval(activation)
+            try:
+                result = rule.program.eval(activation)
+            except RuntimeError as error:  # the runtime's own failure (an unsupported value or type)
+                yield path, _evaluation_error(str(error), rule)
+                continue
             kind = result.type()
             if kind == cel.Type.BOOL and result.value() is True:
                 continue
@@ -399,8 +403,11 @@ class RulePlan:
     @staticmethod
     def _message(rule: _Rule, activation: Any) -> str:
         if rule.message_program is not None:
-            result = rule.message_program.eval(activation)
-            if result.type() == cel.Type.STRING:
+            try:
+                result = rule.message_program.eval(activation)
+            except RuntimeError:
+                result = None  # as when it evaluates to an error: the static message stands in
+            if result is not None and result.type() == cel.Type.STRING:
                 text = result.value().strip()
                 if text and "\n" not in text and len(text.encode()) <= _MAX_MESSAGE_BYTES:
                     return text
