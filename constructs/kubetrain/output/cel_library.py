@@ -115,10 +115,44 @@ def _intersects(a: list, b: list) -> bool:
 
 # -- regex (kubernetes.regex) ------------------------------------------------------------------------------
 
+_POSIX_CLASSES = {"alnum": "0-9A-Za-z", "alpha": "A-Za-z", "ascii": "\\x00-\\x7f", "blank": "\\t ",
+                  "cntrl": "\\x00-\\x1f\\x7f", "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~",
+                  "punct": "!-/:-@[-`{-~", "space": "\\t\\n\\v\\f\\r ", "upper": "A-Z", "word": "0-9A-Za-z_",
+                  "xdigit": "0-9A-Fa-f"}
+_POSIX_CLASS = re.compile(r"\[:([a-z]+):\]")
+
+
 @cache
 def _regex(pattern: str) -> re.Pattern:
-    # Go's RE2 and Python's re agree on the syntax rules use; RE2-only escapes fail to compile, as an error.
-    return re.compile(pattern)
+    """An RE2 pattern (Go's and the CEL runtime's syntax) as Python reads it the same way: `$` and `\\z` end
+    the text (Python's `$` also matches before a final newline), and POSIX classes (`[[:alpha:]]`) are
+    spelt out. Compiled once: the runtime's own `matches` compiles its pattern on every call."""
+    multiline = re.match(r"\(\?[a-zA-Z]*m", pattern) is not None
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append("\\Z" if pattern[i + 1:i + 2] == "z" else pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            posix = _POSIX_CLASS.match(pattern, i)
+            if posix and posix.group(1) in _POSIX_CLASSES:
+                out.append(_POSIX_CLASSES[posix.group(1)])
+                i = posix.end()
+                continue
+            in_class = c != "]" or pattern[i - 1] == "[" or pattern[i - 2:i] == "[^"
+        elif c == "[":
+            in_class = True
+        elif c == "$" and not multiline:
+            c = "\\Z"
+        out.append(c)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _matches(text: str, pattern: str) -> bool:
+    return _regex(pattern).search(text) is not None
 
 
 def _find(text: str, pattern: str) -> str:
@@ -425,7 +459,9 @@ def _functions() -> list[cel.FunctionDecl]:
         "sets.contains": [_overload("sets_contains", B, [L, L], _contains)],
         "sets.equivalent": [_overload("sets_equivalent", B, [L, L], lambda a, b: _contains(a, b) and _contains(b, a))],
         "sets.intersects": [_overload("sets_intersects", B, [L, L], _intersects)],
-        # regex
+        # regex: `matches` is the standard one, compiled once (rules call it as written; see cel_rules)
+        "matchesRegex": [_overload("string_matches_regex", B, [S, S], _matches, True),
+                         _overload("matches_regex_string", B, [S, S], _matches)],
         "find": [_overload("string_find", S, [S, S], _find, True)],
         "findAll": [_overload("string_find_all", T.List(S), [S, S], _find_all, True),
                     _overload("string_find_all_n", T.List(S), [S, S, I], _find_all, True)],
