@@ -3,8 +3,10 @@
 Built-in kinds are checked against the Kubernetes OpenAPI schemas that `kubernetes-validate`
 ships (its strict variant: unknown fields are errors). Custom resources are checked against the
 strict schemas kubetrain ships (generated from the operators' CRDs, see schemas.py), or against
-the CRDs of a `--crds` folder, which add kinds or override shipped ones. `metadata.name` is checked
-against the name format the kind needs.
+the CRDs of a `--crds` folder, which add kinds or override shipped ones; a custom resource that
+passes its schema is then checked against the schema's `x-kubernetes-validations` (CEL) rules, as the
+API server checks them on create (cel_rules.py). `metadata.name` is checked against the name format
+the kind needs.
 
 Speed: every schema is compiled once per (Kubernetes version, kind) by jsonschema-rs, which checks
 an object in microseconds; only an object that fails is checked again with `jsonschema`, whose
