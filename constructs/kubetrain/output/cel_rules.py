@@ -89,8 +89,9 @@ def _code(rule: str, change: re.Pattern, into: str) -> str:
 
 
 def runnable(rule: str) -> str:
-    """The rule as kubetrain compiles it: `matches` becomes `matchesRegex`, the same RE2 match with the
-    pattern compiled once (the runtime's `matches` compiles it on every call, ~20 µs)."""
+    """The rule as kubetrain compiles it: `matches` becomes `matchesRegex`, the same match (the RE2 pattern
+    read as RE2 reads it) with the pattern compiled once; the runtime's `matches` compiles it on every
+    call (~20 µs). Messages still show the rule as its CRD writes it."""
     return _code(rule, _MATCHES_CALL, r"matchesRegex\1")
 
 
