@@ -9,7 +9,7 @@ letting it be capped or rounded behind the user's back.
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from typing import Annotated
 
 from pydantic import AfterValidator
@@ -29,22 +29,27 @@ MAX_QUANTITY = Decimal(2**63 - 1)
 EXAMPLES = "examples: 500m, 4, 16Gi"
 
 
+# Exact arithmetic: a quantity keeps every digit, whatever its exponent (the API server's inf.Dec does too).
+EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
+def exact_quantity(text: str) -> Decimal:
+    """The exact value of a quantity in the API server's grammar, of any sign and size (as
+    `resource.ParseQuantity` reads it); ValueError when it does not parse."""
+    match = _QUANTITY.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a Kubernetes quantity ({EXAMPLES})")
+    number = Decimal(match.group("number"))
+    suffix = match.group("suffix") or ""
+    if suffix[:1] in ("e", "E"):
+        return number.scaleb(int(suffix[1:]), EXACT)
+    return EXACT.multiply(number, _SUFFIXES[suffix])
+
+
 def parse_quantity(text: str | int | float) -> Decimal:
     """The quantity's value in base units (cores, bytes); ValueError when it is not a quantity
     the API server can hold."""
-    match = _QUANTITY.match(str(text).strip())
-    if not match:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity ({EXAMPLES})")
-    try:
-        number = Decimal(match.group("number"))
-    except InvalidOperation:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity ({EXAMPLES})") from None
-    suffix = match.group("suffix") or ""
-    scale = Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _SUFFIXES[suffix]
-    # Bound the magnitude before multiplying, so "1e9999" never reaches Decimal's overflow trap.
-    if number and number.adjusted() + scale.adjusted() > 19:
-        raise ValueError(f"{text!r} is larger than the API server can hold (2^63-1)")
-    value = number * scale
+    value = exact_quantity(str(text).strip())
     if value < 0:
         raise ValueError(f"{text!r} is negative")
     if value > MAX_QUANTITY:

@@ -64,6 +64,9 @@ def _region(value: str) -> str:
 
 
 def _role_name(value: str) -> str:
+    if not value:  # EC2NodeClass's CEL rule on spec.role: `self != ''`
+        raise rule_violation(INVALID_VALUE, "role cannot be empty (Karpenter's EC2NodeClass refuses it)",
+                             "name the nodes' IAM role, e.g. KarpenterNodeRole-prod")
     if value.startswith("arn:"):
         raise rule_violation(INVALID_VALUE, f"{value!r} is a role ARN; Karpenter's EC2NodeClass takes the role's "
                              "name", f"use the part after 'role/': {value.rpartition('/')[2]!r}")

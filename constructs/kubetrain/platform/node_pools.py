@@ -17,11 +17,12 @@ Interface for jobs (read-only): `name`, `instance_type` / `instance_types`, `zon
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from kubetrain.cluster import Cluster
 from kubetrain.names import Dns1123Label
@@ -92,6 +93,10 @@ CAPACITY_RESERVATION = register(
     source=KARPENTER_NODECLASS)
 
 
+# Karpenter's EC2NodeClass CEL rules on amiSelectorTerms[].alias (karpenter.k8s.aws_ec2nodeclasses.yaml, v1.9).
+AMI_ALIAS_FAMILIES = ("al2", "al2023", "bottlerocket", "windows2019", "windows2022", "windows2025")
+
+
 class NodePoolProps(StrictProps):
     """What every pool has. Defaults are documented beside each field."""
 
@@ -123,6 +128,23 @@ class NodePoolProps(StrictProps):
     expire_after: str = Field("720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                               description="Node lifetime (Karpenter's default 720h). 'Never' keeps long runs' "
                                           "nodes from expiring under them.")
+
+    @field_validator("ami_alias")
+    @classmethod
+    def _alias_format(cls, alias: str) -> str:
+        # EC2NodeClass rules on amiSelectorTerms[].alias: family@version, a family with an alias, and
+        # Windows only at 'latest'.
+        parts = alias.split("@")
+        fix = "write family@version, e.g. al2023@latest or al2023@v20250505 (one of " + \
+              ", ".join(AMI_ALIAS_FAMILIES) + ")"
+        if not re.fullmatch(r"[a-zA-Z0-9]+@.+", alias, re.DOTALL):
+            raise rule_violation(INVALID_VALUE, f"{alias!r} is not in the format 'family@version'", fix)
+        if parts[0] not in AMI_ALIAS_FAMILIES:
+            raise rule_violation(INVALID_VALUE, f"AMI family {parts[0]!r} has no Karpenter alias", fix)
+        if parts[0].startswith("windows") and parts[1] != "latest":
+            raise rule_violation(INVALID_VALUE, f"{alias!r}: Windows aliases may only specify version 'latest'",
+                                 f"use {parts[0]}@latest")
+        return alias
 
     @model_validator(mode="after")
     def _one_region(self) -> NodePoolProps:

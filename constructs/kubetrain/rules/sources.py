@@ -46,6 +46,9 @@ KARPENTER_GPU = "https://karpenter.sh/docs/concepts/scheduling/#acceleratorsgpu-
 VOLCANO = "https://volcano.sh/en/docs/queue/"
 TRITON = "https://github.com/triton-lang/triton/blob/main/python/triton/runtime/cache.py"
 
+CRDS = "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/"
+CEL = "https://kubernetes.io/docs/reference/using-api/cel/"
+
 
 def cite(*sources: str) -> str:
     """Several sources as one `source` text."""
