@@ -31,7 +31,7 @@ def test_efa_and_cpu_pools_emit_valid_karpenter_objects(crds):
 def test_reserved_capacity_selects_its_reservations(crds):
     c = cluster()
     EfaNodePool(c, "p5r", **{**P5, "capacity_type": "reserved", "capacity_reservation_ids": ["cr-0123abc"],
-                             "placement_group": "p5-pg"})
+                             "reserved_nodes": 8, "placement_group": "p5-pg"})
     spec = emitted(c, crds)["EC2NodeClass/p5r"]["spec"]
     assert spec["capacityReservationSelectorTerms"] == [{"id": "cr-0123abc"}]
     assert spec["placementGroupSelector"] == {"name": "p5-pg"}
@@ -41,6 +41,14 @@ def test_reserved_capacity_selects_its_reservations(crds):
     assert (problem.code, problem.path) == ("KT407", "capacity_reservation_ids") and "cr-" in problem.fix
     with pytest.raises(ConfigError):  # and reservations on spot
         EfaNodePool(c, "bad2", **{**P5, "capacity_type": "spot", "capacity_reservation_ids": ["cr-1"]})
+    # KT449: a reserved pool says how many instances its reservations hold, and keeps its static nodes within it.
+    for bad, path in (({}, "reserved_nodes"), ({"reserved_nodes": 4, "static_nodes": 8}, "static_nodes")):
+        with pytest.raises(ConfigError) as raised:
+            EfaNodePool(c, "bad3", **{**P5, "capacity_type": "reserved", "capacity_reservation_ids": ["cr-1"], **bad})
+        assert [(p.code, p.path) for p in raised.value.problems] == [("KT449", path)]
+    with pytest.raises(ConfigError) as raised:
+        EfaNodePool(c, "bad4", **{**P5, "reserved_nodes": 4})
+    assert [(p.code, p.path) for p in raised.value.problems] == [("KT449", "reserved_nodes")]
 
 
 def test_what_a_pool_gives_the_pods_placed_on_it():

@@ -36,7 +36,8 @@ def test_kueue_objects_are_valid_and_cover_every_resource_the_pools_give(crds):
     [group] = objects["ClusterQueue/training"]["spec"]["resourceGroups"]
     assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa", "hugepages-2Mi"]
     quotas = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in group["flavors"]}
-    assert quotas["p5"]["nvidia.com/gpu"] == "64" and quotas["p5"]["vpc.amazonaws.com/efa"] == "512"
+    # Quotas default to the pool at its most nodes: its 4 static nodes (a static pool keeps exactly those).
+    assert quotas["p5"]["nvidia.com/gpu"] == "64" and quotas["p5"]["vpc.amazonaws.com/efa"] == "128"
     assert quotas["cpu"]["nvidia.com/gpu"] == "0"
     assert objects["ClusterQueue/training"]["spec"]["cohortName"] == "org"
     assert objects["NodePool/p5"]["spec"]["replicas"] == 4
@@ -47,7 +48,8 @@ def test_kueue_objects_are_valid_and_cover_every_resource_the_pools_give(crds):
         "kueue.x-k8s.io/podset-required-topology": LAYER_3}
     assert queue.pod_annotations(TopologyPlacement(level=LAYER_3, mode="preferred")) == {
         "kueue.x-k8s.io/podset-preferred-topology": LAYER_3}
-    assert codes(c) == []
+    [(code, path, fix)] = codes(c)  # a cohort by name is one defined outside the fleet
+    assert (code, path) == ("KT450", "cohort") and "Cohort(cluster" in fix
 
 
 def test_placement_must_name_a_level_of_the_flavors_topology():

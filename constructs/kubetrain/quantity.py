@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from training.problems import INVALID_VALUE, rule_violation
 
@@ -68,3 +71,14 @@ def check_byte_quantity(text: str) -> str:
         raise rule_violation(INVALID_VALUE, f"{text!r} is not a whole number of bytes",
                              "use a binary unit such as 512Mi or 16Gi")
     return text
+
+
+def format_quantity(resource: str, amount: Decimal) -> str:
+    """An amount as a quantity: millicores for fractional cpu, whole base units otherwise (rounded down)."""
+    if resource == "cpu":
+        return f"{int(amount * 1000)}m" if amount % 1 else str(int(amount))
+    return str(int(amount))
+
+
+Quantity = Annotated[str, AfterValidator(check_quantity)]  # a props field holding a quantity, kept as written
+ByteQuantity = Annotated[str, AfterValidator(check_byte_quantity)]

@@ -19,14 +19,12 @@ from kubetrain.platform.node_pools import NodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano import VolcanoQueue
-from kubetrain.quantity import check_byte_quantity, check_quantity
+from kubetrain.quantity import ByteQuantity, Quantity
 from kubetrain.strict import StrictProps
 from kubetrain.targets.base import Target
 from training.config import RunConfig
 from training.problems import INVALID_VALUE, rule_violation
 
-Quantity = Annotated[str, AfterValidator(check_quantity)]
-ByteQuantity = Annotated[str, AfterValidator(check_byte_quantity)]
 MAX_REPLICAS = 2**31 - 1  # replica counts are int32 in every operator's API
 
 

@@ -26,6 +26,7 @@ class PlatformConstruct(Construct):
 
     Props: ClassVar[type[BaseModel]]
     kind: ClassVar[str]  # a short word for construct ids and messages ("nodepool", "fsx", ...)
+    depends_on: tuple[PlatformConstruct, ...] = ()  # constructs whose objects this one's need (a flavor's pool)
 
     def __init__(self, scope: Cluster, id: str, props: BaseModel | Mapping[str, Any] | None, kwargs: dict[str, Any],
                  *, named: bool = True):
@@ -48,6 +49,7 @@ class PlatformConstruct(Construct):
             return False
         for i, manifest in enumerate(manifests or []):
             api_object(self, f"{manifest['kind'].lower()}-{i}", manifest)
+        self.cluster.admission.add_platform(manifests or [])
         self.emitted = True
         return True
 
