@@ -12,7 +12,6 @@ resources.*), so synth reports it on the job's definition and `kubetrain plan` s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -241,7 +240,8 @@ def _structure_fits(plan: JobPlan, assigner: FlavorAssigner) -> bool:
                 text = "; ".join(f"flavor {f}: {m.text}" for f, m in found) or "it has no flavors"
                 unmatched.setdefault(text, ([], found))[0].append(pod_set.name)
     covered = sorted({r for g in queue.groups for r in g.covered})
-    for resource in uncovered:
+    # A pod set no flavor takes is the first thing to fix: its pool's resources are often what is not covered.
+    for resource in uncovered if not unmatched else ():
         plan.reasons.append(Reason(rules.UNCOVERED.code, RESOURCE_FIELDS.get(resource, "resources"),
                                    f"its pods request {resource}, which ClusterQueue {queue.name} does not cover "
                                    f"(it covers {', '.join(covered) or 'nothing'})", rules.UNCOVERED.fix))
@@ -328,8 +328,9 @@ def _never(plan: JobPlan, assigner: FlavorAssigner) -> Reason:
     if len(shapes) == 1:
         per_pod = dict(next(iter(shapes)))
         for flavor in usable:
-            fits = [math.floor(tree.queue_potential(queue.name, (flavor, r), True) / v) for r, v in per_pod.items()
-                    if v and (g := queue.group_of(r)) is not None and flavor in g.flavors]
+            limits = [(tree.queue_potential(queue.name, (flavor, r), True), v) for r, v in per_pod.items()
+                      if v and (g := queue.group_of(r)) is not None and flavor in g.flavors]
+            fits = [int(limit // v) for limit, v in limits if limit != UNLIMITED]
             best = max(best or 0, min(fits, default=0))
     detail = "; ".join(lines) or "its pod sets cannot be spread over the flavors within what each can give it"
     room = f"lower nodes to at most {best}" if best is not None and best < workload.pods else "lower nodes"
