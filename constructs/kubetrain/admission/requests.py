@@ -152,7 +152,7 @@ def _placement(template: Mapping[str, Any]) -> Placement | None:
     for mode, key in (("required", REQUIRED_TOPOLOGY), ("preferred", PREFERRED_TOPOLOGY)):
         if annotations.get(key):
             return Placement(mode, annotations[key])
-    if str(annotations.get(UNCONSTRAINED_TOPOLOGY, "")).lower() == "true":
+    if UNCONSTRAINED_TOPOLOGY in annotations:  # even "false" asks for topology-aware scheduling
         return Placement("unconstrained", None)
     return None
 
