@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from conftest import kubetrain, read_tree
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from kubetrain import (
     App,
     Cluster,
@@ -27,7 +29,9 @@ from kubetrain import (
     TopologyPlacement,
     TrainingJob,
 )
+from kubetrain.admission.plan import plan_files
 from kubetrain.diagnostics import diagnostics
+from kubetrain.output.manifests import render
 
 from training.problems import ConfigError
 
@@ -293,3 +297,74 @@ def test_limits_kueue_refuses(props, path):
     with pytest.raises(ConfigError) as raised:  # a root cohort has nothing to lend to or borrow from
         Cohort(c, "root", flavors=[flavor], quotas={"p5": {"nvidia.com/gpu": Quota(nominal="8", lending_limit="8")}})
     assert [(p.code, p.path) for p in raised.value.problems] == [("KT451", "quotas.p5.nvidia.com/gpu.lending_limit")]
+
+
+# -- synth and plan reach one verdict: random fleets of pools, cohorts, queues and jobs -----------------------
+
+ADMISSION_CODES = {f"KT44{i}" for i in range(9)}
+_gpus = st.sampled_from(["0", "8", "16", "32", "64"])
+_limit = st.sampled_from([None, "0", "8", "32"])
+_queue = st.fixed_dictionaries({
+    "flavors": st.sampled_from([("p5",), ("p5",), ("cpu",), ("p5", "cpu"), ("cpu", "p5")]),
+    "gpus": _gpus, "cohort": st.sampled_from([None, "org", "team", "corp"]),
+    "borrowing": _limit, "lending": _limit, "namespace": st.sampled_from(["ml", "ml", "ml", "research"]),
+    "try_next": st.booleans()})
+_job = st.fixed_dictionaries({
+    "pool": st.sampled_from(["p5", "p5", "cpu"]), "queue": st.sampled_from([None, 0, 0, 1, 2]),
+    "nodes": st.integers(1, 12), "placement": st.sampled_from([None, LAYER_3, LAYER_3, "kubernetes.io/hostname"]),
+    "elastic": st.sampled_from([None, None, 1, 3]), "namespace": st.sampled_from(["ml", "ml", "ml", "research"])})
+
+
+def _fleet(p5: dict, topology: bool, cohort_gpus: str, queues: list[dict], jobs: list[dict]) -> Cluster:
+    c = Cluster(App(), "c", kubernetes_version="1.33", namespaces=["ml", "research"])
+    pools = {"p5": EfaNodePool(c, "p5", **P5, **p5), "cpu": CpuNodePool(c, "cpu", **CPU, max_nodes=2)}
+    flavors = {"p5": ResourceFlavor(c, "p5", pool=pools["p5"], topology=Topology(c, "net") if topology else None),
+               "cpu": ResourceFlavor(c, "cpu", pool=pools["cpu"])}
+    org = Cohort(c, "org", flavors=[flavors["p5"]], quotas={"p5": {"nvidia.com/gpu": cohort_gpus}})
+    cohorts = {"org": org, "team": Cohort(c, "team", parent=org), "corp": "corp", None: None}
+    local = []
+    for i, q in enumerate(queues):
+        quota = Quota(nominal=q["gpus"], borrowing_limit=q["borrowing"] if q["cohort"] else None,
+                      lending_limit=q["lending"] if q["cohort"] and q["lending"] and int(q["lending"]) <= int(q["gpus"])
+                      else None)
+        cq = ClusterQueue(c, f"q{i}", flavors=[flavors[f] for f in q["flavors"]], cohort=cohorts[q["cohort"]],
+                          when_can_borrow="TryNextFlavor" if q["try_next"] else "MayStopSearch",
+                          quotas={"p5": {"nvidia.com/gpu": quota}} if "p5" in q["flavors"] else {})
+        local.append(LocalQueue(c, f"q{i}", namespace=q["namespace"], cluster_queue=cq))
+    for i, j in enumerate(jobs):
+        extra: dict[str, Any] = {"namespace": j["namespace"]}
+        if j["queue"] is not None and j["queue"] < len(local):
+            extra["queue"] = local[j["queue"]]
+            if j["placement"]:
+                extra["placement"] = TopologyPlacement(level=j["placement"])
+        if j["elastic"]:
+            extra["elastic"] = Elastic(min_nodes=min(j["elastic"], j["nodes"]))
+        job(c, f"j{i}", pools[j["pool"]], j["nodes"], **extra)
+    return c
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(p5=st.sampled_from([{"max_nodes": 8}, {"max_nodes": 8, "static_nodes": 4},
+                           {"max_nodes": 8, "capacity_type": "reserved", "capacity_reservation_ids": ["cr-1"],
+                            "reserved_nodes": 3}, {"max_nodes": 4, "static_nodes": 4,
+                                                   "topology_domain_nodes": {LAYER_3: 2}}]),
+       topology=st.booleans(), cohort_gpus=_gpus, queues=st.lists(_queue, min_size=1, max_size=3),
+       jobs=st.lists(_job, min_size=1, max_size=3))
+@example(p5={"max_nodes": 8}, topology=False, cohort_gpus="16",  # a job that fits only by borrowing
+         queues=[{"flavors": ("p5",), "gpus": "8", "cohort": "team", "borrowing": None, "lending": None,
+                  "namespace": "ml", "try_next": False}],
+         jobs=[{"pool": "p5", "queue": 0, "nodes": 3, "placement": None, "elastic": None, "namespace": "ml"}])
+def test_synth_and_plan_reach_one_verdict(p5, topology, cohort_gpus, queues, jobs):
+    c = _fleet(p5, topology, cohort_gpus, queues, jobs)
+    at_synth: dict[str, set[tuple[str, str]]] = {}
+    for f in diagnostics(c).findings:
+        assert f.problem.code.startswith("KT") and f.problem.fix
+        at_synth.setdefault(f.where, set()).add((f.problem.code, f.problem.path))
+    files = {str(path): text.encode() for path, text in render(c.node.root).items()}
+    planned, _ = plan_files(files)
+    for plan in planned:
+        where = f"c/{plan.workload.namespace}/{plan.workload.job}"
+        if any(code not in ADMISSION_CODES for code, _ in at_synth.get(where, ())):
+            continue  # a job with a construct error emitted nothing; this one still has its queue's error
+        assert {(r.code, r.field) for r in plan.reasons if r.code in ADMISSION_CODES} == {
+            (code, path) for code, path in at_synth.get(where, ()) if code in ADMISSION_CODES}, where

@@ -9,9 +9,12 @@ the nominal quota it is charged to (said at the case). Amounts are Kueue's: mill
 
 from __future__ import annotations
 
+from itertools import product
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kubetrain.admission.flavors import FlavorAssigner
 from kubetrain.admission.objects import ClusterObjects
 from kubetrain.admission.quota import CohortTree
@@ -367,3 +370,50 @@ def test_pod_requests_are_kubernetes_pod_requests():
     # containers 1.5 cpu + sidecar 1 = 2.5; init max(4, sidecar 1, 0 + sidecar 1) = 4 -> 4 cpu, + 250m overhead;
     # memory: containers 1Gi + sidecar 1Gi = 2Gi against the last init's 1Gi + sidecar 1Gi = 2Gi
     assert pod_requests(spec) == {"cpu": 4250, "memory": 2 * 2**30, "nvidia.com/gpu": 2}
+
+
+# -- properties: the search against brute force, Kueue's one pass against the search -------------------------
+
+_cpu = st.integers(0, 8).map(str)
+_flavor_quotas = st.lists(st.tuples(_cpu, st.sampled_from(["", "0", "2"]), st.sampled_from(["", "0", "3"])),
+                          min_size=1, max_size=3)
+_pod_sets = st.lists(st.tuples(st.integers(1, 3), st.integers(0, 5), st.sampled_from([None, "f0", "f1"])),
+                     min_size=1, max_size=3)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(mine=_flavor_quotas, lender=_flavor_quotas, sets=_pod_sets, try_next=st.booleans())
+def test_search_is_brute_force_and_one_pass_never_beats_it(mine, lender, sets, try_next):
+    flavors = [flavor(f"f{i}", {"type": f"f{i}"}) for i in range(3)]
+    queue = cluster_queue("cq", group(*(quotas(f"f{i}", cpu=q) for i, q in enumerate(mine))), cohort="org",
+                          when_can_borrow="TryNextFlavor" if try_next else None)
+    other = cluster_queue("other", group(*(quotas(f"f{i}", cpu=q) for i, q in enumerate(lender))), cohort="org")
+    objects = ClusterObjects.from_manifests("c", [*flavors, queue, other, cohort("org")])
+    tree = CohortTree(objects.cluster_queues, objects.cohorts)
+    a = FlavorAssigner(objects, tree, objects.cluster_queues["cq"])
+    pod_sets = [pods(f"p{i}", count=n, node_selector={"type": sel} if sel else None, cpu=str(cpu))
+                for i, (n, cpu, sel) in enumerate(sets)]
+    names = list(a.queue.flavors)
+
+    def cap(fr):
+        return tree.queue_potential("cq", fr)
+
+    def brute() -> bool:
+        options = [[f for f in names if a.mismatch(p, f, a.queue.groups[0]) is None] for p in pod_sets]
+        for choice in product(*options):
+            used: dict[str, int] = {}
+            for p, f in zip(pod_sets, choice):
+                used[f] = used.get(f, 0) + p.total()["cpu"]
+            if all(v <= cap((f, "cpu")) for f, v in used.items()):
+                return True
+        return False
+
+    found = a.search(pod_sets, cap)
+    assert (found is not None) == brute()
+    if found is not None:
+        used: dict[str, int] = {}
+        for p, chosen in zip(pod_sets, found):
+            used[chosen["cpu"]] = used.get(chosen["cpu"], 0) + p.total()["cpu"]
+        assert all(v <= cap((f, "cpu")) for f, v in used.items())
+    if a.assign(pod_sets).fits:  # whatever Kueue's one pass places, some combination holds
+        assert found is not None
