@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from kubetrain.platform.kueue import ClusterQueue, LocalQueue, ResourceFlavor, Topology, queued_job_problems
+from kubetrain.platform.kueue import (
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    Quota,
+    ResourceFlavor,
+    Topology,
+    queued_job_problems,
+)
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.volcano import VolcanoQueue
@@ -108,3 +116,35 @@ def test_quotas_name_the_queues_flavors():
     with pytest.raises(ConfigError) as raised:
         kueue(c, quotas={"p4d": {"nvidia.com/gpu": "8"}})
     assert [(p.code, p.path) for p in raised.value.problems] == [("KT003", "quotas")]
+
+
+def test_cohorts_quota_limits_and_fair_sharing_are_valid_kueue_objects(crds):
+    c = cluster()
+    gpu = EfaNodePool(c, "p5", **P5, static_nodes=16)
+    flavor = ResourceFlavor(c, "p5", pool=gpu, topology=Topology(c, "eks-network"))
+    root = Cohort(c, "org", flavors=[flavor], quotas={"p5": {"nvidia.com/gpu": 16}}, fair_sharing_weight="2")
+    team = Cohort(c, "team", parent=root, flavors=[flavor],
+                  quotas={"p5": {"nvidia.com/gpu": Quota(nominal="0", lending_limit="0", borrowing_limit="32")}})
+    ClusterQueue(c, "training", flavors=[flavor], cohort=team, when_can_borrow="TryNextFlavor",
+                 fair_sharing_weight="0.5", quotas={"p5": {"nvidia.com/gpu": Quota(nominal="64", borrowing_limit="16",
+                                                                                  lending_limit="32")}})
+    objects = emitted(c, crds)
+    assert objects["Cohort/org"]["spec"] == {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+        {"name": "p5", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "16"}]}]}], "fairSharing": {"weight": "2"}}
+    assert objects["Cohort/team"]["spec"]["parentName"] == "org"
+    assert objects["Cohort/team"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"] == [
+        {"name": "nvidia.com/gpu", "nominalQuota": "0", "borrowingLimit": "32", "lendingLimit": "0"}]
+    spec = objects["ClusterQueue/training"]["spec"]
+    assert (spec["cohortName"], spec["flavorFungibility"], spec["fairSharing"]) == (
+        "team", {"whenCanBorrow": "TryNextFlavor"}, {"weight": "0.5"})
+    gpus = next(r for r in spec["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == "nvidia.com/gpu")
+    assert gpus == {"name": "nvidia.com/gpu", "nominalQuota": "64", "borrowingLimit": "16", "lendingLimit": "32"}
+    assert codes(c) == []  # every cohort is an object of the fleet
+    outside = Cohort(c, "lab", parent="corp")
+    assert outside.emitted and codes(c) == [("KT450", "parent", OUTSIDE_FIX)]
+    with pytest.raises(ConfigError) as raised:
+        ClusterQueue(c, "bad", flavors=[flavor], cohort=gpu)
+    assert [(p.code, p.path) for p in raised.value.problems] == [("KT003", "cohort")]
+
+
+OUTSIDE_FIX = "define the cohort in the fleet (Cohort(cluster, ...)) and pass the object, if it is yours"

@@ -13,6 +13,9 @@ nodes are never consolidated away) after `consolidate_after`.
 Interface for jobs (read-only): `name`, `instance_type` / `instance_types`, `zone`, `taints`,
 `node_selector()`, `tolerations()`, `huge_pages()`, `shm_size(memory)` and
 `pool_placement_problems(pool, ...)` (KT401-403). The job derives its pod from these (kubetrain.jobs).
+For admission (kubetrain.admission): `capacity_nodes`, the most nodes the pool can ever have (static nodes,
+else max_nodes within what a capacity reservation holds), and what one node of each type gives pods, both
+written onto the NodePool as `kubetrain.dev/*` annotations so dist/ describes itself.
 """
 
 from __future__ import annotations
