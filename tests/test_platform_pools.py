@@ -41,15 +41,17 @@ def test_reserved_capacity_selects_its_reservations(crds):
     assert (problem.code, problem.path) == ("KT407", "capacity_reservation_ids") and "cr-" in problem.fix
     with pytest.raises(ConfigError):  # and reservations on spot
         EfaNodePool(c, "bad2", **{**P5, "capacity_type": "spot", "capacity_reservation_ids": ["cr-1"]})
-    # KT449: a reserved pool says how many instances its reservations hold, and keeps its static nodes within it.
-    for bad, path in (({}, "reserved_nodes"), ({"reserved_nodes": 4, "static_nodes": 8}, "static_nodes")):
+    # KT452: reserved_nodes belongs to a reserved pool, and its static nodes stay within it
+    for bad, path in (({"capacity_type": "reserved", "capacity_reservation_ids": ["cr-1"], "reserved_nodes": 4,
+                        "static_nodes": 8}, "static_nodes"), ({"reserved_nodes": 4}, "reserved_nodes")):
         with pytest.raises(ConfigError) as raised:
-            EfaNodePool(c, "bad3", **{**P5, "capacity_type": "reserved", "capacity_reservation_ids": ["cr-1"], **bad})
-        assert [(p.code, p.path) for p in raised.value.problems] == [("KT449", path)]
-    with pytest.raises(ConfigError) as raised:
-        EfaNodePool(c, "bad4", **{**P5, "reserved_nodes": 4})
-    assert [(p.code, p.path) for p in raised.value.problems] == [("KT449", "reserved_nodes")]
-
+            EfaNodePool(c, "bad3", **{**P5, **bad})
+        assert [(p.code, p.path) for p in raised.value.problems] == [("KT452", path)]
+    # KT449: a reserved pool that does not say how many instances its reservations hold is judged by max_nodes
+    assert codes(c) == []
+    unsized = EfaNodePool(c, "unsized", **{**P5, "capacity_type": "reserved", "capacity_reservation_ids": ["cr-1"]})
+    assert unsized.emitted and [(code, path) for code, path, _ in codes(c)] == [("KT449", "reserved_nodes")]
+    assert unsized.capacity_nodes == 16
 
 def test_what_a_pool_gives_the_pods_placed_on_it():
     c = cluster()

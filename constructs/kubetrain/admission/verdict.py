@@ -136,6 +136,7 @@ def plan_job(objects: ClusterObjects, tree: CohortTree, workload: Workload) -> J
 def _check_pool(plan: JobPlan, pool: Pool) -> None:
     workload = plan.workload
     pod_sets = [p for p in workload.pod_sets if p.pool == pool.name]
+    _check_domains(plan, pool, pod_sets)
     needed = nodes_needed(pool, pod_sets)
     plan.nodes_needed, plan.pool_nodes = needed, pool.capacity_nodes
     capacity = pool.capacity_nodes
@@ -158,7 +159,6 @@ def _check_pool(plan: JobPlan, pool: Pool) -> None:
             rule.code, field, f"its pods{packing} need {gang} nodes of pool {pool.name} at once; the pool can have "
             f"at most {capacity} ({pool.limited_by})",
             f"lower {field} so the pods fit {capacity} nodes, or {_grow(pool)}"))
-    _check_domains(plan, pool, pod_sets)
 
 
 def _grow(pool: Pool) -> str:

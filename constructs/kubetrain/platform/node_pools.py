@@ -40,7 +40,7 @@ from kubetrain.names import Dns1123Label
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.instances import InstanceType
 from kubetrain.quantity import format_quantity, parse_quantity
-from kubetrain.rules.registry import register
+from kubetrain.rules.registry import register, severity
 from kubetrain.strict import StrictProps
 from training.problems import Problem, rule_violation
 
@@ -91,15 +91,21 @@ CAPACITY_RESERVATION = register(
               "pool needs at least one reservation to select.",
     fix="with capacity_type='reserved' list capacity_reservation_ids (cr-...); otherwise list none",
     source="domain-facts 7 (capacityReservationSelectorTerms)")
-RESERVED_NODES = register(
-    "KT449", "error", "reserved pool without the node count its reservation holds",
+UNDECLARED_RESERVATION = register(
+    "KT449", "warning", "reserved pool without the node count its reservation holds",
     rationale="A pool of capacity type 'reserved' launches only into its capacity reservations or capacity "
-              "blocks, so it has at most as many nodes as they hold instances; kubetrain needs that number to "
-              "refuse a job that needs more (KT448), and static nodes beyond it are never launched.",
-    fix="set reserved_nodes to the instances the reservations hold (only with capacity_type='reserved'), and keep "
-        "static_nodes within it",
+              "blocks, so it has at most as many nodes as they hold instances; without that number kubetrain "
+              "assumes max_nodes and cannot refuse a job that needs more than the reservation (KT448).",
+    fix="set reserved_nodes to the instances the reservations hold",
     source="Karpenter v1 capacity reservations (karpenter.sh docs, concepts/nodeclasses "
            "#speccapacityreservationselectorterms)")
+RESERVED_NODES = register(
+    "KT452", "error", "reserved_nodes without a reservation, or static nodes beyond it",
+    rationale="reserved_nodes is the size of a 'reserved' pool's capacity reservations; on another capacity type "
+              "it means nothing, and static nodes beyond it are never launched, so the pool never has them.",
+    fix="set reserved_nodes only with capacity_type='reserved', and keep static_nodes within it",
+    source="Karpenter v1 capacity reservations (karpenter.sh docs, concepts/nodeclasses "
+           "#speccapacityreservationselectorterms); NodePool replicas")
 
 
 class NodePoolProps(StrictProps):
@@ -133,7 +139,8 @@ class NodePoolProps(StrictProps):
                                           "nodes from expiring under them.")
     reserved_nodes: int | None = Field(None, ge=1, description="How many instances the capacity reservations "
                                                                "(or capacity blocks) hold: the most nodes the pool "
-                                                               "can launch. Required with capacity_type='reserved'.")
+                                                               "can launch. Declare it with capacity_type='reserved' "
+                                                               "(KT449 warns when it is missing).")
     topology_domain_nodes: dict[str, int] = Field(
         default_factory=dict, description="The most nodes of the pool in one topology domain, per node label level, "
                                           "where you know it (e.g. {'topology.k8s.aws/network-node-layer-3': 8} for "
@@ -156,12 +163,11 @@ class NodePoolProps(StrictProps):
                                  "capacity_type 'reserved' needs capacity_reservation_ids" if reserved else
                                  f"capacity_reservation_ids are used only with capacity_type 'reserved', not "
                                  f"{self.capacity_type!r}", CAPACITY_RESERVATION.fix, field="capacity_reservation_ids")
-        if reserved != (self.reserved_nodes is not None):
-            raise rule_violation(RESERVED_NODES.code,
-                                 "capacity_type 'reserved' needs reserved_nodes, the instances its reservations hold"
-                                 if reserved else f"reserved_nodes is used only with capacity_type 'reserved', not "
-                                 f"{self.capacity_type!r}", RESERVED_NODES.fix, field="reserved_nodes")
-        if reserved and self.static_nodes is not None and self.static_nodes > self.reserved_nodes:
+        if not reserved and self.reserved_nodes is not None:
+            raise rule_violation(RESERVED_NODES.code, f"reserved_nodes is used only with capacity_type 'reserved', "
+                                 f"not {self.capacity_type!r}", RESERVED_NODES.fix, field="reserved_nodes")
+        if self.reserved_nodes is not None and self.static_nodes is not None and \
+                self.static_nodes > self.reserved_nodes:
             raise rule_violation(RESERVED_NODES.code, f"static_nodes {self.static_nodes} is more than the "
                                  f"{self.reserved_nodes} instances the reservations hold", RESERVED_NODES.fix,
                                  field="static_nodes")
@@ -198,7 +204,12 @@ class NodePool(PlatformConstruct):
         self.instance_types: list[InstanceType] = [t for n in self.props.instance_types
                                                    if (t := scope.instance_type(n)) is not None]
         problems = self._type_problems() + self._pool_problems()
-        self._emit(problems, [self._node_pool(), self._node_class()] if not problems else None)
+        if self.props.capacity_type == "reserved" and self.props.reserved_nodes is None:
+            problems.append(Problem(UNDECLARED_RESERVATION.code, "reserved_nodes", f"pool {self.name} is reserved "
+                                    f"capacity of unknown size: its jobs are judged against max_nodes "
+                                    f"({self.props.max_nodes})", UNDECLARED_RESERVATION.fix))
+        broken = any(severity(p.code) == "error" for p in problems)  # the objects could not be built
+        self._emit(problems, None if broken else [self._node_pool(), self._node_class()])
 
     # -- the interface jobs use ---------------------------------------------------------------------------
 
