@@ -5,7 +5,8 @@ kind, namespace, name); an object removed and another added with the same cluste
 `kubetrain.dev/job` label are one job's run replaced (create-once run names put a new name on every
 changed definition), shown as one change with its field paths. Field paths match list items by their
 `name` where they have one (containers, env, volumes), and look inside embedded YAML (a run config in a
-ConfigMap). On top, the training meaning per job: world size, GPUs, global batch, image, queue.
+ConfigMap). On top, the training meaning per job: world size, GPUs, global batch, image, queue; and every job
+whose admission verdict (`kubetrain plan`: fits, borrows, never) differs between the two revisions.
 
 Git is only read (`git rev-parse`, `git ls-tree`, `git cat-file --batch`); nothing is written.
 """
