@@ -312,32 +312,38 @@ def _never(plan: JobPlan, assigner: FlavorAssigner) -> Reason:
     usable = list(dict.fromkeys(f for p in workload.pod_sets for g in queue.groups for f in g.flavors
                                 if any(r in g.covered for r in assigner.requests(p))
                                 and assigner.mismatch(p, f, g) is None))
-    lines, best = [], None
+    lines, fields, best = [], [], None
     for flavor in usable:
+        over = []  # (how many times over, resource, limit): the worst one is named
         for resource in sorted(totals):
-            fr = (flavor, resource)
             group = queue.group_of(resource)
-            if group is None or flavor not in group.flavors:
-                continue
-            limit = tree.queue_potential(queue.name, fr, open_outside=True)
-            if totals[resource] > limit:
-                lines.append(f"{show(resource, totals[resource])} {resource} in flavor {flavor}, which can give it "
-                             f"at most {show(resource, limit)} ({_quota_text(assigner, fr)})")
-                break
+            if group is not None and flavor in group.flavors:
+                limit = tree.queue_potential(queue.name, (flavor, resource), open_outside=True)
+                if totals[resource] > limit:
+                    over.append((totals[resource] / limit if limit else UNLIMITED, resource, limit))
+        over.sort(key=lambda o: -o[0])
+        fields += [f"quotas.{flavor}.{resource}" for _, resource, _ in over]
+        if over:
+            _, resource, limit = over[0]
+            lines.append(f"{show(resource, totals[resource])} {resource} in flavor {flavor}, which can give it at "
+                         f"most {show(resource, limit)} ({_quota_text(assigner, (flavor, resource))})")
     shapes = {tuple(sorted(assigner.requests(replace(p, count=1)).items())) for p in workload.pod_sets}
-    if len(shapes) == 1:
+    if len(shapes) == 1:  # one shape of pod: how many of them the roomiest flavor admits
         per_pod = dict(next(iter(shapes)))
         for flavor in usable:
             limits = [(tree.queue_potential(queue.name, (flavor, r), True), v) for r, v in per_pod.items()
                       if v and (g := queue.group_of(r)) is not None and flavor in g.flavors]
             fits = [int(limit // v) for limit, v in limits if limit != UNLIMITED]
-            best = max(best or 0, min(fits, default=0))
+            if fits:
+                best = max(best or 0, min(fits))
     detail = "; ".join(lines) or "its pod sets cannot be spread over the flavors within what each can give it"
     room = f"lower nodes to at most {best}" if best is not None and best < workload.pods else "lower nodes"
+    others = f" (and {', '.join(fields[1:])})" if fields[1:] else ""
+    quotas = f"{fields[0]}{others}" if fields else "quotas"
     return Reason(rules.QUOTA_NEVER.code, "nodes", f"ClusterQueue {queue.name} (behind LocalQueue {workload.queue}) "
                   f"can never admit its {workload.pods} pods: they request {detail}",
-                  f"{room}, or raise the quotas of ClusterQueue {queue.name} (or its cohort's, or its "
-                  "borrowing_limit)")
+                  f"{room}, or raise ClusterQueue {queue.name}'s {quotas}, what its cohort lends, or its "
+                  "borrowing_limit")
 
 
 def _borrowing(plan: JobPlan, assigner: FlavorAssigner, chosen: list[dict[str, str]] | None) -> Reason:
