@@ -214,7 +214,7 @@ def test_typed_props_report_like_dicts_and_the_whole_fleet_in_one_round(tmp_path
         "error: dev/a: resources.memroy: unknown field [KT001] fix: did you mean 'memory'?",
         "error: dev/a: resources.memory: required field is missing [KT002]",
         "error: dev/b: workload.run.batch.micro_size: required field is missing [KT002]",
-        "error: dev/ml/c: pool: dev/nodepool/p5 has errors of its own (reported with it) [KT011]",
+        "error: dev/c: pool: dev/nodepool/p5 has errors of its own (reported with it) [KT011]",
         "error: NodeResources built at fleet/__init__.py:20: shmm: unknown field [KT001] fix: did you mean 'shm'?",
         "error: argocd: destinations.dev.nam: unknown field [KT001] fix: did you mean 'name'?",
     ]

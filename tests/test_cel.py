@@ -19,8 +19,9 @@ FIXTURE_CRDS = ROOT / "tests" / "fixtures" / "crds"
 
 def shipped(kind: str) -> dict[str, Any]:
     """A committed object of the example fleet (prod's platform objects are cluster-scoped)."""
-    (path,) = (ROOT / "dist" / "prod" / "_cluster").glob(f"{kind}.*.yaml") if kind != "EC2NodeClass" else [
-        ROOT / "dist" / "prod" / "_cluster" / "EC2NodeClass.cpu.yaml"]
+    folder = ROOT / "dist" / "prod" / "_cluster"
+    named = {"EC2NodeClass": "cpu", "ClusterQueue": "training"}
+    (path,) = [folder / f"{kind}.{named[kind]}.yaml"] if kind in named else folder.glob(f"{kind}.*.yaml")
     return yaml.safe_load(path.read_text())
 
 

@@ -1,4 +1,4 @@
-"""The `kubetrain` command line: synth, validate, run-local, diff, explain and rules.
+"""The `kubetrain` command line: synth, validate, run-local, diff, plan, explain and rules.
 
 Bad input is the user's, not a crash: every command prints one line per problem naming where it
 is and how to fix it, exits 2, prints no traceback, and writes nothing. `validate` exits 1 when
@@ -218,6 +218,24 @@ def diff(
         _print_errors([str(error)])
         raise typer.Exit(EXIT_BAD_INPUT) from None
     out.print(render_markdown(report) if format == "markdown" else render_text(report), markup=False, end="")
+
+
+@app.command()
+def plan(
+    dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document for tools.")] = False,
+) -> None:
+    """Whether each job's queue can ever admit it and its pool can ever hold it: one row per job, then the pools.
+    Exit 1 when a job can never start."""
+    from kubetrain.admission.plan import PlanInputError, exit_code, plan_dist, render_json, render_text
+
+    try:
+        jobs, pools = plan_dist(dist)
+    except PlanInputError as error:
+        _print_errors([str(error)])
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    out.print((render_json if as_json else render_text)(jobs, pools), markup=False, end="")
+    raise typer.Exit(exit_code(jobs))
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -5,7 +5,8 @@ kind, namespace, name); an object removed and another added with the same cluste
 `kubetrain.dev/job` label are one job's run replaced (create-once run names put a new name on every
 changed definition), shown as one change with its field paths. Field paths match list items by their
 `name` where they have one (containers, env, volumes), and look inside embedded YAML (a run config in a
-ConfigMap). On top, the training meaning per job: world size, GPUs, global batch, image, queue.
+ConfigMap). On top, the training meaning per job: world size, GPUs, global batch, image, queue; and every job
+whose admission verdict (`kubetrain plan`: fits, borrows, never) differs between the two revisions.
 
 Git is only read (`git rev-parse`, `git ls-tree`, `git cat-file --batch`); nothing is written.
 """
@@ -69,6 +70,7 @@ class Report:
     base: str
     changes: list[ObjectChange]
     training: list[str]
+    admission: list[str] = field(default_factory=list)  # jobs whose admission verdict changed
 
     def count(self, change: str) -> int:
         return sum(1 for c in self.changes if c.change == change)
@@ -376,6 +378,8 @@ def render_text(report: Report) -> str:
     lines = [f"kubetrain diff {report.base}..working tree: {_summary(report)}"]
     if report.training:
         lines += ["training:", *(f"  {line}" for line in report.training)]
+    if report.admission:
+        lines += ["admission:", *(f"  {line}" for line in report.admission)]
     for change in report.changes:
         lines.append(f"{_VERB[change.change]} {_title(change)}")
         lines += [f"    {f.path}: {_value(f.old)} -> {_value(f.new)}" for f in change.fields]
@@ -399,6 +403,8 @@ def render_markdown(report: Report, details: bool = True) -> str:
     lines += [f"**{_summary(report)}** objects.", ""]
     if report.training:
         lines += ["#### Training impact", "", *(f"- {_code(line)}" for line in report.training), ""]
+    if report.admission:
+        lines += ["#### Admission (`kubetrain plan`)", "", *(f"- {_code(line)}" for line in report.admission), ""]
     lines += ["#### Objects", "", "| change | cluster | object | fields |", "|---|---|---|---|"]
     for change in report.changes:
         where = f"{change.key.namespace}/" if change.key.namespace else ""
@@ -436,4 +442,16 @@ def diff(dist: Path, base: str = "HEAD") -> Report:
     same = {path for path in old_files.keys() & new_files.keys() if old_files[path] == new_files[path]}
     old = load_objects({p: data for p, data in old_files.items() if p not in same}, base)
     new = load_objects({p: data for p, data in new_files.items() if p not in same}, "working tree")
-    return compare(old, new, base)
+    report = compare(old, new, base)
+    report.admission = admission_changes(old_files, new_files)
+    return report
+
+
+def admission_changes(old_files: dict[str, bytes], new_files: dict[str, bytes]) -> list[str]:
+    """Jobs whose `kubetrain plan` verdict differs between the two revisions."""
+    from kubetrain.admission.plan import PlanInputError, verdict_changes
+
+    try:
+        return verdict_changes(old_files, new_files)
+    except PlanInputError as error:
+        raise DiffInputError(str(error)) from None

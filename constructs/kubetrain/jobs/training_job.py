@@ -75,9 +75,13 @@ class TrainingJob(Construct):
             return
         self.spec = spec
         self.props = validated
-        self._emit(spec, config_text, template)
+        manifests = self._emit(spec, config_text, template)
+        upstream = [c for c in (validated.pool, validated.queue) if c is not None]
+        if upstream:  # whether its queue admits it, and its pool holds it, is judged on the whole fleet
+            scope.admission.add_job(where, manifests, upstream)
 
-    def _emit(self, job: JobSpec, config_text: str | None, template: dict[str, Any]) -> None:
+    def _emit(self, job: JobSpec, config_text: str | None, template: dict[str, Any]) -> list[dict[str, Any]]:
+        """Hand the job's objects to cdk8s; returns the target's manifests."""
         labels = job.labels
         if config_text is not None:
             self.api_objects.append(api_object(self, "config", {
@@ -85,10 +89,12 @@ class TrainingJob(Construct):
                 "metadata": {"name": job.config_map_name, "namespace": job.namespace, "labels": labels},
                 "data": {CONFIG_FILE: config_text}}))
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
-        for i, manifest in enumerate(job.props.target.render(job, template)):
+        manifests = job.props.target.render(job, template)
+        for i, manifest in enumerate(manifests):
             obj = api_object(self, f"{manifest['kind'].lower()}-{i}", manifest)
             self.api_objects.append(obj)
             self._main = self._main or obj
+        return manifests
 
     _main: cdk8s.ApiObject | None = None
 
