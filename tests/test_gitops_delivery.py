@@ -12,8 +12,9 @@ from gitops_platform import platform_objects
 from kubetrain.diagnostics import diagnostics
 from kubetrain.gitops import plan, waves
 from kubetrain.gitops.construct import ArgoCd, delivery_props
-from kubetrain.gitops.delivery import IGNORED, SYNC_OPTIONS_ANNOTATION, finalize, finalize_paths
+from kubetrain.gitops.delivery import SYNC_OPTIONS_ANNOTATION, finalize, finalize_paths
 from kubetrain.gitops.props import ArgoCdProps
+from kubetrain.kinds.registry import all_kinds, group_kind
 from kubetrain.output.manifests import MARKER, dump_manifest, manifest_path, render_objects, replaceable, write_tree
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
 
@@ -72,8 +73,8 @@ def test_project_allows_exactly_what_the_fleet_emits(delivered: dict[Path, dict]
     cluster_kinds = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]}
     namespaced = {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]}
     fleet = [obj for path, obj in delivered.items() if path.parts[0] != "argocd"]
-    assert cluster_kinds == {waves.group_kind(o) for o in fleet if not o["metadata"].get("namespace")}
-    assert namespaced == {waves.group_kind(o) for o in fleet if o["metadata"].get("namespace")}
+    assert cluster_kinds == {group_kind(o) for o in fleet if not o["metadata"].get("namespace")}
+    assert namespaced == {group_kind(o) for o in fleet if o["metadata"].get("namespace")}
     assert {("", "Namespace"), ("storage.k8s.io", "StorageClass"), ("kueue.x-k8s.io", "ClusterQueue"),
             ("trainer.kubeflow.org", "ClusterTrainingRuntime")} <= cluster_kinds
     assert {("", "ConfigMap"), ("kubeflow.org", "PyTorchJob"), ("trainer.kubeflow.org", "TrainJob"),
@@ -95,9 +96,10 @@ def test_one_application_per_cluster(delivered: dict[Path, dict]) -> None:
     assert ignored[("trainer.kubeflow.org", "TrainJob")]["jsonPointers"] == ["/spec/suspend"]
     prod = _at(delivered, "argocd/argocd/Application.kubetrain-prod.yaml")["spec"]
     assert prod["destination"] == {"server": "https://prod.example.com:6443", "namespace": "ml-prod"}
-    prod_kinds = {waves.group_kind(obj) for path, obj in delivered.items() if path.parts[0] == "prod"}
+    prod_kinds = {group_kind(obj) for path, obj in delivered.items() if path.parts[0] == "prod"}
     # Only the kinds it holds.
-    assert {(i["group"], i["kind"]) for i in prod["ignoreDifferences"]} == prod_kinds & set(IGNORED)
+    ignored_kinds = {kind.key for kind in all_kinds() if kind.ignored}
+    assert {(i["group"], i["kind"]) for i in prod["ignoreDifferences"]} == prod_kinds & ignored_kinds
 
 
 def test_waves_and_sync_options(delivered: dict[Path, dict]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubetrain.gitops.health import CHECKS, HEALTH_KEY, argocd_cm_patch, script
+from kubetrain.gitops.health import HEALTH_KEY, argocd_cm_patch, checked_kinds, script
 
 lupa = pytest.importorskip("lupa.lua51")
 
@@ -34,23 +34,23 @@ def run_health(lua_source: str, obj: dict) -> dict:
 
 def _cases() -> list:
     found = []
-    for group, kind in sorted(CHECKS):
-        tests = yaml.safe_load((CASES / group / kind / "health_test.yaml").read_text())["tests"]
-        found += [pytest.param(group, kind, case, id=f"{kind}-{Path(case['inputPath']).stem}") for case in tests]
+    for kind in checked_kinds():
+        tests = yaml.safe_load((CASES / kind.group / kind.kind / "health_test.yaml").read_text())["tests"]
+        found += [pytest.param(kind, case, id=f"{kind.kind}-{Path(case['inputPath']).stem}") for case in tests]
     return found
 
 
-@pytest.mark.parametrize(("group", "kind", "case"), _cases())
-def test_health_check(group: str, kind: str, case: dict) -> None:
-    obj = yaml.safe_load((CASES / group / kind / case["inputPath"]).read_text())
-    assert obj["kind"] == kind
-    assert run_health(script(group, kind), obj) == case["healthStatus"]
+@pytest.mark.parametrize(("kind", "case"), _cases())
+def test_health_check(kind, case: dict) -> None:
+    obj = yaml.safe_load((CASES / kind.group / kind.kind / case["inputPath"]).read_text())
+    assert obj["kind"] == kind.kind
+    assert run_health(script(kind), obj) == case["healthStatus"]
 
 
 def test_every_kind_covers_every_status() -> None:
     """Training kinds reach Healthy, Degraded, Suspended and Progressing; the queues too."""
-    for group, kind in CHECKS:
-        tests = yaml.safe_load((CASES / group / kind / "health_test.yaml").read_text())["tests"]
+    for kind in checked_kinds():
+        tests = yaml.safe_load((CASES / kind.group / kind.kind / "health_test.yaml").read_text())["tests"]
         assert {t["healthStatus"]["status"] for t in tests} == {"Healthy", "Degraded", "Suspended", "Progressing"}
 
 
@@ -67,6 +67,6 @@ def test_argocd_cm_patch_carries_every_check() -> None:
     patch = argocd_cm_patch("argocd")
     assert patch["metadata"] == {"name": "argocd-cm", "namespace": "argocd",
                                  "labels": {"app.kubernetes.io/part-of": "argocd"}}
-    assert set(patch["data"]) == {HEALTH_KEY.format(group=g, kind=k) for g, k in CHECKS}
+    assert set(patch["data"]) == {HEALTH_KEY.format(group=k.group, kind=k.kind) for k in checked_kinds()}
     assert "resource.customizations.health.kubeflow.org_PyTorchJob" in patch["data"]
     assert not any(key.startswith("resource.customizations.useOpenLibs") for key in patch["data"])

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.admission.requests import Workload, amount, group_kind, workloads
+from kubetrain.admission.requests import JOB_LABEL, QUEUE_LABEL, Workload, amount
+from kubetrain.kinds.registry import all_kinds, group_kind, kind_of
 
 MAX_NODES_ANNOTATION = "kubetrain.dev/max-nodes"
 RESERVED_NODES_ANNOTATION = "kubetrain.dev/reserved-nodes"
@@ -115,6 +116,17 @@ class LocalQueue:
     cluster_queue: str
 
 
+# The kinds `ClusterObjects.from_manifests` reads besides the workloads: Kueue's own objects, the namespaces
+# and the Karpenter pools.
+READS = ("Namespace", "ResourceFlavor", "Topology", "ClusterQueue", "Cohort", "LocalQueue", "NodePool")
+
+
+def admission_kinds() -> set[str]:
+    """Every kind admission reads: `READS`, the kinds Kueue admits and the objects they name."""
+    runs = [kind for kind in all_kinds() if kind.run is not None and kind.run.pod_sets is not None]
+    return {*READS, *(kind.kind for kind in runs), *(read for kind in runs for read in kind.run.reads)}
+
+
 @dataclass
 class ClusterObjects:
     """What admission reads in one cluster."""
@@ -164,6 +176,31 @@ class ClusterObjects:
             elif (group, kind) == ("karpenter.sh", "NodePool"):
                 found.pools[obj_name] = _pool(obj_name, meta.get("annotations") or {}, spec)
         return found
+
+
+def workloads(manifests: Iterable[Mapping[str, Any]]) -> list[Workload]:
+    """Every object among `manifests` whose kind Kueue admits (its descriptor's pod sets), with the objects of
+    its namespace and the cluster-scoped ones as its siblings (a TrainJob's runtime)."""
+    manifests = list(manifests)
+    index = {(m.get("kind"), (m.get("metadata") or {}).get("namespace"), (m.get("metadata") or {}).get("name")): m
+             for m in manifests}
+    found = []
+    for obj in manifests:
+        kind = kind_of(obj)
+        if kind is None or kind.run is None or kind.run.pod_sets is None:
+            continue
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace")
+
+        def sibling(sibling_kind: str, name: str, namespace: str | None = namespace) -> dict[str, Any] | None:
+            return index.get((sibling_kind, namespace, name)) or index.get((sibling_kind, None, name))
+
+        pod_sets, min_pods = kind.run.pod_sets(obj, sibling)
+        labels = meta.get("labels") or {}
+        found.append(Workload(str(obj.get("kind")), str(meta.get("name")), str(namespace or ""),
+                              str(labels.get(JOB_LABEL) or meta.get("name")), labels.get(QUEUE_LABEL),
+                              tuple(pod_sets), min_pods))
+    return found
 
 
 def _resource_groups(spec: Mapping[str, Any]) -> tuple[tuple[ResourceGroup, ...], dict[FlavorResource, Quota]]:

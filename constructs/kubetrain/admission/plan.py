@@ -21,13 +21,11 @@ from typing import Any
 
 import yaml
 
-from kubetrain.admission.objects import ClusterObjects
+from kubetrain.admission.objects import ClusterObjects, admission_kinds
 from kubetrain.admission.requests import ACCELERATORS
 from kubetrain.admission.verdict import JobPlan, PoolPlan, plan_cluster
 from kubetrain.output.validate import parse_documents
 
-KINDS = ("Namespace", "ResourceFlavor", "Topology", "ClusterQueue", "Cohort", "LocalQueue", "NodePool", "PyTorchJob",
-         "MPIJob", "TrainJob", "Job", "TrainingRuntime", "ClusterTrainingRuntime")
 EXIT_NEVER = 1
 EXIT_BAD_INPUT = 2
 
@@ -36,16 +34,17 @@ class PlanInputError(Exception):
     """dist/ cannot be read: one line for the user."""
 
 
-def _wanted(path: str) -> bool:
-    return Path(path).name.split(".", 1)[0] in KINDS
+def _wanted(path: str, kinds: set[str]) -> bool:
+    return Path(path).name.split(".", 1)[0] in kinds
 
 
 def plan_files(files: Mapping[str, bytes], clusters: set[str] | None = None) -> tuple[list[JobPlan], list[PoolPlan]]:
     """Plans of every cluster folder among `files` (dist/-relative path -> contents), or of `clusters` only."""
     manifests: dict[str, list[dict[str, Any]]] = {}
+    kinds = admission_kinds()
     for path, data in sorted(files.items()):
         cluster = Path(path).parts[0]
-        if len(Path(path).parts) < 2 or not _wanted(path) or (clusters is not None and cluster not in clusters):
+        if len(Path(path).parts) < 2 or not _wanted(path, kinds) or (clusters is not None and cluster not in clusters):
             continue
         try:
             documents = parse_documents(data.decode("utf-8"))

@@ -8,8 +8,8 @@ and Kueue's `UseLimitsAsMissingRequestsInPod` does the same for the pod set). Am
 the unit Kueue keeps (`resources.ResourceValue`): millicores for cpu, bytes or devices for everything else,
 rounded up.
 
-A job's pod sets are its operator's replica types in Kueue's order (PyTorchJob: Master, Worker; MPIJob:
-Launcher, Worker), a TrainJob's runtime's replicated jobs, a batch Job's template; each with its count.
+Which pod sets a job has (its operator's replica types in Kueue's order, a TrainJob's runtime's replicated
+jobs, a batch Job's template) is its kind's fact: `Run.pod_sets` of its descriptor (kubetrain.kinds).
 """
 
 from __future__ import annotations
@@ -166,86 +166,12 @@ def pod_set(name: str, count: int, template: Mapping[str, Any]) -> PodSet:
                   tuple(spec.get("tolerations") or []), _placement(template))
 
 
-def _count(value: Any, default: int = 1) -> int:
+def count_of(value: Any, default: int = 1) -> int:
+    """A replica or pod count of a manifest (`default` when it leaves it out)."""
     return int(value) if value is not None else default
 
 
-def _replica_pod_sets(replicas: Mapping[str, Any], order: Iterable[str]) -> list[PodSet]:
-    return [pod_set(role.lower(), _count(replicas[role].get("replicas")), replicas[role].get("template") or {})
+def replica_pod_sets(replicas: Mapping[str, Any], order: Iterable[str]) -> list[PodSet]:
+    """A Kubeflow job's replica specs as pod sets, in the order Kueue takes them."""
+    return [pod_set(role.lower(), count_of(replicas[role].get("replicas")), replicas[role].get("template") or {})
             for role in order if role in replicas]
-
-
-def _pytorchjob(obj: Mapping[str, Any], runtime: Any) -> tuple[list[PodSet], int | None]:
-    spec = obj.get("spec") or {}
-    elastic = spec.get("elasticPolicy") or {}
-    return (_replica_pod_sets(spec.get("pytorchReplicaSpecs") or {}, ("Master", "Worker")),
-            _count(elastic["minReplicas"]) if "minReplicas" in elastic else None)
-
-
-def _mpijob(obj: Mapping[str, Any], runtime: Any) -> tuple[list[PodSet], int | None]:
-    return _replica_pod_sets((obj.get("spec") or {}).get("mpiReplicaSpecs") or {}, ("Launcher", "Worker")), None
-
-
-def _batch_job(obj: Mapping[str, Any], runtime: Any) -> tuple[list[PodSet], int | None]:
-    spec = obj.get("spec") or {}
-    count = _count(spec.get("parallelism"))
-    if spec.get("completions") is not None:
-        count = min(count, _count(spec["completions"]))
-    return [pod_set("main", count, spec.get("template") or {})], None
-
-
-def _trainjob(obj: Mapping[str, Any], runtime: Mapping[str, Any] | None) -> tuple[list[PodSet], int | None]:
-    """The runtime's replicated jobs; the trainer's node job runs numNodes pods (the TrainJob's, else the
-    runtime's mlPolicy)."""
-    if runtime is None:
-        return [], None
-    runtime_spec = runtime.get("spec") or {}
-    nodes = ((obj.get("spec") or {}).get("trainer") or {}).get("numNodes") or \
-        (runtime_spec.get("mlPolicy") or {}).get("numNodes")
-    pod_sets = []
-    for replicated in ((runtime_spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
-        job = replicated.get("template") or {}
-        job_spec = job.get("spec") or {}
-        trainer = ((job.get("metadata") or {}).get("labels") or {}).get(
-            "trainer.kubeflow.org/trainjob-ancestor-step") == "trainer" or replicated.get("name") == "node"
-        count = _count(nodes) if trainer and nodes else \
-            _count(replicated.get("replicas")) * _count(job_spec.get("parallelism"))
-        pod_sets.append(pod_set(str(replicated.get("name", "node")), count, job_spec.get("template") or {}))
-    return pod_sets, None
-
-
-# (API group, kind) -> the pod sets of one object (and an elastic job's fewest pods).
-POD_SETS = {
-    ("kubeflow.org", "PyTorchJob"): _pytorchjob,
-    ("kubeflow.org", "MPIJob"): _mpijob,
-    ("batch", "Job"): _batch_job,
-    ("trainer.kubeflow.org", "TrainJob"): _trainjob,
-}
-RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
-
-
-def group_kind(obj: Mapping[str, Any]) -> tuple[str, str]:
-    return str(obj.get("apiVersion", "")).rpartition("/")[0], str(obj.get("kind", ""))
-
-
-def workloads(manifests: Iterable[Mapping[str, Any]]) -> list[Workload]:
-    """Every job object among `manifests` (a TrainJob's runtime among them too)."""
-    manifests = list(manifests)
-    runtimes = {(m.get("kind"), (m.get("metadata") or {}).get("namespace"), (m.get("metadata") or {}).get("name")): m
-                for m in manifests if m.get("kind") in RUNTIME_KINDS}
-    found = []
-    for obj in manifests:
-        reader = POD_SETS.get(group_kind(obj))
-        if reader is None:
-            continue
-        meta = obj.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        ref = (obj.get("spec") or {}).get("runtimeRef") or {}
-        runtime_kind = ref.get("kind", "ClusterTrainingRuntime")
-        runtime = runtimes.get((runtime_kind, meta.get("namespace") if runtime_kind == "TrainingRuntime" else None,
-                                ref.get("name")))
-        pod_sets, min_pods = reader(obj, runtime)
-        found.append(Workload(str(obj.get("kind")), str(meta.get("name")), str(meta.get("namespace") or ""),
-                              str(labels.get(JOB_LABEL) or meta.get("name")), labels.get(QUEUE_LABEL),
-                              tuple(pod_sets), min_pods))
-    return found

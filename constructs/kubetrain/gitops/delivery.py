@@ -13,7 +13,7 @@ another app, and may not exist at the first dry run), and returns the Argo CD ob
   destination and only the ignoreDifferences of the kinds it holds, and show up in the pull request.
   Automated sync with prune and self-heal, server-side apply (training CRDs exceed the 262,144-byte
   annotation client-side apply needs), retries with backoff, and `RespectIgnoreDifferences` so self-heal
-  leaves alone the fields Kueue and the operators own (`IGNORED`).
+  leaves alone the fields Kueue and the operators own (each kind's `ignored` fields, kubetrain.kinds).
 - the argocd-cm health patch (health.py).
 
 They go under `<outdir>/<folder>/` (default dist/argocd/): Argo CD's own objects live in the management
@@ -33,6 +33,7 @@ from typing import Any
 from kubetrain.gitops import waves
 from kubetrain.gitops.health import argocd_cm_patch
 from kubetrain.gitops.props import ArgoCdProps
+from kubetrain.kinds.registry import group_kind, kind_of
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import ARGO_APP, ARGO_WAVES
 from training.problems import ConfigError, Problem
@@ -54,44 +55,14 @@ NO_WAVE = register(
     rationale="Argo CD applies objects wave by wave and waits for each wave to be healthy; a kind kubetrain "
               "does not know could be a workload that must wait for its queue, or a definition others need "
               "first, so it is not guessed.",
-    fix="add the kind's (group, kind) to kubetrain.gitops.waves.WAVES in the wave it belongs to",
+    fix="describe the kind with its wave: kubetrain.kinds.registry.register(Kind(api_version, kind, wave)), "
+        "the waves are in kubetrain.kinds.base",
     source=ARGO_WAVES)
 FOLDER_TAKEN = register(
     "KT503", "error", "a cluster has the name of the Argo CD folder",
     rationale="dist/<folder>/ holds the Argo CD objects; a cluster of that name would share the folder.",
     fix="rename the cluster, or set ArgoCdProps.folder to another name",
     source="README.md (GitOps delivery)")
-
-# Fields that Kueue or the operators write on objects kubetrain emits, per (group, kind): Argo CD must
-# neither report them as drift nor (with RespectIgnoreDifferences) put them back. Kueue flips `suspend`
-# on queued jobs and, when it admits one, merges its flavor's node selector and tolerations (and, with
-# topology-aware scheduling, scheduling gates) into the pod templates; Trainer records Kueue's
-# runtime patch in the TrainJob. Runs are create-once, so ignoring template fields loses no update.
-_POD_FIELDS = ("nodeSelector", "tolerations", "schedulingGates")
-
-
-def _templates(prefix: str) -> list[str]:
-    return [f"{prefix}.{name}" for name in _POD_FIELDS]
-
-
-IGNORED: dict[tuple[str, str], dict[str, list[str]]] = {
-    ("kubeflow.org", "PyTorchJob"): {
-        "jsonPointers": ["/spec/runPolicy/suspend"],
-        "jqPathExpressions": _templates(".spec.pytorchReplicaSpecs[].template.spec")},
-    ("kubeflow.org", "MPIJob"): {
-        "jsonPointers": ["/spec/runPolicy/suspend"],
-        "jqPathExpressions": _templates(".spec.mpiReplicaSpecs[].template.spec")},
-    ("trainer.kubeflow.org", "TrainJob"): {
-        "jsonPointers": ["/spec/suspend"],
-        "jqPathExpressions": ['.spec.runtimePatches[] | select(.manager == "kueue.x-k8s.io/manager")']},
-    ("jobset.x-k8s.io", "JobSet"): {
-        "jsonPointers": ["/spec/suspend"],
-        "jqPathExpressions": _templates(".spec.replicatedJobs[].template.spec.template.spec")},
-    ("batch", "Job"): {
-        "jsonPointers": ["/spec/suspend"],
-        "jqPathExpressions": _templates(".spec.template.spec")},
-}
-
 
 @dataclass
 class Delivery:
@@ -139,7 +110,7 @@ def _check(objects_by_cluster: dict[str, list[dict[str, Any]]], props: ArgoCdPro
     if props.folder in objects_by_cluster:
         problems.append(Problem(FOLDER_TAKEN.code, "folder", f"cluster {props.folder!r} would share "
                                 f"{props.path_prefix}/{props.folder}/ with the Argo CD objects", FOLDER_TAKEN.fix))
-    unknown = sorted({waves.group_kind(obj) for objects in objects_by_cluster.values() for obj in objects
+    unknown = sorted({group_kind(obj) for objects in objects_by_cluster.values() for obj in objects
                       if waves.wave_of(obj) is None})
     problems += [Problem(NO_WAVE.code, "", f"no sync wave for kind {kind} (group {group or 'core'!r})", NO_WAVE.fix)
                  for group, kind in unknown]
@@ -164,7 +135,7 @@ def _is_namespaced(obj: dict[str, Any]) -> bool:
 
 def _namespaces(objects: list[dict[str, Any]]) -> list[str]:
     """A cluster's namespaces: those it creates (in order: the first is the default), then any others used."""
-    created = [obj["metadata"]["name"] for obj in objects if waves.group_kind(obj) == ("", "Namespace")]
+    created = [obj["metadata"]["name"] for obj in objects if group_kind(obj) == ("", "Namespace")]
     used = sorted({obj["metadata"]["namespace"] for obj in objects if _is_namespaced(obj)} - set(created))
     return created + used
 
@@ -177,7 +148,7 @@ def _destination(cluster: str, objects: list[dict[str, Any]], props: ArgoCdProps
 
 
 def _kinds(objects: list[dict[str, Any]], namespaced: bool) -> list[dict[str, str]]:
-    found = sorted({waves.group_kind(obj) for obj in objects if _is_namespaced(obj) == namespaced})
+    found = sorted({group_kind(obj) for obj in objects if _is_namespaced(obj) == namespaced})
     return [{"group": group, "kind": kind} for group, kind in found]
 
 
@@ -203,9 +174,8 @@ def _project(objects_by_cluster: dict[str, list[dict[str, Any]]], props: ArgoCdP
 
 
 def _application(cluster: str, objects: list[dict[str, Any]], props: ArgoCdProps) -> dict[str, Any]:
-    kinds = {waves.group_kind(obj) for obj in objects}
-    ignored = [{"group": group, "kind": kind, **IGNORED[(group, kind)]} for group, kind in sorted(IGNORED)
-               if (group, kind) in kinds]
+    kinds = sorted({kind for kind in map(kind_of, objects) if kind is not None and kind.ignored}, key=lambda k: k.key)
+    ignored = [{"group": kind.group, "kind": kind.kind, **kind.ignored.manifest()} for kind in kinds]
     metadata: dict[str, Any] = {"name": f"{props.project}-{cluster}", "namespace": props.argocd_namespace,
                                 "labels": {**MANAGED_BY, CLUSTER_LABEL: cluster}}
     if props.cascade_delete:

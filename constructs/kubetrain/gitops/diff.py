@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from kubetrain.gitops import waves
+from kubetrain.kinds.registry import group_kind, kind_of
 from kubetrain.output.validate import parse_documents
 
 JOB_LABEL = "kubetrain.dev/job"
@@ -132,7 +132,7 @@ def load_objects(files: dict[str, bytes], side: str) -> dict[Key, dict[str, Any]
             raise DiffInputError(f"{side}: {path}: cannot read YAML: {' '.join(str(exc).split())[:200]}") from None
         for doc in documents:
             if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict):
-                group, kind = waves.group_kind(doc)
+                group, kind = group_kind(doc)
                 meta = doc["metadata"]
                 key = Key(Path(path).parts[0], group, kind, str(meta.get("namespace") or ""), str(meta.get("name")))
                 objects[key] = doc
@@ -229,65 +229,12 @@ def compare(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]], base
 
 # -- the training meaning -----------------------------------------------------------------------------
 
-def _gpus(pod_spec: dict[str, Any]) -> int:
-    total = 0
-    for container in pod_spec.get("containers") or []:
-        limits = (container.get("resources") or {}).get("limits") or {}
-        total += int(str(limits.get("nvidia.com/gpu", 0)))
-    return total
-
-
-def _image(pod_spec: dict[str, Any]) -> str | None:
-    containers = pod_spec.get("containers") or []
-    return containers[0].get("image") if containers else None
-
-
-def _run_facts(obj: dict[str, Any]) -> dict[str, str]:
-    """World size, GPUs, image and queue of one run object, as far as its kind says."""
-    kind = waves.group_kind(obj)[1]
-    spec = obj.get("spec") or {}
-    pods: list[tuple[int, dict[str, Any]]] = []  # (replicas, pod spec)
-    per_pod: str | int | None = None
-    facts: dict[str, str] = {}
-    if kind in ("PyTorchJob", "MPIJob"):
-        replicas = spec.get("pytorchReplicaSpecs") or spec.get("mpiReplicaSpecs") or {}
-        for role, replica in replicas.items():
-            if kind == "MPIJob" and role == "Launcher":
-                continue
-            pods.append((int(replica.get("replicas", 1)), (replica.get("template") or {}).get("spec") or {}))
-        per_pod = spec.get("nprocPerNode") if kind == "PyTorchJob" else spec.get("slotsPerWorker", 1)
-        elastic = spec.get("elasticPolicy")
-        if elastic:
-            facts["nodes"] = f"{elastic.get('minReplicas', '?')}-{elastic.get('maxReplicas', '?')} (elastic)"
-        schedule_queue = ((spec.get("runPolicy") or {}).get("schedulingPolicy") or {}).get("queue")
-        if schedule_queue:
-            facts["queue"] = schedule_queue
-    elif kind == "TrainJob":
-        trainer = spec.get("trainer") or {}
-        nodes = int(trainer.get("numNodes", 1))
-        gpus = int(str(((trainer.get("resourcesPerNode") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)))
-        per_pod = trainer.get("numProcPerNode")
-        pods.append((nodes, {"containers": [{"image": trainer.get("image"),
-                                             "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}))
-    elif kind == "Job":
-        pods.append((int(spec.get("parallelism", 1)), (spec.get("template") or {}).get("spec") or {}))
-    elif kind == "JobSet":
-        for replicated in spec.get("replicatedJobs") or []:
-            job_spec = (replicated.get("template") or {}).get("spec") or {}
-            pods.append((int(replicated.get("replicas", 1)) * int(job_spec.get("parallelism", 1)),
-                         (job_spec.get("template") or {}).get("spec") or {}))
-    count = sum(n for n, _ in pods)
-    facts["pods"] = str(count)
-    if isinstance(per_pod, int) or (isinstance(per_pod, str) and per_pod.isdigit()):
-        facts["world size"] = str(count * int(per_pod))
-    facts["GPUs"] = str(sum(n * _gpus(pod) for n, pod in pods))
-    images = sorted({image for _, pod in pods if (image := _image(pod))})
-    if images:
-        facts["image"] = ", ".join(images)
+def _run_facts(obj: dict[str, Any], sibling: Callable[[str, str], dict[str, Any] | None]) -> dict[str, str]:
+    """World size, GPUs, image and queue of one run object, as far as its kind's descriptor says."""
+    kind = kind_of(obj)
+    facts = kind.run.facts(obj, sibling) if kind is not None and kind.run is not None else {}
     queue = ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
-    if queue:
-        facts["queue"] = queue
-    return facts
+    return facts | ({"queue": queue} if queue else {})
 
 
 def _config_facts(obj: dict[str, Any]) -> dict[str, str]:
@@ -311,12 +258,17 @@ def _jobs(objects: dict[Key, dict[str, Any]], wanted: set[tuple[str, str, str]])
     """(cluster, namespace, job) -> its training facts, from its run object and its ConfigMap; only for the
     `wanted` jobs (reading every run config of a large fleet would cost seconds for nothing)."""
     jobs: dict[tuple[str, str, str], dict[str, str]] = {}
+    by_name = {(key.cluster, key.kind, key.namespace, key.name): obj for key, obj in objects.items()}
     for key, obj in objects.items():
         job = _job_label(obj)
         if not job or (key.cluster, key.namespace, job) not in wanted:
             continue
-        if (key.group, key.kind) in waves.IMMUTABLE_RUNS:
-            jobs.setdefault((key.cluster, key.namespace, job), {}).update(_run_facts(obj))
+        run = kind_of(obj)
+        if run is not None and run.run is not None:
+            def sibling(kind: str, name: str, key: Key = key) -> dict[str, Any] | None:
+                return by_name.get((key.cluster, kind, key.namespace, name)) or by_name.get((key.cluster, kind, "", name))
+
+            jobs.setdefault((key.cluster, key.namespace, job), {}).update(_run_facts(obj, sibling))
         elif key.kind == "ConfigMap":
             jobs.setdefault((key.cluster, key.namespace, job), {}).update(_config_facts(obj))
     return jobs

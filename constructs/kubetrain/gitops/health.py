@@ -19,22 +19,20 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import Any
 
+from kubetrain.kinds.base import Kind
+from kubetrain.kinds.registry import all_kinds
+
 HEALTH_KEY = "resource.customizations.health.{group}_{kind}"
 
-# (group, kind) -> the script that judges it.
-CHECKS: dict[tuple[str, str], str] = {
-    ("kubeflow.org", "PyTorchJob"): "training_job.lua",
-    ("kubeflow.org", "MPIJob"): "training_job.lua",
-    ("trainer.kubeflow.org", "TrainJob"): "training_job.lua",
-    ("jobset.x-k8s.io", "JobSet"): "training_job.lua",
-    ("kueue.x-k8s.io", "ClusterQueue"): "kueue_queue.lua",
-    ("kueue.x-k8s.io", "LocalQueue"): "kueue_queue.lua",
-}
+
+def checked_kinds() -> list[Kind]:
+    """Every kind whose descriptor carries a health check."""
+    return [kind for kind in all_kinds() if kind.health]
 
 
-def script(group: str, kind: str) -> str:
-    """The Lua health check of one kind."""
-    return (files("kubetrain.gitops") / "lua" / CHECKS[(group, kind)]).read_text()
+def script(kind: Kind) -> str:
+    """The Lua health check of one kind (a file of kubetrain/kinds/lua/)."""
+    return (files("kubetrain.kinds") / "lua" / kind.health).read_text()
 
 
 def argocd_cm_patch(argocd_namespace: str) -> dict[str, Any]:
@@ -45,5 +43,5 @@ def argocd_cm_patch(argocd_namespace: str) -> dict[str, Any]:
         "kind": "ConfigMap",
         "metadata": {"name": "argocd-cm", "namespace": argocd_namespace,
                      "labels": {"app.kubernetes.io/part-of": "argocd"}},
-        "data": {HEALTH_KEY.format(group=group, kind=kind): script(group, kind) for group, kind in sorted(CHECKS)},
+        "data": {HEALTH_KEY.format(group=kind.group, kind=kind.kind): script(kind) for kind in checked_kinds()},
     }

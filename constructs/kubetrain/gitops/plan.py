@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.gitops import waves
+from kubetrain.kinds.registry import group_kind
 from kubetrain.output.validate import Manifest, load_manifests, manifest_files
 
 
@@ -28,7 +29,7 @@ class SyncObject:
 
     @property
     def key(self) -> tuple[str, str, str | None, str]:
-        group, kind = waves.group_kind(self.obj)
+        group, kind = group_kind(self.obj)
         meta = self.obj.get("metadata") or {}
         return (group, kind, meta.get("namespace"), meta.get("name"))
 
@@ -53,7 +54,7 @@ def _in_source(repo: Path, file: Path, source: dict[str, Any]) -> bool:
 def _allowed(project: dict[str, Any], app: dict[str, Any], obj: dict[str, Any]) -> str | None:
     """Why the project refuses `obj` in `app`, or None."""
     spec = project.get("spec") or {}
-    group, kind = waves.group_kind(obj)
+    group, kind = group_kind(obj)
     namespace = (obj.get("metadata") or {}).get("namespace")
     whitelist = spec.get("namespaceResourceWhitelist" if namespace else "clusterResourceWhitelist") or []
     if {"group": group, "kind": kind} not in whitelist:

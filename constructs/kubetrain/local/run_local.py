@@ -33,7 +33,8 @@ from typing import Any
 import yaml
 
 from kubetrain.rules.registry import register
-from kubetrain.targets import Target, restart_after
+from kubetrain.kinds.registry import all_kinds, kind_of
+from kubetrain.targets import restart_after
 from training.config import load_run_config
 from training.problems import ConfigError, Problem
 
@@ -79,7 +80,7 @@ def find_job(dist: Path, ref: str) -> Path:
     """`[cluster/]job` -> the job's manifest file under dist/, whatever its target. A create-once run's
     file is `<Kind>.<job>-<hash>.yaml`: the job is found by its own name either way."""
     cluster, _, name = ref.rpartition("/")
-    kinds = {target.kind for target in Target.registry.values()}
+    kinds = {kind.kind for kind in all_kinds() if kind.target is not None}
     run_name = re.compile(rf"^{re.escape(name)}(-[0-9a-f]{{8}})?$")
     matches = sorted(p for p in dist.glob(f"{cluster or '*'}/*/*.{name}*.yaml")
                      if p.name.split(".")[0] in kinds and run_name.match(p.name.split(".", 1)[1].removesuffix(".yaml")))
@@ -116,7 +117,8 @@ def free_port() -> int:
 def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[str]) -> LocalJob:
     where = f"{job_file.parent.parent.name}/{job_file.name.split('.', 1)[1].removesuffix('.yaml')}"
     manifest = _read_yaml(job_file, where)
-    target = Target.for_manifest(manifest) if isinstance(manifest, dict) else None
+    kind = kind_of(manifest) if isinstance(manifest, dict) else None
+    target = kind.target if kind is not None else None
     if target is None:
         raise _fail(where, f"{job_file} is not a job of a known target", "run `kubetrain synth` to rewrite dist/")
     def sibling(kind: str, name: str) -> dict[str, Any] | None:

@@ -2,8 +2,8 @@
 
 The API server prunes fields that a CRD's structural schema does not declare, so a typo in a
 custom resource is dropped silently. `strict_schema` turns a CRD's `openAPIV3Schema` into a JSON
-Schema that rejects what would be pruned. `generate` does that for every kind in `SOURCES` (pinned
-to the operator versions kubetrain targets) and writes one compact JSON file per kind plus
+Schema that rejects what would be pruned. `generate` does that for the CRD of every kind whose descriptor
+names one (`Kind.crd`, pinned to the operator versions kubetrain targets) and writes one compact JSON file per kind plus
 `PROVENANCE.json` (project, version, source file, sha256, and how many CEL rules the schema carries);
 `scripts/generate_schemas.py` runs it, and a test regenerates from the upstream files when they are
 present and compares. Only descriptions are dropped: `default`s and the `x-kubernetes-validations`
@@ -14,49 +14,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kubetrain.kinds.base import CrdSource
+from kubetrain.kinds.registry import all_kinds
+
 SHIPPED = files("kubetrain.output") / "schemas"
 PROVENANCE = "PROVENANCE.json"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-@dataclass(frozen=True)
-class Source:
-    """Where the CRD of one kind comes from."""
-
-    file: str  # the CRD file's name, as the project publishes it
-    project: str
-    version: str
-    api_versions: tuple[str, ...]  # the served versions kubetrain emits
-
-
-# The operator versions kubetrain targets (README: compatibility); one entry per CRD file.
-SOURCES: tuple[Source, ...] = (
-    Source("kubeflow.org_pytorchjobs.yaml", "kubeflow/trainer", "v1.9.4", ("kubeflow.org/v1",)),
-    Source("kubeflow.org_mpijobs.v2beta1.yaml", "kubeflow/mpi-operator", "v0.8.0", ("kubeflow.org/v2beta1",)),
-    Source("trainer.kubeflow.org_trainjobs.yaml", "kubeflow/trainer", "v2.3.0", ("trainer.kubeflow.org/v1alpha1",)),
-    Source("trainer.kubeflow.org_clustertrainingruntimes.yaml", "kubeflow/trainer", "v2.3.0",
-           ("trainer.kubeflow.org/v1alpha1",)),
-    Source("trainer.kubeflow.org_trainingruntimes.yaml", "kubeflow/trainer", "v2.3.0",
-           ("trainer.kubeflow.org/v1alpha1",)),
-    Source("karpenter.sh_nodepools.yaml", "aws/karpenter-provider-aws", "v1.9", ("karpenter.sh/v1",)),
-    Source("karpenter.k8s.aws_ec2nodeclasses.yaml", "aws/karpenter-provider-aws", "v1.9", ("karpenter.k8s.aws/v1",)),
-    *(Source(f"kueue.x-k8s.io_{name}.yaml", "kubernetes-sigs/kueue", "v0.19.2", ("kueue.x-k8s.io/v1beta2",))
-      for name in ("clusterqueues", "localqueues", "resourceflavors", "topologies", "workloadpriorityclasses",
-                   "cohorts")),
-    Source("scheduling.volcano.sh_podgroups.yaml", "volcano-sh/volcano", "v1.15", ("scheduling.volcano.sh/v1beta1",)),
-    Source("scheduling.volcano.sh_queues.yaml", "volcano-sh/volcano", "v1.15", ("scheduling.volcano.sh/v1beta1",)),
-    *(Source(f"argoproj.io_{name}.yaml", "argoproj/argo-cd", "v3.6", ("argoproj.io/v1alpha1",))
-      for name in ("applications", "applicationsets", "appprojects")),
-    *(Source(f"monitoring.coreos.com_{name}.yaml", "prometheus-operator/prometheus-operator", "v0.86",
-             ("monitoring.coreos.com/v1",)) for name in ("podmonitors", "servicemonitors")),
-)
+def crd_sources() -> list[CrdSource]:
+    """The CRD of every registered kind that has one (kubetrain.kinds), at the version kubetrain targets."""
+    return [kind.crd for kind in all_kinds() if kind.crd is not None]
 
 
 def strict_schema(node: Any) -> Any:
@@ -118,7 +92,7 @@ def generate(crds: Path, out: Path) -> list[str]:
     """Write the shipped schemas from the CRD files in `crds` into `out`; returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
     provenance, written = {}, []
-    for source in SOURCES:
+    for source in crd_sources():
         data = (crds / source.file).read_bytes()
         schemas = crd_schemas(data.decode("utf-8"))
         for (api_version, kind), schema in sorted(schemas.items()):

@@ -32,6 +32,7 @@ import yaml_rs
 from kubernetes_validate.utils import all_versions
 from referencing import Registry, Resource
 
+from kubetrain.kinds.registry import kind_of
 from kubetrain.output.cel_rules import RULE_FAILED, RULES_NOT_CHECKED, RulePlan
 from kubetrain.output.progress import Advance, Progress, phase
 from kubetrain.output.schemas import crd_schemas, shipped_schemas
@@ -42,10 +43,8 @@ _SCHEMAS = files("kubernetes_validate") / "kubernetes-json-schema"
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 _OBJECT_META = {"$ref": f"{_DEFINITIONS_ID}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
 
-# Kinds whose names must be DNS-1035 labels (they become Service names) or DNS-1123 labels; the rest
-# are DNS-1123 subdomains (Kubernetes' apimachinery name validation).
-_DNS_1035_KINDS = {"Service", "PyTorchJob", "TrainJob", "MPIJob", "JobSet"}
-_DNS_1123_LABEL_KINDS = {"Namespace"}
+# The name format a kind needs is its descriptor's (kubetrain.kinds); unknown kinds need a DNS-1123 subdomain
+# (Kubernetes' apimachinery name validation).
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _NAME_FORMATS = {
     "DNS-1035 label": (re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$"), 63),
@@ -351,15 +350,16 @@ def _validate_one(m: Manifest, schemas: Schemas, kubernetes_version: str) -> Ite
         yield Finding(m.file, m.label, path, message, code)
     name = (body.get("metadata") or {}).get("name") if isinstance(body.get("metadata"), dict) else None
     if isinstance(name, str):
-        problem = _name_problem(kind, name)
+        problem = _name_problem(body, name)
         if problem:
             yield Finding(m.file, m.label, "metadata.name", problem)
 
 
-def _name_problem(kind: str, name: str) -> str | None:
-    fmt = ("DNS-1035 label" if kind in _DNS_1035_KINDS else
-           "DNS-1123 label" if kind in _DNS_1123_LABEL_KINDS else "DNS-1123 subdomain")
+def _name_problem(body: dict[str, Any], name: str) -> str | None:
+    kind = kind_of(body)
+    fmt = kind.name_format if kind is not None else "DNS-1123 subdomain"
     pattern, longest = _NAME_FORMATS[fmt]
     if len(name) > longest or not pattern.match(name):
-        return f"{name!r} is not a {fmt} (at most {longest} lowercase letters, digits and '-'), as a {kind}'s name must be"
+        return f"{name!r} is not a {fmt} (at most {longest} lowercase letters, digits and '-'), as a " \
+               f"{body['kind']}'s name must be"
     return None

@@ -4,8 +4,8 @@ A target turns a validated job and its pod template into the operator's objects,
 variables the operator injects and how torchrun finds its peers under it, checks what only that
 operator cares about (name lengths, admission rules), and tells `kubetrain run-local` how to
 emulate it from the committed YAML. Nothing outside a target's module knows its kind, replica
-types, container name or variables. Targets register themselves by (apiVersion, kind) when their
-module is imported; `kubetrain.targets` imports every module in this package.
+types, container name or variables. A target is found by its kind's descriptor (kubetrain.kinds:
+`Kind.target`).
 """
 
 from __future__ import annotations
@@ -56,13 +56,6 @@ class Target(ReportedLater, ABC):
     kind: ClassVar[str]
     container_name: ClassVar[str]  # the container that runs the workload
 
-    registry: ClassVar[dict[tuple[str, str], type[Target]]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "kind" in cls.__dict__:  # a concrete target, not an intermediate base
-            Target.registry[(cls.api_version, cls.kind)] = cls
-
     # -- compiling a job ------------------------------------------------------------------------
 
     @abstractmethod
@@ -106,10 +99,6 @@ class Target(ReportedLater, ABC):
         """The pods of the committed `manifest`, with the environment the operator would inject.
         `loopback_port()` returns a free local port for each address the operator would hand out;
         `sibling(kind, name)` reads another committed object of the job's namespace (a runtime, say)."""
-
-    @classmethod
-    def for_manifest(cls, manifest: dict[str, Any]) -> type[Target] | None:
-        return cls.registry.get((manifest.get("apiVersion"), manifest.get("kind")))
 
 
 def restart_after(policy: str, exit_code: int, fail_job_exit_codes: set[int] = frozenset()) -> bool:

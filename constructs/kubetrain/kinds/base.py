@@ -1,0 +1,147 @@
+"""What kubetrain knows about one API kind, in one place: its `Kind`.
+
+Every kind kubetrain emits or reads has one descriptor, declared in the module of the operator or
+API family it belongs to (`pytorchjob.py`, `kueue.py`, `kubernetes.py`, ...) and registered in
+`registry.py`. Delivery, validation, `kubetrain diff`, `kubetrain plan`, admission and run-local look
+kinds up there and keep no tables of their own, so adding a kind is one module plus its registration.
+
+A descriptor holds facts, never the objects themselves: how an object of the kind is delivered
+(its Argo CD sync wave, whether it is created once and never updated, the fields Argo CD must leave
+to the operators, its health check), checked (the name format its operator needs, the CRD its schema
+comes from, the objects it names), and read back (the pod sets Kueue admits, what `kubetrain diff`
+reports of a run, how `kubetrain run-local` emulates its operator: the kind's `target`). Everything
+here reads plain manifests and imports no cdk8s, so `kubetrain validate`, `diff` and `plan` start no
+Node.js.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from kubetrain.admission.requests import PodSet
+    from kubetrain.kinds.target import Target
+
+Manifest = Mapping[str, Any]
+Sibling = Callable[[str, str], "dict[str, Any] | None"]  # (kind, name) -> another object of the same namespace
+NameFormat = Literal["DNS-1035 label", "DNS-1123 label", "DNS-1123 subdomain"]
+
+# Argo CD applies one sync wave, waits until its objects are healthy, then applies the next. Whatever an
+# object needs at admission or to become useful comes in an earlier wave: namespaces first, then cluster-wide
+# definitions (storage classes, node classes, Kueue topologies and cohorts), then namespaced configuration and
+# what is built on the definitions (pools, flavors, training runtimes), then queues, then the workloads.
+NAMESPACES, DEFINITIONS, PLATFORM, QUEUES, LOCAL_QUEUES, WORKLOADS = 0, 1, 2, 3, 4, 5
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One object naming another. `admission`: the API server or a webhook rejects the object while the
+    target is missing, so the target must come in a strictly earlier wave (same wave is enough otherwise)."""
+
+    group: str
+    kind: str
+    namespace: str | None  # None for cluster-scoped targets
+    name: str
+    admission: bool = False
+
+
+@dataclass(frozen=True)
+class IgnoredFields:
+    """Fields controllers write on an object kubetrain emits (Argo CD's ignoreDifferences): Argo CD must neither
+    report them as drift nor, with RespectIgnoreDifferences, put them back."""
+
+    json_pointers: tuple[str, ...] = ()
+    jq_path_expressions: tuple[str, ...] = ()
+
+    def manifest(self) -> dict[str, list[str]]:
+        found = {"jsonPointers": list(self.json_pointers), "jqPathExpressions": list(self.jq_path_expressions)}
+        return {key: value for key, value in found.items() if value}
+
+
+def pod_template_fields(prefix: str) -> tuple[str, ...]:
+    """The pod template fields Kueue merges in when it admits a job (its flavor's node selector and
+    tolerations, and with topology-aware scheduling the scheduling gates), as jq paths under `prefix`.
+    Runs are create-once, so ignoring template fields loses no update."""
+    return tuple(f"{prefix}.{name}" for name in ("nodeSelector", "tolerations", "schedulingGates"))
+
+
+@dataclass(frozen=True)
+class CrdSource:
+    """Where a custom resource's schema comes from: the operator's CRD file, pinned to the version kubetrain
+    targets (`scripts/generate_schemas.py` turns it into the shipped schema)."""
+
+    file: str  # the CRD file's name, as the project publishes it
+    project: str
+    version: str
+    api_versions: tuple[str, ...]  # the served versions kubetrain emits
+
+
+@dataclass(frozen=True)
+class Run:
+    """A kind whose objects run pods: a job. How Kueue counts it and what `kubetrain diff` says about it."""
+
+    # (pod sets in Kueue's order, the fewest pods an elastic job trains with) of one object; `sibling` reads
+    # the objects it names (a TrainJob's runtime). None: a kind kubetrain never queues.
+    pod_sets: Callable[[Manifest, Sibling], tuple[list[PodSet], int | None]] | None
+    # world size, pods, nodes, GPUs, image: what a change means for training
+    facts: Callable[[Manifest, Sibling], dict[str, str]]
+    # where a queued object would set Kueue's `suspend` (Kueue sets it on creation, KT422)
+    suspend: tuple[tuple[str, ...], ...] = (("spec", "suspend"),)
+    reads: tuple[str, ...] = ()  # kinds of the siblings `pod_sets` and `facts` read
+
+
+def pod_facts(pods: list[tuple[int, Mapping[str, Any]]], procs_per_pod: Any) -> dict[str, str]:
+    """A run's pods, world size, GPUs and images from (count, pod spec) pairs and its processes per pod."""
+    count = sum(n for n, _ in pods)
+    facts = {"pods": str(count)}
+    if isinstance(procs_per_pod, int) or (isinstance(procs_per_pod, str) and procs_per_pod.isdigit()):
+        facts["world size"] = str(count * int(procs_per_pod))
+    facts["GPUs"] = str(sum(n * _gpus(pod) for n, pod in pods))
+    images = sorted({containers[0].get("image") for _, pod in pods if (containers := pod.get("containers") or [])
+                     and containers[0].get("image")})
+    if images:
+        facts["image"] = ", ".join(images)
+    return facts
+
+
+def _gpus(pod_spec: Mapping[str, Any]) -> int:
+    return sum(int(str(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)))
+               for c in pod_spec.get("containers") or [])
+
+
+def scheduling_queue(spec: Mapping[str, Any]) -> dict[str, str]:
+    """The Volcano queue a Kubeflow job's runPolicy.schedulingPolicy names, as a training fact."""
+    queue = ((spec.get("runPolicy") or {}).get("schedulingPolicy") or {}).get("queue")
+    return {"queue": queue} if queue else {}
+
+
+def no_references(obj: Manifest) -> list[Reference]:
+    return []
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One API kind: everything kubetrain knows about objects of it. Looked up by (API group, kind)."""
+
+    api_version: str  # group/version as kubetrain emits it ("v1" for the core group)
+    kind: str
+    wave: int | None  # Argo CD sync wave; None: never synced to a training cluster (Argo CD's own objects)
+    name_format: NameFormat = "DNS-1123 subdomain"  # what the API server or the operator needs of its name
+    crd: CrdSource | None = None  # None: served by the API server itself (schema from kubernetes-validate)
+    create_once: bool = False  # its spec cannot change once created: a changed definition is a new object
+    ignored: IgnoredFields | None = None  # what Argo CD leaves to the operators and Kueue
+    health: str | None = None  # the Argo CD health check, a Lua file of kinds/lua/
+    holds_pod_templates: bool = False  # templates others instantiate: the runs made from it need their volumes
+    references: Callable[[Manifest], list[Reference]] = no_references  # the objects it names, by its own fields
+    run: Run | None = None  # a job: its pod sets and training facts
+    target: type[Target] | None = field(default=None, compare=False)  # renders it and emulates its operator
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.group, self.kind)

@@ -1,0 +1,324 @@
+"""The kinds not yet moved to a module of their own: their facts, gathered from the tables that held them.
+
+Transitional: each kind moves to its operator's or API family's module, and this module goes when empty.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain.admission.requests import count_of, pod_set, replica_pod_sets
+from kubetrain.kinds.base import (
+    DEFINITIONS,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    PLATFORM,
+    QUEUES,
+    WORKLOADS,
+    CrdSource,
+    IgnoredFields,
+    Kind,
+    Manifest,
+    Reference,
+    Run,
+    Sibling,
+    pod_facts,
+    pod_template_fields,
+    scheduling_queue,
+)
+from kubetrain.targets.indexed_job import IndexedJob
+from kubetrain.targets.pytorchjob import PyTorchJob
+from kubetrain.targets.trainjob import TrainJob
+
+TRAINER = "trainer.kubeflow.org"
+KUEUE = "kueue.x-k8s.io"
+
+
+def _spec(obj: Manifest) -> dict[str, Any]:
+    return obj.get("spec") or {}
+
+
+# -- Kubeflow training operator v1: PyTorchJob ---------------------------------------------------------------
+
+def _pytorchjob_pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
+    spec = _spec(obj)
+    elastic = spec.get("elasticPolicy") or {}
+    return (replica_pod_sets(spec.get("pytorchReplicaSpecs") or {}, ("Master", "Worker")),
+            count_of(elastic["minReplicas"]) if "minReplicas" in elastic else None)
+
+
+def _pytorchjob_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+    spec = _spec(obj)
+    pods = [(count_of(r.get("replicas")), (r.get("template") or {}).get("spec") or {})
+            for r in (spec.get("pytorchReplicaSpecs") or {}).values()]
+    facts = pod_facts(pods, spec.get("nprocPerNode"))
+    elastic = spec.get("elasticPolicy")
+    if elastic:
+        facts["nodes"] = f"{elastic.get('minReplicas', '?')}-{elastic.get('maxReplicas', '?')} (elastic)"
+    return facts | scheduling_queue(spec)
+
+
+PYTORCHJOB = Kind(
+    "kubeflow.org/v1", "PyTorchJob", WORKLOADS, name_format="DNS-1035 label",
+    crd=CrdSource("kubeflow.org_pytorchjobs.yaml", "kubeflow/trainer", "v1.9.4", ("kubeflow.org/v1",)),
+    create_once=True, health="training_job.lua",
+    ignored=IgnoredFields(("/spec/runPolicy/suspend",), pod_template_fields(".spec.pytorchReplicaSpecs[].template.spec")),
+    run=Run(_pytorchjob_pod_sets, _pytorchjob_facts, suspend=(("spec", "runPolicy", "suspend"),)),
+    target=PyTorchJob)
+
+
+# -- mpi-operator: MPIJob -------------------------------------------------------------------------------------
+
+def _mpijob_pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
+    return replica_pod_sets(_spec(obj).get("mpiReplicaSpecs") or {}, ("Launcher", "Worker")), None
+
+
+def _mpijob_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+    spec = _spec(obj)
+    pods = [(count_of(r.get("replicas")), (r.get("template") or {}).get("spec") or {})
+            for role, r in (spec.get("mpiReplicaSpecs") or {}).items() if role != "Launcher"]
+    return pod_facts(pods, spec.get("slotsPerWorker", 1)) | scheduling_queue(spec)
+
+
+MPIJOB = Kind(
+    "kubeflow.org/v2beta1", "MPIJob", WORKLOADS, name_format="DNS-1035 label",
+    crd=CrdSource("kubeflow.org_mpijobs.v2beta1.yaml", "kubeflow/mpi-operator", "v0.8.0", ("kubeflow.org/v2beta1",)),
+    create_once=True, health="training_job.lua",
+    ignored=IgnoredFields(("/spec/runPolicy/suspend",), pod_template_fields(".spec.mpiReplicaSpecs[].template.spec")),
+    run=Run(_mpijob_pod_sets, _mpijob_facts, suspend=(("spec", "runPolicy", "suspend"),)))
+
+
+# -- Kubeflow Trainer v2: TrainJob, its runtimes, and the JobSet it becomes -----------------------------------
+
+def _runtime(obj: Manifest, sibling: Sibling) -> Manifest | None:
+    ref = _spec(obj).get("runtimeRef") or {}
+    return sibling(ref.get("kind", "ClusterTrainingRuntime"), ref.get("name", ""))
+
+
+def _trainjob_pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
+    """The runtime's replicated jobs; the trainer's node job runs numNodes pods (the TrainJob's, else the
+    runtime's mlPolicy)."""
+    runtime = _runtime(obj, sibling)
+    if runtime is None:
+        return [], None
+    runtime_spec = _spec(runtime)
+    nodes = (_spec(obj).get("trainer") or {}).get("numNodes") or (runtime_spec.get("mlPolicy") or {}).get("numNodes")
+    pod_sets = []
+    for replicated in ((runtime_spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
+        job = replicated.get("template") or {}
+        job_spec = job.get("spec") or {}
+        trainer = ((job.get("metadata") or {}).get("labels") or {}).get(
+            f"{TRAINER}/trainjob-ancestor-step") == "trainer" or replicated.get("name") == "node"
+        count = count_of(nodes) if trainer and nodes else \
+            count_of(replicated.get("replicas")) * count_of(job_spec.get("parallelism"))
+        pod_sets.append(pod_set(str(replicated.get("name", "node")), count, job_spec.get("template") or {}))
+    return pod_sets, None
+
+
+def _trainjob_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+    trainer = _spec(obj).get("trainer") or {}
+    gpus = int(str(((trainer.get("resourcesPerNode") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)))
+    pods = [(count_of(trainer.get("numNodes")),
+             {"containers": [{"image": trainer.get("image"), "resources": {"limits": {"nvidia.com/gpu": gpus}}}]})]
+    return pod_facts(pods, trainer.get("numProcPerNode"))
+
+
+def _trainjob_references(obj: Manifest) -> list[Reference]:
+    ref = _spec(obj).get("runtimeRef") or {}
+    kind = ref.get("kind", "ClusterTrainingRuntime")
+    namespace = None if kind == "ClusterTrainingRuntime" else (obj.get("metadata") or {}).get("namespace")
+    return [Reference(TRAINER, kind, namespace, ref.get("name", ""), admission=True)]
+
+
+TRAINJOB = Kind(
+    f"{TRAINER}/v1alpha1", "TrainJob", WORKLOADS, name_format="DNS-1035 label",
+    crd=CrdSource("trainer.kubeflow.org_trainjobs.yaml", "kubeflow/trainer", "v2.3.0", (f"{TRAINER}/v1alpha1",)),
+    create_once=True, health="training_job.lua",
+    ignored=IgnoredFields(("/spec/suspend",), ('.spec.runtimePatches[] | select(.manager == "kueue.x-k8s.io/manager")',)),
+    references=_trainjob_references,
+    run=Run(_trainjob_pod_sets, _trainjob_facts, reads=("TrainingRuntime", "ClusterTrainingRuntime")),
+    target=TrainJob)
+TRAINING_RUNTIME = Kind(
+    f"{TRAINER}/v1alpha1", "TrainingRuntime", PLATFORM, holds_pod_templates=True,
+    crd=CrdSource("trainer.kubeflow.org_trainingruntimes.yaml", "kubeflow/trainer", "v2.3.0", (f"{TRAINER}/v1alpha1",)))
+CLUSTER_TRAINING_RUNTIME = Kind(
+    f"{TRAINER}/v1alpha1", "ClusterTrainingRuntime", PLATFORM, holds_pod_templates=True,
+    crd=CrdSource("trainer.kubeflow.org_clustertrainingruntimes.yaml", "kubeflow/trainer", "v2.3.0",
+                  (f"{TRAINER}/v1alpha1",)))
+
+
+def _jobset_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+    pods = []
+    for replicated in _spec(obj).get("replicatedJobs") or []:
+        job_spec = (replicated.get("template") or {}).get("spec") or {}
+        pods.append((count_of(replicated.get("replicas")) * count_of(job_spec.get("parallelism")),
+                     (job_spec.get("template") or {}).get("spec") or {}))
+    return pod_facts(pods, None)
+
+
+JOBSET = Kind(
+    "jobset.x-k8s.io/v1alpha2", "JobSet", WORKLOADS, name_format="DNS-1035 label", create_once=True,
+    health="training_job.lua",
+    ignored=IgnoredFields(("/spec/suspend",), pod_template_fields(".spec.replicatedJobs[].template.spec.template.spec")),
+    run=Run(None, _jobset_facts))
+
+
+# -- batch/v1 Job (the IndexedJob target) ---------------------------------------------------------------------
+
+def _batch_job_pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
+    spec = _spec(obj)
+    count = count_of(spec.get("parallelism"))
+    if spec.get("completions") is not None:
+        count = min(count, count_of(spec["completions"]))
+    return [pod_set("main", count, spec.get("template") or {})], None
+
+
+def _batch_job_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+    spec = _spec(obj)
+    return pod_facts([(count_of(spec.get("parallelism")), (spec.get("template") or {}).get("spec") or {})], None)
+
+
+BATCH_JOB = Kind(
+    "batch/v1", "Job", WORKLOADS, create_once=True,
+    ignored=IgnoredFields(("/spec/suspend",), pod_template_fields(".spec.template.spec")),
+    run=Run(_batch_job_pod_sets, _batch_job_facts), target=IndexedJob)
+
+
+# -- Kueue ------------------------------------------------------------------------------------------------------
+
+def _kueue_crd(name: str) -> CrdSource:
+    return CrdSource(f"{KUEUE}_{name}.yaml", "kubernetes-sigs/kueue", "v0.19.2", (f"{KUEUE}/v1beta2",))
+
+
+def _cluster_queue_references(obj: Manifest) -> list[Reference]:
+    spec = _spec(obj)
+    found = [Reference(KUEUE, "ResourceFlavor", None, flavor["name"])
+             for group in spec.get("resourceGroups") or [] for flavor in group.get("flavors") or []]
+    if spec.get("cohortName"):
+        found.append(Reference(KUEUE, "Cohort", None, spec["cohortName"]))
+    return found
+
+
+def _cohort_references(obj: Manifest) -> list[Reference]:
+    # Its quotas name flavors only as keys: Kueue needs no ResourceFlavor to hold a Cohort's quota.
+    parent = _spec(obj).get("parentName")
+    return [Reference(KUEUE, "Cohort", None, parent)] if parent else []
+
+
+def _flavor_references(obj: Manifest) -> list[Reference]:
+    topology = _spec(obj).get("topologyName")
+    return [Reference(KUEUE, "Topology", None, topology)] if topology else []
+
+
+def _local_queue_references(obj: Manifest) -> list[Reference]:
+    return [Reference(KUEUE, "ClusterQueue", None, _spec(obj).get("clusterQueue", ""))]
+
+
+KUEUE_KINDS = (
+    Kind(f"{KUEUE}/v1beta2", "Topology", DEFINITIONS, crd=_kueue_crd("topologies")),
+    Kind(f"{KUEUE}/v1beta2", "Cohort", DEFINITIONS, crd=_kueue_crd("cohorts"), references=_cohort_references),
+    Kind(f"{KUEUE}/v1beta2", "WorkloadPriorityClass", DEFINITIONS, crd=_kueue_crd("workloadpriorityclasses")),
+    Kind(f"{KUEUE}/v1beta2", "ResourceFlavor", PLATFORM, crd=_kueue_crd("resourceflavors"),
+         references=_flavor_references),
+    Kind(f"{KUEUE}/v1beta2", "ClusterQueue", QUEUES, crd=_kueue_crd("clusterqueues"), health="kueue_queue.lua",
+         references=_cluster_queue_references),
+    Kind(f"{KUEUE}/v1beta2", "LocalQueue", LOCAL_QUEUES, crd=_kueue_crd("localqueues"), health="kueue_queue.lua",
+         references=_local_queue_references),
+)
+
+
+# -- Karpenter ----------------------------------------------------------------------------------------------------
+
+def _node_pool_references(obj: Manifest) -> list[Reference]:
+    ref = ((_spec(obj).get("template") or {}).get("spec") or {}).get("nodeClassRef") or {}
+    return [Reference(ref.get("group", ""), ref.get("kind", ""), None, ref.get("name", ""))] if ref else []
+
+
+KARPENTER_KINDS = (
+    Kind("karpenter.sh/v1", "NodePool", PLATFORM, references=_node_pool_references,
+         crd=CrdSource("karpenter.sh_nodepools.yaml", "aws/karpenter-provider-aws", "v1.9", ("karpenter.sh/v1",))),
+    Kind("karpenter.k8s.aws/v1", "EC2NodeClass", DEFINITIONS,
+         crd=CrdSource("karpenter.k8s.aws_ec2nodeclasses.yaml", "aws/karpenter-provider-aws", "v1.9",
+                       ("karpenter.k8s.aws/v1",))),
+)
+
+
+# -- Volcano ------------------------------------------------------------------------------------------------------
+
+def _pod_group_references(obj: Manifest) -> list[Reference]:
+    queue = _spec(obj).get("queue")
+    return [Reference("scheduling.volcano.sh", "Queue", None, queue)] if queue else []
+
+
+def _volcano_crd(name: str) -> CrdSource:
+    return CrdSource(f"scheduling.volcano.sh_{name}.yaml", "volcano-sh/volcano", "v1.15",
+                     ("scheduling.volcano.sh/v1beta1",))
+
+
+VOLCANO_KINDS = (
+    Kind("scheduling.volcano.sh/v1beta1", "Queue", DEFINITIONS, crd=_volcano_crd("queues")),
+    Kind("scheduling.volcano.sh/v1beta1", "PodGroup", WORKLOADS, crd=_volcano_crd("podgroups"),
+         references=_pod_group_references),
+)
+
+
+# -- Prometheus operator and Argo CD ------------------------------------------------------------------------------
+
+def _monitoring_crd(name: str) -> CrdSource:
+    return CrdSource(f"monitoring.coreos.com_{name}.yaml", "prometheus-operator/prometheus-operator", "v0.86",
+                     ("monitoring.coreos.com/v1",))
+
+
+def _argocd_crd(name: str) -> CrdSource:
+    return CrdSource(f"argoproj.io_{name}.yaml", "argoproj/argo-cd", "v3.6", ("argoproj.io/v1alpha1",))
+
+
+OTHER_KINDS = (
+    Kind("monitoring.coreos.com/v1", "ServiceMonitor", PLATFORM, crd=_monitoring_crd("servicemonitors")),
+    Kind("monitoring.coreos.com/v1", "PodMonitor", PLATFORM, crd=_monitoring_crd("podmonitors")),
+    Kind("argoproj.io/v1alpha1", "Application", None, crd=_argocd_crd("applications")),
+    Kind("argoproj.io/v1alpha1", "ApplicationSet", None, crd=_argocd_crd("applicationsets")),
+    Kind("argoproj.io/v1alpha1", "AppProject", None, crd=_argocd_crd("appprojects")),
+)
+
+
+# -- Kubernetes itself ------------------------------------------------------------------------------------------------
+
+def _claim_references(obj: Manifest) -> list[Reference]:
+    spec, found = _spec(obj), []
+    if spec.get("volumeName"):
+        found.append(Reference("", "PersistentVolume", None, spec["volumeName"]))
+    if spec.get("storageClassName"):
+        found.append(Reference("storage.k8s.io", "StorageClass", None, spec["storageClassName"]))
+    return found
+
+
+def _volume_references(obj: Manifest) -> list[Reference]:
+    storage_class = _spec(obj).get("storageClassName")
+    return [Reference("storage.k8s.io", "StorageClass", None, storage_class)] if storage_class else []
+
+
+KUBERNETES_KINDS = (
+    Kind("v1", "Namespace", NAMESPACES, name_format="DNS-1123 label"),
+    Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", NAMESPACES),
+    Kind("storage.k8s.io/v1", "StorageClass", DEFINITIONS),
+    Kind("scheduling.k8s.io/v1", "PriorityClass", DEFINITIONS),
+    Kind("rbac.authorization.k8s.io/v1", "ClusterRole", DEFINITIONS),
+    Kind("v1", "ServiceAccount", PLATFORM),
+    Kind("v1", "ConfigMap", PLATFORM),
+    Kind("v1", "Secret", PLATFORM),
+    Kind("v1", "Service", PLATFORM, name_format="DNS-1035 label"),
+    Kind("v1", "PersistentVolume", PLATFORM, references=_volume_references),
+    Kind("v1", "ResourceQuota", PLATFORM),
+    Kind("v1", "LimitRange", PLATFORM),
+    Kind("rbac.authorization.k8s.io/v1", "Role", PLATFORM),
+    Kind("rbac.authorization.k8s.io/v1", "RoleBinding", PLATFORM),
+    Kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", PLATFORM),
+    Kind("networking.k8s.io/v1", "NetworkPolicy", PLATFORM),
+    Kind("apps/v1", "DaemonSet", PLATFORM),
+    Kind("apps/v1", "Deployment", PLATFORM),
+    Kind("v1", "PersistentVolumeClaim", WORKLOADS, references=_claim_references),
+)
+
+KINDS = (PYTORCHJOB, MPIJOB, TRAINJOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME, JOBSET, BATCH_JOB, *KUEUE_KINDS,
+         *KARPENTER_KINDS, *VOLCANO_KINDS, *OTHER_KINDS, *KUBERNETES_KINDS)
