@@ -1,7 +1,7 @@
 """NcclTest: prove a pool's EFA bandwidth with NCCL's own benchmark before a long run.
 
-An MPIJob (`kubeflow.org/v2beta1`, mpi-operator v0.8) runs nccl-tests' `all_reduce_perf` (or
-another collective) across `nodes` workers, one rank per GPU. Its launcher prints a summary line,
+An MPIJob (kubetrain.kinds.mpijob renders it) runs nccl-tests' `all_reduce_perf` (or another
+collective) across `nodes` workers, one rank per GPU. Its launcher prints a summary line,
 
     # Avg bus bandwidth    : 312.457
 
@@ -22,15 +22,12 @@ from pydantic import Field
 from constructs import Construct
 from kubetrain.cluster import Cluster
 from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
-from kubetrain.jobs.spec import EFA_HUGEPAGES_DEFAULT
+from kubetrain.kinds import mpijob
 from kubetrain.objects import api_object
-from kubetrain.platform.efa import efa_environment
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import NCCL_TESTS
 from kubetrain.strict import StrictProps
 from training.problems import ConfigError, Problem, validate_model
-
-EXPECTED_BUSBW_ANNOTATION = "kubetrain.dev/expected-busbw-gbytes"
 
 NOT_A_GPU_POOL = register(
     "KT702", "error", "NCCL test on an instance type without GPUs or EFA",
@@ -81,45 +78,4 @@ class NcclTest(Construct):
         problems += scope.attach(self, namespace, id)
         if scope.diagnostics.report(f"{scope.props.name}/{namespace}/{spec.name}", problems):
             return
-        self.api_object: cdk8s.ApiObject = api_object(self, "mpijob", mpijob(spec, namespace, instance))
-
-
-def mpijob(spec: NcclTestProps, namespace: str, instance: Any) -> dict[str, Any]:
-    gpus = instance.accelerators
-    labels = {"kubetrain.dev/nccl-test": spec.name}
-    resources = {"nvidia.com/gpu": str(gpus), "vpc.amazonaws.com/efa": str(instance.efa_interfaces),
-                 "hugepages-2Mi": EFA_HUGEPAGES_DEFAULT}
-    env = {**efa_environment(None), "NCCL_DEBUG": "INFO"}  # INFO prints the transport NCCL chose: NET/OFI means EFA
-    launcher = ["mpirun", "--allow-run-as-root", "-np", str(spec.nodes * gpus), "-npernode", str(gpus),
-                "--bind-to", "none", *[arg for name in env for arg in ("-x", name)],
-                f"{spec.binary_dir}/{spec.collective}", "-b", "8", "-e", spec.max_bytes, "-f", "2", "-g", "1"]
-    worker_pod = {
-        "containers": [{"name": "worker", "image": spec.image,
-                        "env": [{"name": k, "value": v} for k, v in env.items()],
-                        "resources": {"requests": {"memory": "32Gi", **resources},
-                                      "limits": {"memory": "32Gi", **resources}},
-                        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}],
-        "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": spec.shm}}],
-        "nodeSelector": {"node.kubernetes.io/instance-type": instance.name},
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-    }
-    annotations = {}
-    if instance.nccl_allreduce_busbw_gbs is not None:  # the catalog's pass mark (see its source)
-        annotations[EXPECTED_BUSBW_ANNOTATION] = f"{instance.nccl_allreduce_busbw_gbs:g}"
-    return {
-        "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
-        "metadata": {"name": spec.name, "namespace": namespace, "labels": labels, "annotations": annotations},
-        "spec": {
-            "slotsPerWorker": gpus,
-            "mpiImplementation": "OpenMPI",
-            "launcherCreationPolicy": "WaitForWorkersReady",
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
-            "mpiReplicaSpecs": {
-                "Launcher": {"replicas": 1, "template": {"metadata": {"labels": labels}, "spec": {
-                    "containers": [{"name": "launcher", "image": spec.image, "command": launcher,
-                                    "resources": {"requests": {"cpu": "1", "memory": "2Gi"},
-                                                  "limits": {"memory": "2Gi"}}}]}}},
-                "Worker": {"replicas": spec.nodes, "template": {"metadata": {"labels": labels}, "spec": worker_pod}},
-            },
-        },
-    }
+        self.api_object: cdk8s.ApiObject = api_object(self, "mpijob", mpijob.render(spec, namespace, instance))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from kubetrain.jobs.command_flags import parallel_flags
 from kubetrain.jobs.props import Command, NodeResources, Parallelism, Trainer, TrainingJobProps, Volume
+from kubetrain.platform.efa import EFA_HUGEPAGES_DEFAULT
 
 if TYPE_CHECKING:
     from kubetrain.platform.instances import InstanceType
@@ -22,7 +23,6 @@ TRITON_VOLUME, TRITON_CACHE_DIR = "triton-cache", "/var/cache/triton"  # GPU job
 RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT, TRITON_VOLUME: TRITON_CACHE_DIR}
 LOCAL_TIER_VOLUME = "kubetrain-local-ckpt"  # the trainer's fast checkpoint tier, mounted at its local_dir
 DEFAULT_ACCELERATOR_RESOURCE = "nvidia.com/gpu"
-EFA_HUGEPAGES_DEFAULT = "5120Mi"  # AWS's NCCL-test manifests' figure, for EFA jobs that name no pool
 DEFAULT_SHM = "1Gi"
 
 

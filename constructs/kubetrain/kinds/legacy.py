@@ -67,27 +67,6 @@ PYTORCHJOB = Kind(
     target=PyTorchJob)
 
 
-# -- mpi-operator: MPIJob -------------------------------------------------------------------------------------
-
-def _mpijob_pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
-    return replica_pod_sets(_spec(obj).get("mpiReplicaSpecs") or {}, ("Launcher", "Worker")), None
-
-
-def _mpijob_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
-    spec = _spec(obj)
-    pods = [(count_of(r.get("replicas")), (r.get("template") or {}).get("spec") or {})
-            for role, r in (spec.get("mpiReplicaSpecs") or {}).items() if role != "Launcher"]
-    return pod_facts(pods, spec.get("slotsPerWorker", 1)) | scheduling_queue(spec)
-
-
-MPIJOB = Kind(
-    "kubeflow.org/v2beta1", "MPIJob", WORKLOADS, name_format="DNS-1035 label",
-    crd=CrdSource("kubeflow.org_mpijobs.v2beta1.yaml", "kubeflow/mpi-operator", "v0.8.0", ("kubeflow.org/v2beta1",)),
-    create_once=True, health="training_job.lua",
-    ignored=IgnoredFields(("/spec/runPolicy/suspend",), pod_template_fields(".spec.mpiReplicaSpecs[].template.spec")),
-    run=Run(_mpijob_pod_sets, _mpijob_facts, suspend=(("spec", "runPolicy", "suspend"),)))
-
-
 # -- Kubeflow Trainer v2: TrainJob, its runtimes, and the JobSet it becomes -----------------------------------
 
 def _runtime(obj: Manifest, sibling: Sibling) -> Manifest | None:
@@ -320,5 +299,5 @@ KUBERNETES_KINDS = (
     Kind("v1", "PersistentVolumeClaim", WORKLOADS, references=_claim_references),
 )
 
-KINDS = (PYTORCHJOB, MPIJOB, TRAINJOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME, JOBSET, BATCH_JOB, *KUEUE_KINDS,
+KINDS = (PYTORCHJOB, TRAINJOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME, JOBSET, BATCH_JOB, *KUEUE_KINDS,
          *KARPENTER_KINDS, *VOLCANO_KINDS, *OTHER_KINDS, *KUBERNETES_KINDS)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubetrain.kinds import legacy
+from kubetrain.kinds import legacy, mpijob
 from kubetrain.kinds.base import Kind
 
-MODULES = (legacy,)
+MODULES = (legacy, mpijob)
 
 _KINDS: dict[tuple[str, str], Kind] = {}
 

@@ -37,6 +37,7 @@ from training.problems import INVALID_VALUE, Problem, rule_violation
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
 SOCKET_EXCLUSIONS = "^lo,docker,veth,pod-id-link0"
+EFA_HUGEPAGES_DEFAULT = "5120Mi"  # AWS's NCCL-test manifests' figure, for EFA pods on no pool that says otherwise
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
