@@ -32,8 +32,8 @@ from typing import Any
 
 import yaml
 
-from kubetrain.rules.registry import register
 from kubetrain.kinds.registry import all_kinds, kind_of
+from kubetrain.rules.registry import register
 from kubetrain.targets import restart_after
 from training.config import load_run_config
 from training.problems import ConfigError, Problem
