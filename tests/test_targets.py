@@ -8,6 +8,9 @@ import pytest
 from conftest import kubetrain
 from kubetrain import App, Cluster, IndexedJob, TrainingJob, TrainJob
 from kubetrain.diagnostics import diagnostics
+from kubetrain.gitops.waves import references
+from kubetrain.kinds.base import Reference
+from kubetrain.kinds.registry import kind_of
 from kubetrain.output.manifests import check_objects, render_objects
 
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
@@ -35,7 +38,11 @@ def test_trainjob_runs_on_a_runtime_kubetrain_emits():
     assert job["spec"]["runtimeRef"] == {"name": "job-runtime", "apiGroup": "trainer.kubeflow.org",
                                          "kind": "TrainingRuntime"}
     assert job["spec"]["trainer"] == {"numNodes": 2, "numProcPerNode": 8}
-    assert runtime["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-1", "the runtime syncs first"
+    # The runtime syncs first: one wave, its kind's, whoever delivers it; the job's reference makes the sync
+    # check demand it.
+    assert kind_of(runtime).wave < kind_of(job).wave and "annotations" not in runtime["metadata"]
+    assert Reference("trainer.kubeflow.org", "TrainingRuntime", "ml", "job-runtime", admission=True) in \
+        references(job)
     (replicated,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     assert replicated["name"] == "node"
     assert replicated["template"]["metadata"]["labels"]["trainer.kubeflow.org/trainjob-ancestor-step"] == "trainer"

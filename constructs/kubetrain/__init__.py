@@ -43,8 +43,8 @@ _EXPORTS = {
     "DcgmExporter": "kubetrain.platform.monitoring", "TrainingPodMonitor": "kubetrain.platform.monitoring",
     "PodSecurity": "kubetrain.platform.security",
     "synth": "kubetrain.output.manifests", "add_crds": "kubetrain.output.manifests",
-    "PyTorchJob": "kubetrain.targets", "Target": "kubetrain.targets",
-    "TrainJob": "kubetrain.targets.trainjob", "IndexedJob": "kubetrain.targets.indexed_job",
+    "PyTorchJob": "kubetrain.kinds.pytorchjob", "Target": "kubetrain.kinds.target",
+    "TrainJob": "kubetrain.kinds.trainjob", "IndexedJob": "kubetrain.kinds.indexed_job",
     "RunConfig": "training.config",
     "ConfigError": "training.problems", "Problem": "training.problems",
 }

@@ -2,7 +2,7 @@
 
 Everything here is a pydantic model with `extra="forbid"`, so an editor completes and checks it
 and a typo is an error with a field path. Plain dicts and keywords validate into the same models.
-The job's launch target (PyTorchJob, ...) is an object too: see `kubetrain.targets`.
+The job's launch target (PyTorchJob, ...) is an object too: see `kubetrain.kinds.target`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Discriminator, Field, InstanceOf, Tag, field_validator, model_validator
 
+from kubetrain.kinds.pytorchjob import PyTorchJob
+from kubetrain.kinds.target import Target
 from kubetrain.names import (
     AbsolutePath,
     Dns1035Label,
@@ -30,7 +32,6 @@ from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano import VolcanoQueue
 from kubetrain.quantity import ByteQuantity, Quantity
 from kubetrain.strict import StrictProps
-from kubetrain.targets.base import Target
 from training.config import RunConfig
 from training.problems import INVALID_VALUE, Text, rule_violation
 
@@ -316,12 +317,6 @@ class Elastic(StrictProps):
 
 # -- the job ------------------------------------------------------------------------------------
 
-def _default_target() -> Target:
-    from kubetrain.targets.pytorchjob import PyTorchJob
-
-    return PyTorchJob()
-
-
 class TrainingJobProps(StrictProps):
     """A distributed PyTorch training job: `nodes` pods, each running `procs_per_node` ranks."""
 
@@ -337,7 +332,7 @@ class TrainingJobProps(StrictProps):
     env: dict[EnvName, Text] = Field(default_factory=dict, description="Extra environment; overrides defaults.")
     volumes: list[Volume] = Field(default_factory=list, description="Volumes to mount (checkpoints, data, caches).")
     pod: PodSettings = Field(default_factory=PodSettings, description="Labels, scheduling, security, networking.")
-    target: InstanceOf[Target] = Field(default_factory=_default_target,
+    target: InstanceOf[Target] = Field(default_factory=PyTorchJob,
                                        description="The operator that runs it. Default: Kubeflow PyTorchJob.")
     pool: InstanceOf[NodePool] | None = Field(None, description="The node pool the pods run on: the instance type, "
                                                                 "node selector and tolerations come from it, and "

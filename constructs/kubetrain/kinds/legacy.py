@@ -26,141 +26,12 @@ from kubetrain.kinds.base import (
     pod_template_fields,
     scheduling_queue,
 )
-from kubetrain.targets.indexed_job import IndexedJob
-from kubetrain.targets.pytorchjob import PyTorchJob
-from kubetrain.targets.trainjob import TrainJob
 
-TRAINER = "trainer.kubeflow.org"
 KUEUE = "kueue.x-k8s.io"
 
 
 def _spec(obj: Manifest) -> dict[str, Any]:
     return obj.get("spec") or {}
-
-
-# -- Kubeflow training operator v1: PyTorchJob ---------------------------------------------------------------
-
-def _pytorchjob_pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
-    spec = _spec(obj)
-    elastic = spec.get("elasticPolicy") or {}
-    return (replica_pod_sets(spec.get("pytorchReplicaSpecs") or {}, ("Master", "Worker")),
-            count_of(elastic["minReplicas"]) if "minReplicas" in elastic else None)
-
-
-def _pytorchjob_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
-    spec = _spec(obj)
-    pods = [(count_of(r.get("replicas")), (r.get("template") or {}).get("spec") or {})
-            for r in (spec.get("pytorchReplicaSpecs") or {}).values()]
-    facts = pod_facts(pods, spec.get("nprocPerNode"))
-    elastic = spec.get("elasticPolicy")
-    if elastic:
-        facts["nodes"] = f"{elastic.get('minReplicas', '?')}-{elastic.get('maxReplicas', '?')} (elastic)"
-    return facts | scheduling_queue(spec)
-
-
-PYTORCHJOB = Kind(
-    "kubeflow.org/v1", "PyTorchJob", WORKLOADS, name_format="DNS-1035 label",
-    crd=CrdSource("kubeflow.org_pytorchjobs.yaml", "kubeflow/trainer", "v1.9.4", ("kubeflow.org/v1",)),
-    create_once=True, health="training_job.lua",
-    ignored=IgnoredFields(("/spec/runPolicy/suspend",), pod_template_fields(".spec.pytorchReplicaSpecs[].template.spec")),
-    run=Run(_pytorchjob_pod_sets, _pytorchjob_facts, suspend=(("spec", "runPolicy", "suspend"),)),
-    target=PyTorchJob)
-
-
-# -- Kubeflow Trainer v2: TrainJob, its runtimes, and the JobSet it becomes -----------------------------------
-
-def _runtime(obj: Manifest, sibling: Sibling) -> Manifest | None:
-    ref = _spec(obj).get("runtimeRef") or {}
-    return sibling(ref.get("kind", "ClusterTrainingRuntime"), ref.get("name", ""))
-
-
-def _trainjob_pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
-    """The runtime's replicated jobs; the trainer's node job runs numNodes pods (the TrainJob's, else the
-    runtime's mlPolicy)."""
-    runtime = _runtime(obj, sibling)
-    if runtime is None:
-        return [], None
-    runtime_spec = _spec(runtime)
-    nodes = (_spec(obj).get("trainer") or {}).get("numNodes") or (runtime_spec.get("mlPolicy") or {}).get("numNodes")
-    pod_sets = []
-    for replicated in ((runtime_spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
-        job = replicated.get("template") or {}
-        job_spec = job.get("spec") or {}
-        trainer = ((job.get("metadata") or {}).get("labels") or {}).get(
-            f"{TRAINER}/trainjob-ancestor-step") == "trainer" or replicated.get("name") == "node"
-        count = count_of(nodes) if trainer and nodes else \
-            count_of(replicated.get("replicas")) * count_of(job_spec.get("parallelism"))
-        pod_sets.append(pod_set(str(replicated.get("name", "node")), count, job_spec.get("template") or {}))
-    return pod_sets, None
-
-
-def _trainjob_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
-    trainer = _spec(obj).get("trainer") or {}
-    gpus = int(str(((trainer.get("resourcesPerNode") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)))
-    pods = [(count_of(trainer.get("numNodes")),
-             {"containers": [{"image": trainer.get("image"), "resources": {"limits": {"nvidia.com/gpu": gpus}}}]})]
-    return pod_facts(pods, trainer.get("numProcPerNode"))
-
-
-def _trainjob_references(obj: Manifest) -> list[Reference]:
-    ref = _spec(obj).get("runtimeRef") or {}
-    kind = ref.get("kind", "ClusterTrainingRuntime")
-    namespace = None if kind == "ClusterTrainingRuntime" else (obj.get("metadata") or {}).get("namespace")
-    return [Reference(TRAINER, kind, namespace, ref.get("name", ""), admission=True)]
-
-
-TRAINJOB = Kind(
-    f"{TRAINER}/v1alpha1", "TrainJob", WORKLOADS, name_format="DNS-1035 label",
-    crd=CrdSource("trainer.kubeflow.org_trainjobs.yaml", "kubeflow/trainer", "v2.3.0", (f"{TRAINER}/v1alpha1",)),
-    create_once=True, health="training_job.lua",
-    ignored=IgnoredFields(("/spec/suspend",), ('.spec.runtimePatches[] | select(.manager == "kueue.x-k8s.io/manager")',)),
-    references=_trainjob_references,
-    run=Run(_trainjob_pod_sets, _trainjob_facts, reads=("TrainingRuntime", "ClusterTrainingRuntime")),
-    target=TrainJob)
-TRAINING_RUNTIME = Kind(
-    f"{TRAINER}/v1alpha1", "TrainingRuntime", PLATFORM, holds_pod_templates=True,
-    crd=CrdSource("trainer.kubeflow.org_trainingruntimes.yaml", "kubeflow/trainer", "v2.3.0", (f"{TRAINER}/v1alpha1",)))
-CLUSTER_TRAINING_RUNTIME = Kind(
-    f"{TRAINER}/v1alpha1", "ClusterTrainingRuntime", PLATFORM, holds_pod_templates=True,
-    crd=CrdSource("trainer.kubeflow.org_clustertrainingruntimes.yaml", "kubeflow/trainer", "v2.3.0",
-                  (f"{TRAINER}/v1alpha1",)))
-
-
-def _jobset_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
-    pods = []
-    for replicated in _spec(obj).get("replicatedJobs") or []:
-        job_spec = (replicated.get("template") or {}).get("spec") or {}
-        pods.append((count_of(replicated.get("replicas")) * count_of(job_spec.get("parallelism")),
-                     (job_spec.get("template") or {}).get("spec") or {}))
-    return pod_facts(pods, None)
-
-
-JOBSET = Kind(
-    "jobset.x-k8s.io/v1alpha2", "JobSet", WORKLOADS, name_format="DNS-1035 label", create_once=True,
-    health="training_job.lua",
-    ignored=IgnoredFields(("/spec/suspend",), pod_template_fields(".spec.replicatedJobs[].template.spec.template.spec")),
-    run=Run(None, _jobset_facts))
-
-
-# -- batch/v1 Job (the IndexedJob target) ---------------------------------------------------------------------
-
-def _batch_job_pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
-    spec = _spec(obj)
-    count = count_of(spec.get("parallelism"))
-    if spec.get("completions") is not None:
-        count = min(count, count_of(spec["completions"]))
-    return [pod_set("main", count, spec.get("template") or {})], None
-
-
-def _batch_job_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
-    spec = _spec(obj)
-    return pod_facts([(count_of(spec.get("parallelism")), (spec.get("template") or {}).get("spec") or {})], None)
-
-
-BATCH_JOB = Kind(
-    "batch/v1", "Job", WORKLOADS, create_once=True,
-    ignored=IgnoredFields(("/spec/suspend",), pod_template_fields(".spec.template.spec")),
-    run=Run(_batch_job_pod_sets, _batch_job_facts), target=IndexedJob)
 
 
 # -- Kueue ------------------------------------------------------------------------------------------------------
@@ -299,5 +170,5 @@ KUBERNETES_KINDS = (
     Kind("v1", "PersistentVolumeClaim", WORKLOADS, references=_claim_references),
 )
 
-KINDS = (PYTORCHJOB, TRAINJOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME, JOBSET, BATCH_JOB, *KUEUE_KINDS,
+KINDS = (*KUEUE_KINDS,
          *KARPENTER_KINDS, *VOLCANO_KINDS, *OTHER_KINDS, *KUBERNETES_KINDS)

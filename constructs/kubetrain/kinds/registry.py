@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubetrain.kinds import legacy, mpijob
+from kubetrain.kinds import indexed_job, legacy, mpijob, pytorchjob, trainjob
 from kubetrain.kinds.base import Kind
 
-MODULES = (legacy, mpijob)
+MODULES = (legacy, pytorchjob, trainjob, indexed_job, mpijob)
 
 _KINDS: dict[tuple[str, str], Kind] = {}
 

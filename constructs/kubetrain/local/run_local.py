@@ -1,7 +1,7 @@
 """`kubetrain run-local`: run a committed job on this machine, as its operator would run it.
 
 It reads the job (and its ConfigMap) from dist/, not from Python: what runs is what was
-committed. The job's target module (kubetrain.targets) says which pods the operator would start,
+committed. The job's kind (kubetrain.kinds: its descriptor's target) says which pods the operator would start,
 with what environment and restart policy; run-local starts one local process per pod with that
 environment (addresses on loopback), maps every volume to a folder under the work dir
 (PersistentVolumeClaims to `<workdir>/volumes/<claim>/`, shared by all pods as RWX storage;
@@ -33,8 +33,8 @@ from typing import Any
 import yaml
 
 from kubetrain.kinds.registry import all_kinds, kind_of
+from kubetrain.kinds.target import restart_after
 from kubetrain.rules.registry import register
-from kubetrain.targets import restart_after
 from training.config import load_run_config
 from training.problems import ConfigError, Problem
 

@@ -8,7 +8,9 @@ PET_NPROC_PER_NODE and PET_RDZV_ENDPOINT, which torchrun reads as the defaults o
 Failures: pods restart never in place; the Job replaces a failed pod up to `backoffLimitPerIndex`
 times per index, fails at once on the launcher's bad-config exit (podFailurePolicy), ignores
 preemption, and ends with success when pod 0 (rank 0's node) succeeds (successPolicy).
-Pod hostnames are `<job>-<index>`, a DNS label; the Service name is a DNS-1035 label.
+Pod hostnames are `<job>-<index>`, a DNS label; the Service name is a DNS-1035 label. A Job's spec
+cannot change once created (its template is immutable): a changed job is a new object. Kueue admits
+its pods as one pod set and owns `suspend`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kubetrain.targets.base import LocalPlan, LocalReplica, Target, fail_job_exit_codes
+from kubetrain.admission.requests import count_of, pod_set
+from kubetrain.kinds.base import WORKLOADS, IgnoredFields, Kind, Manifest, Run, Sibling, pod_facts, pod_template_fields
+from kubetrain.kinds.target import LocalPlan, LocalReplica, Target, fail_job_exit_codes
 from training.problems import Problem
 
 if TYPE_CHECKING:
@@ -94,3 +98,24 @@ class IndexedJob(Target):
         # backoffLimitPerIndex, with maxFailedIndexes 0: any index out of retries fails the job.
         return LocalPlan(replicas, cls.container_name, spec.get("backoffLimitPerIndex", 6),
                          fail_job_exit_codes=fail_job_exit_codes(spec, cls.container_name), per_pod_backoff=True)
+
+
+def _pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
+    spec = obj.get("spec") or {}
+    count = count_of(spec.get("parallelism"))
+    if spec.get("completions") is not None:
+        count = min(count, count_of(spec["completions"]))
+    return [pod_set("main", count, spec.get("template") or {})], None
+
+
+def _facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+    spec = obj.get("spec") or {}
+    return pod_facts([(count_of(spec.get("parallelism")), (spec.get("template") or {}).get("spec") or {})], None)
+
+
+BATCH_JOB = Kind(
+    IndexedJob.api_version, IndexedJob.kind, WORKLOADS, create_once=True,
+    ignored=IgnoredFields(("/spec/suspend",), pod_template_fields(".spec.template.spec")),
+    run=Run(_pod_sets, _facts), target=IndexedJob)
+
+KINDS = (BATCH_JOB,)

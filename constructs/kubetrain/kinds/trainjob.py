@@ -4,12 +4,15 @@ A TrainJob names a runtime and the controller turns the pair into a JobSet of th
 replicated Job `node` whose pods run container `node`. kubetrain emits a namespaced TrainingRuntime
 per job (`<job>-runtime`) holding the whole pod template (volumes, tolerations, security, ...), and
 the TrainJob references it, so every pod setting survives (the TrainJob's own `trainer` block only
-carries container fields). The runtime syncs in an earlier Argo CD wave: the TrainJob webhook
-rejects a job whose runtime does not exist yet.
+carries container fields). The runtime syncs in the platform wave, before the workloads': the TrainJob
+webhook rejects a job whose runtime does not exist yet (the TrainJob's reference to it says so).
 The controller injects only PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK (the Job's completion
 index), PET_MASTER_ADDR (`<job>-node-0-0.<job>`) and PET_MASTER_PORT (29500) and rejects user env
 with those names, so the command is torchrun. `trainer`, `runtimeRef` and `initializer` are
-immutable: a changed job is a new object (create-once). Pods are `<job>-node-0-<i>`, a DNS label.
+immutable: a changed job is a new object (create-once). Pods are `<job>-node-0-<i>`, a DNS label, and the
+JobSet's headless Service is named after the job, a DNS-1035 label. Kueue admits the runtime's replicated
+jobs, the trainer's with the TrainJob's numNodes pods; the TrainJob's `suspend` and the runtime patches Kueue
+records on it are Kueue's.
 (kubeflow/trainer v2.3.0: pkg/runtime/framework/plugins/torch, pkg/webhooks.)
 """
 
@@ -20,7 +23,21 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from kubetrain.targets.base import LocalPlan, LocalReplica, Target, fail_job_exit_codes
+from kubetrain.admission.requests import count_of, pod_set
+from kubetrain.kinds.base import (
+    PLATFORM,
+    WORKLOADS,
+    CrdSource,
+    IgnoredFields,
+    Kind,
+    Manifest,
+    Reference,
+    Run,
+    Sibling,
+    pod_facts,
+    pod_template_fields,
+)
+from kubetrain.kinds.target import LocalPlan, LocalReplica, Target, fail_job_exit_codes
 from training.problems import Problem
 
 if TYPE_CHECKING:
@@ -29,8 +46,6 @@ if TYPE_CHECKING:
 GROUP = "trainer.kubeflow.org"
 MASTER_PORT = 29500
 INJECTED = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
-# Argo CD applies lower waves first and waits for them: the runtime must exist when the job is admitted.
-RUNTIME_WAVE = {"argocd.argoproj.io/sync-wave": "-1"}
 # The launcher exits 2 for a bad run config: fail the whole job at once; other failures are retried.
 BAD_CONFIG_EXIT = 2
 
@@ -78,8 +93,7 @@ class TrainJob(Target):
         pod = {**pod_template, "spec": {**pod_template["spec"], "restartPolicy": "Never"}}
         runtime = {
             "apiVersion": self.api_version, "kind": "TrainingRuntime",
-            "metadata": {"name": self.runtime_name(job), "namespace": job.namespace, "labels": labels,
-                         "annotations": RUNTIME_WAVE},
+            "metadata": {"name": self.runtime_name(job), "namespace": job.namespace, "labels": labels},
             "spec": {
                 "mlPolicy": {"numNodes": props.nodes, "torch": {}},
                 "template": {"spec": {"replicatedJobs": [{
@@ -123,3 +137,94 @@ class TrainJob(Target):
                                  {**env, "PET_NODE_RANK": str(i)}) for i in range(nodes)]
         return LocalPlan(replicas, cls.container_name, job_spec.get("backoffLimit", 6),
                          fail_job_exit_codes=fail_job_exit_codes(job_spec, cls.container_name))
+
+
+def _runtime(obj: Manifest, sibling: Sibling) -> Manifest | None:
+    """The runtime the TrainJob names, when it is at hand."""
+    ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+    return sibling(ref.get("kind", "ClusterTrainingRuntime"), ref.get("name", ""))
+
+
+def _pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
+    """The runtime's replicated jobs; the trainer's node job runs numNodes pods (the TrainJob's, else the
+    runtime's mlPolicy)."""
+    runtime = _runtime(obj, sibling)
+    if runtime is None:
+        return [], None
+    runtime_spec = runtime.get("spec") or {}
+    nodes = ((obj.get("spec") or {}).get("trainer") or {}).get("numNodes") or \
+        (runtime_spec.get("mlPolicy") or {}).get("numNodes")
+    pod_sets = []
+    for replicated in ((runtime_spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
+        job = replicated.get("template") or {}
+        job_spec = job.get("spec") or {}
+        trainer = ((job.get("metadata") or {}).get("labels") or {}).get(
+            f"{GROUP}/trainjob-ancestor-step") == "trainer" or replicated.get("name") == "node"
+        count = count_of(nodes) if trainer and nodes else \
+            count_of(replicated.get("replicas")) * count_of(job_spec.get("parallelism"))
+        pod_sets.append(pod_set(str(replicated.get("name", "node")), count, job_spec.get("template") or {}))
+    return pod_sets, None
+
+
+def _facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+    """The node job's pods (numNodes), as the runtime's template makes them and the TrainJob's trainer
+    overrides them (image, resourcesPerNode). Without the runtime at hand, GPUs are unknown."""
+    trainer = (obj.get("spec") or {}).get("trainer") or {}
+    runtime = _runtime(obj, sibling)
+    runtime_spec = (runtime or {}).get("spec") or {}
+    ml_policy = runtime_spec.get("mlPolicy") or {}
+    template = next((job.get("template") or {} for job in ((runtime_spec.get("template") or {}).get("spec") or {})
+                     .get("replicatedJobs") or [] if job.get("name") == "node"), {})
+    pod = ((template.get("spec") or {}).get("template") or {}).get("spec") or {}
+    container = next((c for c in pod.get("containers") or [] if c.get("name") == TrainJob.container_name), {})
+    node = {"image": trainer.get("image") or container.get("image"),
+            "resources": trainer.get("resourcesPerNode") or container.get("resources") or {}}
+    facts = pod_facts([(count_of(trainer.get("numNodes") or ml_policy.get("numNodes")), {"containers": [node]})],
+                      trainer.get("numProcPerNode") or (ml_policy.get("torch") or {}).get("numProcPerNode"))
+    if runtime is None and not trainer.get("resourcesPerNode"):
+        del facts["GPUs"]
+    return facts
+
+
+def _references(obj: Manifest) -> list[Reference]:
+    ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+    kind = ref.get("kind", "ClusterTrainingRuntime")
+    namespace = None if kind == "ClusterTrainingRuntime" else (obj.get("metadata") or {}).get("namespace")
+    return [Reference(GROUP, kind, namespace, ref.get("name", ""), admission=True)]
+
+
+TRAINJOB = Kind(
+    TrainJob.api_version, TrainJob.kind, WORKLOADS, name_format="DNS-1035 label",
+    crd=CrdSource("trainer.kubeflow.org_trainjobs.yaml", "kubeflow/trainer", "v2.3.0", (f"{GROUP}/v1alpha1",)),
+    create_once=True, health="training_job.lua",
+    ignored=IgnoredFields(("/spec/suspend",), ('.spec.runtimePatches[] | select(.manager == "kueue.x-k8s.io/manager")',)),
+    references=_references,
+    run=Run(_pod_sets, _facts, reads=("TrainingRuntime", "ClusterTrainingRuntime")),
+    target=TrainJob)
+TRAINING_RUNTIME = Kind(
+    f"{GROUP}/v1alpha1", "TrainingRuntime", PLATFORM, holds_pod_templates=True,
+    crd=CrdSource("trainer.kubeflow.org_trainingruntimes.yaml", "kubeflow/trainer", "v2.3.0", (f"{GROUP}/v1alpha1",)))
+CLUSTER_TRAINING_RUNTIME = Kind(
+    f"{GROUP}/v1alpha1", "ClusterTrainingRuntime", PLATFORM, holds_pod_templates=True,
+    crd=CrdSource("trainer.kubeflow.org_clustertrainingruntimes.yaml", "kubeflow/trainer", "v2.3.0",
+                  (f"{GROUP}/v1alpha1",)))
+
+
+# What the Trainer controller turns a TrainJob into: kubetrain emits none, but a cluster's JobSets are judged
+# and delivered like the other runs.
+def _jobset_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+    pods = []
+    for replicated in (obj.get("spec") or {}).get("replicatedJobs") or []:
+        job_spec = (replicated.get("template") or {}).get("spec") or {}
+        pods.append((count_of(replicated.get("replicas")) * count_of(job_spec.get("parallelism")),
+                     (job_spec.get("template") or {}).get("spec") or {}))
+    return pod_facts(pods, None)
+
+
+JOBSET = Kind(
+    "jobset.x-k8s.io/v1alpha2", "JobSet", WORKLOADS, name_format="DNS-1035 label", create_once=True,
+    health="training_job.lua",
+    ignored=IgnoredFields(("/spec/suspend",), pod_template_fields(".spec.replicatedJobs[].template.spec.template.spec")),
+    run=Run(None, _jobset_facts))
+
+KINDS = (TRAINJOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME, JOBSET)

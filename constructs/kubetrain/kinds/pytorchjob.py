@@ -7,7 +7,9 @@ and PET_NNODES; torchrun reads the PET_* variables as its defaults.
 Elastic: `nodes` Workers and an elasticPolicy; there is no Master, because ranks are assigned by
 each rendezvous, not by pod index. The operator points PET_RDZV_ENDPOINT at the first worker and
 sets PET_NNODES=min:max, but sets PET_NPROC_PER_NODE only when there is a Master.
-Pods and Services are named `<job>-<master|worker>-<i>`; a Service name is a 63-character label.
+Pods and Services are named `<job>-<master|worker>-<i>`, so the job's name is a DNS-1035 label and a
+Service name a 63-character label. Kueue admits the Master and Worker pod sets in that order and owns
+`runPolicy.suspend`. The spec cannot change once created: a changed job is a new object.
 (kubeflow/trainer v1.9.4: pkg/controller.v1/pytorch, pkg/webhooks/pytorch.)
 """
 
@@ -18,7 +20,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from kubetrain.targets.base import LocalPlan, LocalReplica, Target
+from kubetrain.admission.requests import count_of, replica_pod_sets
+from kubetrain.kinds.base import (
+    WORKLOADS,
+    CrdSource,
+    IgnoredFields,
+    Kind,
+    Manifest,
+    Run,
+    Sibling,
+    pod_facts,
+    pod_template_fields,
+    scheduling_queue,
+)
+from kubetrain.kinds.target import LocalPlan, LocalReplica, Target
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
@@ -123,3 +138,32 @@ class PyTorchJob(Target):
             replicas.append(LocalReplica(f"{kind.lower()}-{index}", replica["template"],
                                          replica.get("restartPolicy", "OnFailure"), pod_env))
         return LocalPlan(replicas, cls.container_name, spec.get("runPolicy", {}).get("backoffLimit", 6))
+
+
+def _pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
+    spec = obj.get("spec") or {}
+    elastic = spec.get("elasticPolicy") or {}
+    return (replica_pod_sets(spec.get("pytorchReplicaSpecs") or {}, ("Master", "Worker")),
+            count_of(elastic["minReplicas"]) if "minReplicas" in elastic else None)
+
+
+def _facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+    spec = obj.get("spec") or {}
+    pods = [(count_of(r.get("replicas")), (r.get("template") or {}).get("spec") or {})
+            for r in (spec.get("pytorchReplicaSpecs") or {}).values()]
+    facts = pod_facts(pods, spec.get("nprocPerNode"))
+    elastic = spec.get("elasticPolicy")
+    if elastic:
+        facts["nodes"] = f"{elastic.get('minReplicas', '?')}-{elastic.get('maxReplicas', '?')} (elastic)"
+    return facts | scheduling_queue(spec)
+
+
+PYTORCHJOB = Kind(
+    PyTorchJob.api_version, PyTorchJob.kind, WORKLOADS, name_format="DNS-1035 label",
+    crd=CrdSource("kubeflow.org_pytorchjobs.yaml", "kubeflow/trainer", "v1.9.4", ("kubeflow.org/v1",)),
+    create_once=True, health="training_job.lua",
+    ignored=IgnoredFields(("/spec/runPolicy/suspend",), pod_template_fields(".spec.pytorchReplicaSpecs[].template.spec")),
+    run=Run(_pod_sets, _facts, suspend=(("spec", "runPolicy", "suspend"),)),
+    target=PyTorchJob)
+
+KINDS = (PYTORCHJOB,)
