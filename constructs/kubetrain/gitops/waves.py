@@ -1,12 +1,7 @@
 """Sync waves: the order in which Argo CD applies a cluster's objects, and what each object needs before it.
 
-A kind's wave is its descriptor's (kubetrain.kinds: `Kind.wave`, see kinds/base.py for the order). Two kinds
-break the pattern on purpose:
-
-- PersistentVolumeClaims go in the jobs' wave: a claim on a `WaitForFirstConsumer` storage class stays
-  Pending (Progressing) until a pod uses it, so a claim in an earlier wave would hold the sync forever.
-- ConfigMaps, Secrets and Services come before the jobs that mount or address them, though a pod
-  would only wait for them: a job then never starts against a missing config.
+A kind's wave is its descriptor's (kubetrain.kinds: `Kind.wave`; kinds/base.py says the order, and each kind's
+module why its kinds are where they are).
 
 Objects reference others (`references`): the offline sync check (`plan.py`) uses that to prove every
 reference points at the same or an earlier wave, and strictly earlier where admission checks it. What every

@@ -10,10 +10,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubetrain.kinds import indexed_job, legacy, mpijob, pytorchjob, trainjob
+from kubetrain.kinds import (
+    argocd,
+    indexed_job,
+    karpenter,
+    kubernetes,
+    kueue,
+    monitoring,
+    mpijob,
+    pytorchjob,
+    trainjob,
+    volcano,
+)
 from kubetrain.kinds.base import Kind
 
-MODULES = (legacy, pytorchjob, trainjob, indexed_job, mpijob)
+MODULES = (kubernetes, karpenter, kueue, volcano, monitoring, argocd, pytorchjob, trainjob, indexed_job, mpijob)
 
 _KINDS: dict[tuple[str, str], Kind] = {}
 
