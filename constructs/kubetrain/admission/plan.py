@@ -24,7 +24,7 @@ import yaml
 from kubetrain.admission.objects import ClusterObjects, admission_kinds
 from kubetrain.admission.requests import ACCELERATORS
 from kubetrain.admission.verdict import JobPlan, PoolPlan, plan_cluster
-from kubetrain.output.validate import parse_documents
+from kubetrain.output.validate import parse_documents, yaml_files
 
 EXIT_NEVER = 1
 EXIT_BAD_INPUT = 2
@@ -66,9 +66,7 @@ def plan_files(files: Mapping[str, bytes], clusters: set[str] | None = None) -> 
 def plan_dist(dist: Path) -> tuple[list[JobPlan], list[PoolPlan]]:
     if not dist.is_dir():
         raise PlanInputError(f"{dist} is not a folder: give the folder synth writes (dist)")
-    from kubetrain.gitops.diff import read_worktree
-
-    return plan_files(read_worktree(dist))
+    return plan_files(yaml_files(dist))
 
 
 def _cells(plan: JobPlan) -> list[str]:

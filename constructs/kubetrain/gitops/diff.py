@@ -22,8 +22,9 @@ from typing import Any
 
 import yaml
 
+from kubetrain.admission.plan import PlanInputError, verdict_changes
 from kubetrain.kinds.registry import group_kind, kind_of
-from kubetrain.output.validate import parse_documents
+from kubetrain.output.validate import parse_documents, yaml_files
 
 JOB_LABEL = "kubetrain.dev/job"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -114,13 +115,6 @@ def read_revision(repo: Path, ref: str, prefix: str) -> dict[str, bytes]:
         files[path[len(prefix) + 1:]] = data[header_end + 1:header_end + 1 + size]
         offset = header_end + 1 + size + 1
     return files
-
-
-def read_worktree(folder: Path) -> dict[str, bytes]:
-    if not folder.is_dir():
-        return {}
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.suffix in (".yaml", ".yml") and p.is_file()}
 
 
 def load_objects(files: dict[str, bytes], side: str) -> dict[Key, dict[str, Any]]:
@@ -388,7 +382,7 @@ def diff(dist: Path, base: str = "HEAD") -> Report:
         raise DiffInputError(f"{dist} is outside the git repository at {repo}") from None
     if prefix == ".":
         raise DiffInputError(f"{dist} is the repository root: give the folder synth writes (dist)")
-    old_files, new_files = read_revision(repo, base, prefix), read_worktree(dist)
+    old_files, new_files = read_revision(repo, base, prefix), yaml_files(dist)
     # A file with the same bytes on both sides holds the same objects: only the others are parsed, which
     # keeps a one-job change in a fleet of thousands of objects quick.
     same = {path for path in old_files.keys() & new_files.keys() if old_files[path] == new_files[path]}
@@ -401,8 +395,6 @@ def diff(dist: Path, base: str = "HEAD") -> Report:
 
 def admission_changes(old_files: dict[str, bytes], new_files: dict[str, bytes]) -> list[str]:
     """Jobs whose `kubetrain plan` verdict differs between the two revisions."""
-    from kubetrain.admission.plan import PlanInputError, verdict_changes
-
     try:
         return verdict_changes(old_files, new_files)
     except PlanInputError as error:

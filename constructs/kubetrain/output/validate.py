@@ -249,6 +249,14 @@ def manifest_files(path: Path) -> list[tuple[Path, Path]]:
     return sorted(found, key=lambda item: item[0].parts)
 
 
+def yaml_files(folder: Path) -> dict[str, bytes]:
+    """Every .yaml/.yml file under `folder` by its path relative to it, as bytes ({} when there is no folder)."""
+    if not folder.is_dir():
+        return {}
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.suffix in (".yaml", ".yml") and p.is_file()}
+
+
 def load_manifests(files: Iterable[tuple[Path, Path]], progress: Advance | None = None) -> Iterator[Manifest | Finding]:
     """The objects of (file, folder) pairs from `manifest_files`, or a finding for each file that cannot be read."""
     for count, (file, folder) in enumerate(files, 1):
