@@ -22,11 +22,11 @@ from constructs import Construct
 from kubetrain.cluster import Cluster
 from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
+from kubetrain.jobs.rules import check_job, pod_security_check
 from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
 from kubetrain.objects import api_object
 from kubetrain.platform.construct import rejected_references
 from kubetrain.platform.security import check_pod_security
-from kubetrain.rules.jobs import check_job, pod_security_check
 from kubetrain.strict import as_fields
 from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
 

@@ -24,6 +24,7 @@ from kubetrain.jobs.command_flags import (
 )
 from kubetrain.jobs.pod import container_resources, launcher_env, placement
 from kubetrain.jobs.props import ClaimVolume, EmptyDirVolume
+from kubetrain.jobs.ranges import counts_dividing, describe, divisors, gaps
 from kubetrain.jobs.spec import LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
 from kubetrain.platform.efa import environment_problems
@@ -37,7 +38,6 @@ from kubetrain.platform.storage import (
     dataset_volume_problems,
 )
 from kubetrain.quantity import parse_quantity
-from kubetrain.rules.ranges import counts_dividing, describe, divisors, gaps
 from kubetrain.rules.registry import Rule, Severity, register
 from kubetrain.rules.sources import (
     DCP,
