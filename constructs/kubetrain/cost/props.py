@@ -37,7 +37,7 @@ ESTIMATE_INVALID = register(
               "one that runs.",
     fix="on a command job give parameters (or model) and tokens (or steps, global_batch and seq_len); on a "
         "trainer job give only mfu and ettr",
-    source="constructs/kubetrain/cost/props.py; README 'What a run costs'")
+    source="constructs/kubetrain/cost/props.py; README.md (What a run costs)")
 POOL_PRICING_INVALID = register(
     "KT472", "error", "pool price terms that contradict the pool's capacity type",
     rationale="A pool's own rate replaces the price table, a discount applies to the table's price, and a "
@@ -45,7 +45,8 @@ POOL_PRICING_INVALID = register(
               "exists only on capacity_type 'reserved'; combining them, or a reservation on spot capacity, "
               "prices nodes at a rate nobody pays.",
     fix="give either usd_per_node_hour or discount; give rate only with capacity_type 'reserved'",
-    source="AWS EC2 User Guide, 'Capacity Reservation pricing and billing' and 'Capacity Blocks pricing'")
+    source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-reservations.html; "
+           "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html")
 
 
 class PoolPricing(StrictProps):
