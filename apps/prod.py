@@ -22,6 +22,7 @@ from kubetrain import (
     CpuNodePool,
     DcgmExporter,
     EfaNodePool,
+    Estimate,
     FsxLustre,
     LocalQueue,
     NcclProfile,
@@ -102,7 +103,7 @@ def define(app: App) -> Cluster:
         **{**on_p5, "queue": research_queue, "nodes": 4}, workload=Trainer(run=gpt_1b("gpt-1b-lr-ablation", 6e-4, 6e-5))))
 
     # Megatron-LM's GPT pretraining, as AWS's EKS examples run it: torchrun's flags come from the
-    # PyTorchJob contract, the script and its arguments are Megatron's own.
+    # TrainJob contract, the script and its arguments are Megatron's own.
     checkpoints = "/fsx/checkpoints/megatron-gpt"
     TrainingJob(cluster, "megatron-gpt", TrainingJobProps(
         name="megatron-gpt", image="nvcr.io/nvidia/pytorch:25.04-py3",
@@ -122,7 +123,10 @@ def define(app: App) -> Cluster:
                      # The collective timeout Megatron passes to init_process_group (NCCL_TIMEOUT does nothing).
                      "--distributed-timeout-minutes", "30"],
             parallelism=Parallelism(tensor=2, pipeline=1, micro_batch=2, global_batch=512),
-            checkpoint_dir=checkpoints)))
+            checkpoint_dir=checkpoints),
+        # What it trains, for `kubetrain cost`: the arguments above (Megatron pads GPT-2's vocabulary to 50,304).
+        estimate=Estimate(model={"vocab_size": 50304, "dim": 2048, "n_layers": 24, "n_heads": 16},
+                          steps=20000, global_batch=512, seq_len=2048)))
 
     # Before a long run: does EFA carry the bandwidth it should? Compare the launcher's
     # "# Avg bus bandwidth" line with the job's kubetrain.dev/expected-busbw-gbytes annotation.

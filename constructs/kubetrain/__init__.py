@@ -33,6 +33,7 @@ _EXPORTS = {
     "NcclTest": "kubetrain.jobs.nccl_test",
     "ArgoCd": "kubetrain.gitops.construct", "ArgoCdProps": "kubetrain.gitops.props",
     "Destination": "kubetrain.gitops.props",
+    "Estimate": "kubetrain.cost.props", "PoolPricing": "kubetrain.cost.props",
     "InstanceType": "kubetrain.platform.instances",
     "EfaNodePool": "kubetrain.platform.node_pools", "CpuNodePool": "kubetrain.platform.node_pools",
     "NcclProfile": "kubetrain.platform.efa",

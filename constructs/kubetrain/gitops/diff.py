@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,11 +23,13 @@ from typing import Any
 import yaml
 
 from kubetrain.admission.plan import PlanInputError, verdict_changes
-from kubetrain.kinds.registry import group_kind, kind_of
+from kubetrain.cost.annotations import CostInputError
+from kubetrain.cost.change import CostChange, markdown_lines, price_change, text_lines
+from kubetrain.kinds.base import RunShape
+from kubetrain.kinds.registry import group_kind, run_kind, shape_of
 from kubetrain.output.validate import parse_documents, yaml_files
 
 JOB_LABEL = "kubetrain.dev/job"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 COMMENT_MARKER = "<!-- kubetrain-diff -->"
 _GITHUB_COMMENT_LIMIT = 60_000  # GitHub refuses comments over 65,536 characters
 _MISSING = object()
@@ -72,6 +74,7 @@ class Report:
     changes: list[ObjectChange]
     training: list[str]
     admission: list[str] = field(default_factory=list)  # jobs whose admission verdict changed
+    cost: CostChange = field(default_factory=CostChange)  # what the changed runs cost (kubetrain.cost.change)
 
     def count(self, change: str) -> int:
         return sum(1 for c in self.changes if c.change == change)
@@ -223,12 +226,19 @@ def compare(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]], base
 
 # -- the training meaning -----------------------------------------------------------------------------
 
-def _run_facts(obj: dict[str, Any], sibling: Callable[[str, str], dict[str, Any] | None]) -> dict[str, str]:
-    """World size, GPUs, image and queue of one run object, as far as its kind's descriptor says."""
-    kind = kind_of(obj)
-    facts = kind.run.facts(obj, sibling) if kind is not None and kind.run is not None else {}
-    queue = ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
-    return facts | ({"queue": queue} if queue else {})
+def _run_facts(shape: RunShape) -> dict[str, str]:
+    """World size, GPUs, image and queue of one run, as far as its kind says."""
+    facts = {"pods": str(shape.pods)}
+    if shape.elastic:
+        facts["nodes"] = f"{shape.elastic[0]}-{shape.elastic[1]} (elastic)"
+    if shape.procs_per_pod:
+        facts["world size"] = str(shape.pods * shape.procs_per_pod)
+    facts["GPUs"] = str(shape.accelerators if shape.accelerator_resource == "nvidia.com/gpu" else 0)
+    if shape.images:
+        facts["image"] = ", ".join(shape.images)
+    if shape.queue:
+        facts["queue"] = shape.queue
+    return facts
 
 
 def _config_facts(obj: dict[str, Any]) -> dict[str, str]:
@@ -257,12 +267,11 @@ def _jobs(objects: dict[Key, dict[str, Any]], wanted: set[tuple[str, str, str]])
         job = _job_label(obj)
         if not job or (key.cluster, key.namespace, job) not in wanted:
             continue
-        run = kind_of(obj)
-        if run is not None and run.run is not None:
+        if run_kind(obj) is not None:
             def sibling(kind: str, name: str, key: Key = key) -> dict[str, Any] | None:
                 return by_name.get((key.cluster, kind, key.namespace, name)) or by_name.get((key.cluster, kind, "", name))
 
-            jobs.setdefault((key.cluster, key.namespace, job), {}).update(_run_facts(obj, sibling))
+            jobs.setdefault((key.cluster, key.namespace, job), {}).update(_run_facts(shape_of(obj, sibling)))
         elif key.kind == "ConfigMap":
             jobs.setdefault((key.cluster, key.namespace, job), {}).update(_config_facts(obj))
     return jobs
@@ -321,7 +330,7 @@ def _summary(report: Report) -> str:
 def render_text(report: Report) -> str:
     if not report.changes:
         return f"kubetrain diff {report.base}..working tree: no changes\n"
-    lines = [f"kubetrain diff {report.base}..working tree: {_summary(report)}"]
+    lines = [f"kubetrain diff {report.base}..working tree: {_summary(report)}", *text_lines(report.cost)]
     if report.training:
         lines += ["training:", *(f"  {line}" for line in report.training)]
     if report.admission:
@@ -346,7 +355,7 @@ def render_markdown(report: Report, details: bool = True) -> str:
     lines = [COMMENT_MARKER, f"### kubetrain diff: `{report.base}` → this change", ""]
     if not report.changes:
         return "\n".join([*lines, "No changes to the manifests.", ""])
-    lines += [f"**{_summary(report)}** objects.", ""]
+    lines += [f"**{_summary(report)}** objects.", "", *markdown_lines(report.cost)]
     if report.training:
         lines += ["#### Training impact", "", *(f"- {_code(line)}" for line in report.training), ""]
     if report.admission:
@@ -389,8 +398,22 @@ def diff(dist: Path, base: str = "HEAD") -> Report:
     old = load_objects({p: data for p, data in old_files.items() if p not in same}, base)
     new = load_objects({p: data for p, data in new_files.items() if p not in same}, "working tree")
     report = compare(old, new, base)
+    try:
+        report.cost = price_change(_by_cluster(old), _by_cluster(new), _loader(old_files, base),
+                                   _loader(new_files, "working tree"))
+    except CostInputError as error:
+        raise DiffInputError(str(error)) from None
     report.admission = admission_changes(old_files, new_files)
     return report
+
+
+def _by_cluster(objects: dict[Key, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    return [(key.cluster, obj) for key, obj in objects.items()]
+
+
+def _loader(files: dict[str, bytes], side: str) -> Callable[[Iterable[str]], list[tuple[str, dict[str, Any]]]]:
+    """Reads further files of one side on demand (the cost of a changed run reads its ConfigMap and pool)."""
+    return lambda paths: _by_cluster(load_objects({p: files[p] for p in paths if p in files}, side))
 
 
 def admission_changes(old_files: dict[str, bytes], new_files: dict[str, bytes]) -> list[str]:

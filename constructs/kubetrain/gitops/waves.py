@@ -11,14 +11,12 @@ queue) is found here; what a kind names by its own fields, its descriptor's `ref
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from kubetrain.kinds.base import Reference
-from kubetrain.kinds.registry import group_kind, kind_of
+from kubetrain.kinds.base import Reference, pod_specs
+from kubetrain.kinds.registry import QUEUE_LABEL, group_kind, kind_of
 
 WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 BUILTIN_GROUPS = frozenset({"", "apps", "batch", "rbac.authorization.k8s.io", "networking.k8s.io", "storage.k8s.io",
                             "scheduling.k8s.io", "apiextensions.k8s.io", "policy", "autoscaling"})
@@ -34,21 +32,6 @@ def is_custom_resource(obj: dict[str, Any]) -> bool:
     return group_kind(obj)[0] not in BUILTIN_GROUPS
 
 
-def _pod_specs(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every pod spec in an object, wherever its operator keeps its templates."""
-    stack: list[Any] = [obj.get("spec")]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            template = node.get("template")
-            if isinstance(template, dict) and isinstance(template.get("spec"), dict) \
-                    and "containers" in template["spec"]:
-                yield template["spec"]
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-
-
 def references(obj: dict[str, Any]) -> list[Reference]:
     """The objects `obj` needs, as far as kubetrain's kinds name them."""
     meta = obj.get("metadata") or {}
@@ -57,7 +40,7 @@ def references(obj: dict[str, Any]) -> list[Reference]:
     found: list[Reference] = []
     if namespace:
         found.append(Reference("", "Namespace", None, namespace, admission=True))
-    for pod in [] if kind is not None and kind.holds_pod_templates else _pod_specs(obj):
+    for pod in [] if kind is not None and kind.holds_pod_templates else pod_specs(obj):
         for volume in pod.get("volumes") or []:
             if "persistentVolumeClaim" in volume:
                 found.append(Reference("", "PersistentVolumeClaim", namespace,

@@ -12,8 +12,9 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Discriminator, Field, InstanceOf, Tag, field_validator, model_validator
 
-from kubetrain.kinds.pytorchjob import PyTorchJob
+from kubetrain.cost.props import ESTIMATE_INVALID, Estimate
 from kubetrain.kinds.target import Target
+from kubetrain.kinds.trainjob import TrainJob
 from kubetrain.names import (
     AbsolutePath,
     Dns1035Label,
@@ -332,8 +333,9 @@ class TrainingJobProps(StrictProps):
     env: dict[EnvName, Text] = Field(default_factory=dict, description="Extra environment; overrides defaults.")
     volumes: list[Volume] = Field(default_factory=list, description="Volumes to mount (checkpoints, data, caches).")
     pod: PodSettings = Field(default_factory=PodSettings, description="Labels, scheduling, security, networking.")
-    target: InstanceOf[Target] = Field(default_factory=PyTorchJob,
-                                       description="The operator that runs it. Default: Kubeflow PyTorchJob.")
+    target: InstanceOf[Target] = Field(default_factory=TrainJob,
+                                       description="The operator that runs it. Default: Kubeflow Trainer v2's TrainJob "
+                                                   "(PyTorchJob() for elastic jobs or the training operator v1).")
     pool: InstanceOf[NodePool] | None = Field(None, description="The node pool the pods run on: the instance type, "
                                                                 "node selector and tolerations come from it, and "
                                                                 "the rules check the pods fit it.")
@@ -352,6 +354,22 @@ class TrainingJobProps(StrictProps):
                                                               "fails, before the pod fails; each resumes from the "
                                                               "newest checkpoint.")
     elastic: Elastic | None = Field(None, description="Default: not elastic; all `nodes` pods or none.")
+    estimate: Estimate | None = Field(None, description="What `kubetrain cost` assumes: MFU and ETTR (defaults "
+                                                        "cited in kubetrain/cost/props.py), and for a command job "
+                                                        "what it trains. Not part of the run's definition: "
+                                                        "changing it re-prices the run without re-running it.")
+
+    @model_validator(mode="after")
+    def _estimate_fits_the_workload(self) -> TrainingJobProps:
+        if self.estimate is None:
+            return self
+        if isinstance(self.workload, Trainer) and self.estimate.declares_work:
+            raise rule_violation(ESTIMATE_INVALID.code, "a trainer job's work comes from its run config (max_steps, "
+                                 "batch.global_size, data.seq_len, model)", ESTIMATE_INVALID.fix, field="estimate")
+        if isinstance(self.workload, Command) and not self.estimate.declares_work:
+            raise rule_violation(ESTIMATE_INVALID.code, "a command job's estimate must say what it trains",
+                                 ESTIMATE_INVALID.fix, field="estimate")
+        return self
 
     @model_validator(mode="after")
     def _one_source_of_the_instance(self) -> TrainingJobProps:

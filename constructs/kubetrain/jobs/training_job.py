@@ -20,12 +20,14 @@ import cdk8s
 
 from constructs import Construct
 from kubetrain.cluster import Cluster
+from kubetrain.cost import annotations
 from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.rules import check_job, pod_security_check
 from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
 from kubetrain.objects import api_object
 from kubetrain.platform.construct import rejected_references
+from kubetrain.platform.instances import BUILTIN_CATALOG
 from kubetrain.platform.security import check_pod_security
 from kubetrain.strict import as_fields
 from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
@@ -90,6 +92,8 @@ class TrainingJob(Construct):
                 "data": {CONFIG_FILE: config_text}}))
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
         manifests = job.props.target.render(job, template)
+        if manifests and (cost := cost_annotations(job)):
+            manifests[0]["metadata"]["annotations"] = {**manifests[0]["metadata"].get("annotations", {}), **cost}
         for i, manifest in enumerate(manifests):
             obj = api_object(self, f"{manifest['kind'].lower()}-{i}", manifest)
             self.api_objects.append(obj)
@@ -112,6 +116,17 @@ class TrainingJob(Construct):
         """
         if self._main is not None:  # else the job has errors and emitted nothing; synth reports them
             self._main.add_json_patch(*patches)
+
+
+def cost_annotations(job: JobSpec) -> dict[str, str]:
+    """What `kubetrain cost` needs from the job beyond its manifests: its estimate, and its accelerators' peak
+    when the instance type is a fleet's own (the built-in catalog has the others)."""
+    found = {annotations.ESTIMATE: annotations.encode(job.props.estimate)} if job.props.estimate else {}
+    peak = job.instance.peak_bf16_flops if job.instance else None
+    builtin = BUILTIN_CATALOG.get(job.instance.name) if job.instance else None
+    if peak and (builtin is None or builtin.peak_bf16_flops != peak):
+        found[annotations.PEAK_FLOPS] = repr(peak)
+    return found
 
 
 _UNION_TAGS = {"trainer", "command", "ClaimVolume", "EmptyDirVolume", "ConfigMapVolume", "SecretVolume"}

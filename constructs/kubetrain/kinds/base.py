@@ -78,43 +78,99 @@ class CrdSource:
     api_versions: tuple[str, ...]  # the served versions kubetrain emits
 
 
+ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neuron")
+
+
+@dataclass
+class RunShape:
+    """What a run object asks for, whatever its operator: pods, ranks, accelerators, where the pods go. Read from
+    the manifests alone, so `kubetrain diff` and `kubetrain cost` see any revision of dist/ alike."""
+
+    kind: str
+    pods: int = 0
+    procs_per_pod: int | None = None
+    elastic: tuple[int, int] | None = None  # min and max pods of an elastic job
+    accelerators_per_pod: int = 0  # GPUs or Neuron devices of one (rank-running) pod
+    accelerator_resource: str | None = None
+    pod_specs: list[dict[str, Any]] = field(default_factory=list)  # the rank-running pods' specs
+    reads: tuple[tuple[str, str], ...] = ()  # (kind, name) of the objects beside it the shape is read from
+    queue: str | None = None
+    images: list[str] = field(default_factory=list)
+
+    @property
+    def accelerators(self) -> int:
+        return self.pods * self.accelerators_per_pod
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """The pods' node selector (every rank-running pod of a kubetrain run has the same)."""
+        return dict((self.pod_specs[0] if self.pod_specs else {}).get("nodeSelector") or {})
+
+
+def number(value: Any, default: int = 0) -> int:
+    """A count a manifest holds as a number or a digit string (`default` for anything else)."""
+    text = str(value if value is not None else default)
+    return int(text) if text.isdigit() else default
+
+
+def container_limits(pod_spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The first container's resource limits: the container that runs the ranks."""
+    containers = pod_spec.get("containers") or [{}]
+    return dict((containers[0].get("resources") or {}).get("limits") or {})
+
+
+def accelerators_in(limits: Mapping[str, Any]) -> tuple[int, str | None]:
+    """(how many, which resource) of the accelerators in resource limits."""
+    for resource in ACCELERATORS:
+        if number(limits.get(resource)):
+            return number(limits.get(resource)), resource
+    return 0, None
+
+
+def run_shape(kind: str, pods: list[tuple[int, dict[str, Any]]], procs_per_pod: Any = None,
+              **known: Any) -> RunShape:
+    """The shape of a run from its (count, pod spec) pairs of rank-running pods and its ranks per pod."""
+    shape = RunShape(kind, sum(n for n, _ in pods), number(procs_per_pod) or None,
+                     pod_specs=[pod for _, pod in pods], **known)
+    if pods:
+        shape.accelerators_per_pod, shape.accelerator_resource = accelerators_in(container_limits(pods[0][1]))
+    shape.images = sorted({image for _, pod in pods if (image := (pod.get("containers") or [{}])[0].get("image"))})
+    return shape
+
+
+def scheduling_queue(spec: Mapping[str, Any]) -> str | None:
+    """The Volcano queue a Kubeflow job's runPolicy.schedulingPolicy names."""
+    return ((spec.get("runPolicy") or {}).get("schedulingPolicy") or {}).get("queue")
+
+
+def pod_specs(obj: Manifest) -> list[dict[str, Any]]:
+    """Every pod spec in an object, wherever its kind keeps its templates."""
+    found, stack = [], [obj.get("spec")]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            template = node.get("template")
+            if isinstance(template, dict) and isinstance(template.get("spec"), dict) \
+                    and "containers" in template["spec"]:
+                found.append(template["spec"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
 @dataclass(frozen=True)
 class Run:
-    """A kind whose objects run pods: a job. How Kueue counts it and what `kubetrain diff` says about it."""
+    """A kind whose objects run pods: a job. How Kueue counts it and what it asks for."""
 
     # (pod sets in Kueue's order, the fewest pods an elastic job trains with) of one object; `sibling` reads
     # the objects it names (a TrainJob's runtime). None: a kind kubetrain never queues.
     pod_sets: Callable[[Manifest, Sibling], tuple[list[PodSet], int | None]] | None
-    # world size, pods, nodes, GPUs, image: what a change means for training
-    facts: Callable[[Manifest, Sibling], dict[str, str]]
+    # pods, ranks, accelerators, images: what `kubetrain diff` and `kubetrain cost` read
+    shape: Callable[[Manifest, Sibling], RunShape]
     # where a queued object would set Kueue's `suspend` (Kueue sets it on creation, KT422)
     suspend: tuple[tuple[str, ...], ...] = (("spec", "suspend"),)
-    reads: tuple[str, ...] = ()  # kinds of the siblings `pod_sets` and `facts` read
-
-
-def pod_facts(pods: list[tuple[int, Mapping[str, Any]]], procs_per_pod: Any) -> dict[str, str]:
-    """A run's pods, world size, GPUs and images from (count, pod spec) pairs and its processes per pod."""
-    count = sum(n for n, _ in pods)
-    facts = {"pods": str(count)}
-    if isinstance(procs_per_pod, int) or (isinstance(procs_per_pod, str) and procs_per_pod.isdigit()):
-        facts["world size"] = str(count * int(procs_per_pod))
-    facts["GPUs"] = str(sum(n * _gpus(pod) for n, pod in pods))
-    images = sorted({containers[0].get("image") for _, pod in pods if (containers := pod.get("containers") or [])
-                     and containers[0].get("image")})
-    if images:
-        facts["image"] = ", ".join(images)
-    return facts
-
-
-def _gpus(pod_spec: Mapping[str, Any]) -> int:
-    return sum(int(str(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)))
-               for c in pod_spec.get("containers") or [])
-
-
-def scheduling_queue(spec: Mapping[str, Any]) -> dict[str, str]:
-    """The Volcano queue a Kubeflow job's runPolicy.schedulingPolicy names, as a training fact."""
-    queue = ((spec.get("runPolicy") or {}).get("schedulingPolicy") or {}).get("queue")
-    return {"queue": queue} if queue else {}
+    reads: tuple[str, ...] = ()  # kinds of the siblings `pod_sets` and `shape` read
 
 
 def no_references(obj: Manifest) -> list[Reference]:

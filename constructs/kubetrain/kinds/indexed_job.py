@@ -19,7 +19,18 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kubetrain.admission.requests import count_of, pod_set
-from kubetrain.kinds.base import WORKLOADS, IgnoredFields, Kind, Manifest, Run, Sibling, pod_facts, pod_template_fields
+from kubetrain.kinds.base import (
+    WORKLOADS,
+    IgnoredFields,
+    Kind,
+    Manifest,
+    Run,
+    RunShape,
+    Sibling,
+    number,
+    pod_template_fields,
+    run_shape,
+)
 from kubetrain.kinds.target import LocalPlan, LocalReplica, Target, fail_job_exit_codes
 from training.problems import Problem
 
@@ -108,14 +119,14 @@ def _pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
     return [pod_set("main", count, spec.get("template") or {})], None
 
 
-def _facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+def _shape(obj: Manifest, sibling: Sibling) -> RunShape:
     spec = obj.get("spec") or {}
-    return pod_facts([(count_of(spec.get("parallelism")), (spec.get("template") or {}).get("spec") or {})], None)
+    return run_shape("Job", [(number(spec.get("parallelism"), 1), (spec.get("template") or {}).get("spec") or {})])
 
 
 BATCH_JOB = Kind(
     IndexedJob.api_version, IndexedJob.kind, WORKLOADS, create_once=True,
     ignored=IgnoredFields(("/spec/suspend",), pod_template_fields(".spec.template.spec")),
-    run=Run(_pod_sets, _facts), target=IndexedJob)
+    run=Run(_pod_sets, _shape), target=IndexedJob)
 
 KINDS = (BATCH_JOB,)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kubetrain.admission.requests import count_of, replica_pod_sets
+from kubetrain.admission.requests import replica_pod_sets
 from kubetrain.kinds.base import (
     WORKLOADS,
     CrdSource,
@@ -19,9 +19,11 @@ from kubetrain.kinds.base import (
     Kind,
     Manifest,
     Run,
+    RunShape,
     Sibling,
-    pod_facts,
+    number,
     pod_template_fields,
+    run_shape,
     scheduling_queue,
 )
 from kubetrain.platform.efa import EFA_HUGEPAGES_DEFAULT, efa_environment
@@ -80,12 +82,12 @@ def _pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
     return replica_pod_sets((obj.get("spec") or {}).get("mpiReplicaSpecs") or {}, ("Launcher", "Worker")), None
 
 
-def _facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+def _shape(obj: Manifest, sibling: Sibling) -> RunShape:
     """The workers' pods and ranks (slotsPerWorker each); the launcher trains nothing."""
     spec = obj.get("spec") or {}
-    pods = [(count_of(r.get("replicas")), (r.get("template") or {}).get("spec") or {})
+    pods = [(number(r.get("replicas"), 1), (r.get("template") or {}).get("spec") or {})
             for role, r in (spec.get("mpiReplicaSpecs") or {}).items() if role != "Launcher"]
-    return pod_facts(pods, spec.get("slotsPerWorker", 1)) | scheduling_queue(spec)
+    return run_shape("MPIJob", pods, spec.get("slotsPerWorker", 1), queue=scheduling_queue(spec))
 
 
 MPIJOB = Kind(
@@ -93,6 +95,6 @@ MPIJOB = Kind(
     crd=CrdSource("kubeflow.org_mpijobs.v2beta1.yaml", "kubeflow/mpi-operator", "v0.8.0", (API_VERSION,)),
     create_once=True, health="training_job.lua",
     ignored=IgnoredFields(("/spec/runPolicy/suspend",), pod_template_fields(".spec.mpiReplicaSpecs[].template.spec")),
-    run=Run(_pod_sets, _facts, suspend=(("spec", "runPolicy", "suspend"),)))
+    run=Run(_pod_sets, _shape, suspend=(("spec", "runPolicy", "suspend"),)))
 
 KINDS = (MPIJOB,)

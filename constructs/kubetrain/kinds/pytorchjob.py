@@ -15,7 +15,7 @@ Service name a 63-character label. Kueue admits the Master and Worker pod sets i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
@@ -28,17 +28,35 @@ from kubetrain.kinds.base import (
     Kind,
     Manifest,
     Run,
+    RunShape,
     Sibling,
-    pod_facts,
+    number,
     pod_template_fields,
+    run_shape,
     scheduling_queue,
 )
 from kubetrain.kinds.target import LocalPlan, LocalReplica, Target
+from kubetrain.rules.registry import register
+from kubetrain.rules.sources import cite
+from training.problems import Problem
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
 
 MASTER_PORT = 23456  # the operator's default, named pytorchjob-port
+
+QUEUED_ON_KUEUE = register(
+    "KT703", "warning", "PyTorchJob queued through Kueue",
+    rationale="Kueue 0.19 turned its training operator v1 integrations (kubeflow.org/pytorchjob among them) off "
+              "by default and plans to remove them: on such a Kueue the queue label is ignored, and the job starts "
+              "at once, outside its queue's quota and gang admission. Kueue supports Trainer v2's TrainJob "
+              "(Trainer >= 2.3).",
+    fix="use the TrainJob target (the default), or make sure the cluster's Kueue enables the kubeflow.org/pytorchjob "
+        "integration",
+    source=cite("https://github.com/kubernetes-sigs/kueue/issues/12606",
+                "https://github.com/kubernetes-sigs/kueue/issues/12620",
+                "https://kueue.sigs.k8s.io/docs/tasks/run/trainjobs/"),
+    targets=("pytorchjob",))
 
 
 class PyTorchJob(Target):
@@ -54,6 +72,13 @@ class PyTorchJob(Target):
                                                      "operator's (None: keep them, with their logs).")
     ttl_seconds_after_finished: int | None = Field(None, ge=0, description="Delete the finished job after this.")
     active_deadline_seconds: int | None = Field(None, ge=1, description="Fail the job when it runs longer.")
+
+    def check(self, job: JobSpec) -> Iterator[Problem]:
+        queue = job.props.queue
+        if queue is not None and queue.job_labels():  # Kueue labels the job; Volcano gangs it another way
+            yield Problem(QUEUED_ON_KUEUE.code, "target", f"a PyTorchJob queued on {queue.name}: Kueue 0.19 and "
+                          "later ignore it unless their kubeflow.org/pytorchjob integration is enabled",
+                          QUEUED_ON_KUEUE.fix)
 
     def injected_env(self, job: JobSpec) -> set[str]:
         return {"PYTHONUNBUFFERED", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "PET_MASTER_ADDR",
@@ -147,15 +172,14 @@ def _pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
             count_of(elastic["minReplicas"]) if "minReplicas" in elastic else None)
 
 
-def _facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+def _shape(obj: Manifest, sibling: Sibling) -> RunShape:
     spec = obj.get("spec") or {}
-    pods = [(count_of(r.get("replicas")), (r.get("template") or {}).get("spec") or {})
+    pods = [(number(r.get("replicas"), 1), (r.get("template") or {}).get("spec") or {})
             for r in (spec.get("pytorchReplicaSpecs") or {}).values()]
-    facts = pod_facts(pods, spec.get("nprocPerNode"))
     elastic = spec.get("elasticPolicy")
-    if elastic:
-        facts["nodes"] = f"{elastic.get('minReplicas', '?')}-{elastic.get('maxReplicas', '?')} (elastic)"
-    return facts | scheduling_queue(spec)
+    return run_shape("PyTorchJob", pods, spec.get("nprocPerNode"), queue=scheduling_queue(spec),
+                     elastic=(number(elastic.get("minReplicas"), 1), number(elastic.get("maxReplicas"), 1))
+                     if elastic else None)
 
 
 PYTORCHJOB = Kind(
@@ -163,7 +187,7 @@ PYTORCHJOB = Kind(
     crd=CrdSource("kubeflow.org_pytorchjobs.yaml", "kubeflow/trainer", "v1.9.4", ("kubeflow.org/v1",)),
     create_once=True, health="training_job.lua",
     ignored=IgnoredFields(("/spec/runPolicy/suspend",), pod_template_fields(".spec.pytorchReplicaSpecs[].template.spec")),
-    run=Run(_pod_sets, _facts, suspend=(("spec", "runPolicy", "suspend"),)),
+    run=Run(_pod_sets, _shape, suspend=(("spec", "runPolicy", "suspend"),)),
     target=PyTorchJob)
 
 KINDS = (PYTORCHJOB,)

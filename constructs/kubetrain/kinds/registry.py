@@ -7,7 +7,7 @@ registers them. Adding a kind is a module and a line in `MODULES`. A fleet may r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.kinds import (
@@ -22,11 +22,12 @@ from kubetrain.kinds import (
     trainjob,
     volcano,
 )
-from kubetrain.kinds.base import Kind
+from kubetrain.kinds.base import Kind, RunShape, Sibling
 
 MODULES = (kubernetes, karpenter, kueue, volcano, monitoring, argocd, pytorchjob, trainjob, indexed_job, mpijob)
 
 _KINDS: dict[tuple[str, str], Kind] = {}
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def register(*kinds: Kind) -> None:
@@ -48,15 +49,23 @@ def kind_of(obj: Mapping[str, Any]) -> Kind | None:
     return _KINDS.get(group_kind(obj))
 
 
+def run_kind(obj: Mapping[str, Any]) -> Kind | None:
+    """The descriptor of a run object (a kind whose objects run pods), None for anything else."""
+    kind = kind_of(obj)
+    return kind if kind is not None and kind.run is not None else None
+
+
+def shape_of(obj: Mapping[str, Any], sibling: Sibling = lambda kind, name: None) -> RunShape:
+    """What a run object asks for (`run_kind(obj)` must be its descriptor); `sibling(kind, name)` reads the
+    objects it names (a TrainJob's runtime). A queue label outranks what the kind's own fields name."""
+    shape = run_kind(obj).run.shape(obj, sibling)
+    shape.queue = ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL) or shape.queue
+    return shape
+
+
 def all_kinds() -> list[Kind]:
     """Every registered kind, by group and kind."""
     return [_KINDS[key] for key in sorted(_KINDS)]
-
-
-def kinds_where(has: Iterable[str]) -> list[Kind]:
-    """The registered kinds whose descriptor sets every field named in `has`."""
-    wanted = list(has)
-    return [kind for kind in all_kinds() if all(getattr(kind, name) for name in wanted)]
 
 
 for _module in MODULES:

@@ -33,9 +33,11 @@ from kubetrain.kinds.base import (
     Manifest,
     Reference,
     Run,
+    RunShape,
     Sibling,
-    pod_facts,
+    number,
     pod_template_fields,
+    run_shape,
 )
 from kubetrain.kinds.target import LocalPlan, LocalReplica, Target, fail_job_exit_codes
 from training.problems import Problem
@@ -145,6 +147,21 @@ def _runtime(obj: Manifest, sibling: Sibling) -> Manifest | None:
     return sibling(ref.get("kind", "ClusterTrainingRuntime"), ref.get("name", ""))
 
 
+def _is_trainer(replicated: Manifest) -> bool:
+    """The runtime's replicated job that runs the trainer's nodes."""
+    labels = ((replicated.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    return labels.get(f"{GROUP}/trainjob-ancestor-step") == "trainer" or replicated.get("name") == "node"
+
+
+def _replicated_jobs(runtime: Manifest) -> list[dict[str, Any]]:
+    return (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
+
+
+def _trainer_pod(runtime: Manifest) -> dict[str, Any]:
+    job = next((r.get("template") or {} for r in _replicated_jobs(runtime) if _is_trainer(r)), {})
+    return ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
 def _pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
     """The runtime's replicated jobs; the trainer's node job runs numNodes pods (the TrainJob's, else the
     runtime's mlPolicy)."""
@@ -155,35 +172,34 @@ def _pod_sets(obj: Manifest, sibling: Sibling) -> tuple[list, int | None]:
     nodes = ((obj.get("spec") or {}).get("trainer") or {}).get("numNodes") or \
         (runtime_spec.get("mlPolicy") or {}).get("numNodes")
     pod_sets = []
-    for replicated in ((runtime_spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
-        job = replicated.get("template") or {}
-        job_spec = job.get("spec") or {}
-        trainer = ((job.get("metadata") or {}).get("labels") or {}).get(
-            f"{GROUP}/trainjob-ancestor-step") == "trainer" or replicated.get("name") == "node"
-        count = count_of(nodes) if trainer and nodes else \
+    for replicated in _replicated_jobs(runtime):
+        job_spec = (replicated.get("template") or {}).get("spec") or {}
+        count = count_of(nodes) if _is_trainer(replicated) and nodes else \
             count_of(replicated.get("replicas")) * count_of(job_spec.get("parallelism"))
         pod_sets.append(pod_set(str(replicated.get("name", "node")), count, job_spec.get("template") or {}))
     return pod_sets, None
 
 
-def _facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
-    """The node job's pods (numNodes), as the runtime's template makes them and the TrainJob's trainer
-    overrides them (image, resourcesPerNode). Without the runtime at hand, GPUs are unknown."""
-    trainer = (obj.get("spec") or {}).get("trainer") or {}
+def _shape(obj: Manifest, sibling: Sibling) -> RunShape:
+    """The node job's numNodes pods, as the runtime's template makes them and the TrainJob's trainer overrides
+    them (image, resourcesPerNode); kubetrain's TrainJobs keep the whole pod in the runtime. Without the runtime
+    at hand, only the trainer's own fields."""
+    spec = obj.get("spec") or {}
+    trainer = spec.get("trainer") or {}
+    ref = spec.get("runtimeRef") or {}
     runtime = _runtime(obj, sibling)
-    runtime_spec = (runtime or {}).get("spec") or {}
-    ml_policy = runtime_spec.get("mlPolicy") or {}
-    template = next((job.get("template") or {} for job in ((runtime_spec.get("template") or {}).get("spec") or {})
-                     .get("replicatedJobs") or [] if job.get("name") == "node"), {})
-    pod = ((template.get("spec") or {}).get("template") or {}).get("spec") or {}
-    container = next((c for c in pod.get("containers") or [] if c.get("name") == TrainJob.container_name), {})
-    node = {"image": trainer.get("image") or container.get("image"),
-            "resources": trainer.get("resourcesPerNode") or container.get("resources") or {}}
-    facts = pod_facts([(count_of(trainer.get("numNodes") or ml_policy.get("numNodes")), {"containers": [node]})],
-                      trainer.get("numProcPerNode") or (ml_policy.get("torch") or {}).get("numProcPerNode"))
-    if runtime is None and not trainer.get("resourcesPerNode"):
-        del facts["GPUs"]
-    return facts
+    own = {"image": trainer.get("image"), "resources": {"limits": (trainer.get("resourcesPerNode") or {}).get("limits")
+                                                                  or {}}}
+    pod = {"containers": [own]}
+    if runtime is not None:
+        template = _trainer_pod(runtime)
+        container = (template.get("containers") or [{}])[0]
+        pod = {**template, "containers": [{**container, "image": own["image"] or container.get("image"),
+                                           "resources": own["resources"] if own["resources"]["limits"] else
+                                           container.get("resources") or {}},
+                                          *(template.get("containers") or [{}])[1:]]}
+    return run_shape("TrainJob", [(number(trainer.get("numNodes"), 1), pod)], trainer.get("numProcPerNode"),
+                     reads=((ref.get("kind", "ClusterTrainingRuntime"), ref["name"]),) if ref.get("name") else ())
 
 
 def _references(obj: Manifest) -> list[Reference]:
@@ -199,7 +215,7 @@ TRAINJOB = Kind(
     create_once=True, health="training_job.lua",
     ignored=IgnoredFields(("/spec/suspend",), ('.spec.runtimePatches[] | select(.manager == "kueue.x-k8s.io/manager")',)),
     references=_references,
-    run=Run(_pod_sets, _facts, reads=("TrainingRuntime", "ClusterTrainingRuntime")),
+    run=Run(_pod_sets, _shape, reads=("TrainingRuntime", "ClusterTrainingRuntime")),
     target=TrainJob)
 TRAINING_RUNTIME = Kind(
     f"{GROUP}/v1alpha1", "TrainingRuntime", PLATFORM, holds_pod_templates=True,
@@ -212,19 +228,19 @@ CLUSTER_TRAINING_RUNTIME = Kind(
 
 # What the Trainer controller turns a TrainJob into: kubetrain emits none, but a cluster's JobSets are judged
 # and delivered like the other runs.
-def _jobset_facts(obj: Manifest, sibling: Sibling) -> dict[str, str]:
+def _jobset_shape(obj: Manifest, sibling: Sibling) -> RunShape:
     pods = []
     for replicated in (obj.get("spec") or {}).get("replicatedJobs") or []:
         job_spec = (replicated.get("template") or {}).get("spec") or {}
-        pods.append((count_of(replicated.get("replicas")) * count_of(job_spec.get("parallelism")),
+        pods.append((number(replicated.get("replicas"), 1) * number(job_spec.get("parallelism"), 1),
                      (job_spec.get("template") or {}).get("spec") or {}))
-    return pod_facts(pods, None)
+    return run_shape("JobSet", pods)
 
 
 JOBSET = Kind(
     "jobset.x-k8s.io/v1alpha2", "JobSet", WORKLOADS, name_format="DNS-1035 label", create_once=True,
     health="training_job.lua",
     ignored=IgnoredFields(("/spec/suspend",), pod_template_fields(".spec.replicatedJobs[].template.spec.template.spec")),
-    run=Run(None, _jobset_facts))
+    run=Run(None, _jobset_shape))
 
 KINDS = (TRAINJOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME, JOBSET)

@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -37,7 +37,10 @@ from kubetrain.admission.objects import (
 )
 from kubetrain.admission.requests import NODEPOOL_LABEL
 from kubetrain.cluster import Cluster
-from kubetrain.names import Dns1123Label
+from kubetrain.cost import annotations as cost_annotations
+from kubetrain.cost.prices import node_price
+from kubetrain.cost.props import POOL_PRICING_INVALID, PoolPricing
+from kubetrain.names import Dns1123Label, LabelKey
 from kubetrain.platform.aws_ids import (
     AvailabilityZone,
     CapacityReservationId,
@@ -96,6 +99,15 @@ WRONG_INSTANCE_TYPE = register(
               "(and an EFA pool EFA types), a CPU pool CPU types.",
     fix="use a type of the catalog that fits the pool, or register yours with Cluster(instance_types=[...])",
     source="constructs/kubetrain/platform/instances.py")
+PRICE_UNKNOWN = register(
+    "KT471", "warning", "no price for the pool's nodes",
+    rationale="The cost of a job's run (kubetrain cost, the pull request's priced diff) needs the hourly price "
+              "of its pool's node: kubetrain's table (kubetrain/cost/prices.json) covers the built-in catalog's "
+              "types in us-east-1 and us-west-2 where AWS publishes a price for the capacity type; a fleet's own "
+              "instance type, another region or an unpublished rate has none.",
+    fix="give the pool pricing=PoolPricing(usd_per_node_hour=...) (your rate), or regenerate the table with "
+        "scripts/generate_prices.py from an AWS Price List offer file of the region",
+    source="scripts/generate_prices.py; constructs/kubetrain/cost/prices.json (its sources)")
 CAPACITY_RESERVATION = register(
     "KT407", "error", "capacity reservations and capacity type disagree",
     rationale="Karpenter launches into capacity reservations only for capacity type 'reserved', and a 'reserved' "
@@ -156,12 +168,17 @@ class NodePoolProps(StrictProps):
                                                                "(or capacity blocks) hold: the most nodes the pool "
                                                                "can launch. Declare it with capacity_type='reserved' "
                                                                "(KT449 warns when it is missing).")
-    topology_domain_nodes: dict[str, int] = Field(
+    topology_domain_nodes: dict[LabelKey, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict, description="The most nodes of the pool in one topology domain, per node label level, "
                                           "where you know it (e.g. {'topology.k8s.aws/network-node-layer-3': 8} for "
                                           "a capacity block that spans two such domains): a job whose required "
                                           "placement at that level needs more is refused (KT447). Unlisted levels "
                                           "are unknown offline; kubernetes.io/hostname is always one node.")
+
+    pricing: PoolPricing | None = Field(None, description="The pool's own price terms (a negotiated rate or "
+                                                          "discount, a reservation's rate and size). Default: the "
+                                                          "price table's rate for the capacity type "
+                                                          "(kubetrain/cost/prices.json).")
 
     @field_validator("ami_alias")
     @classmethod
@@ -213,6 +230,26 @@ class NodePoolProps(StrictProps):
                                  field="static_nodes")
         return self
 
+    @model_validator(mode="after")
+    def _pricing_fits_capacity(self) -> NodePoolProps:
+        if self.pricing is not None and self.pricing.rate and self.capacity_type != "reserved":
+            raise rule_violation(POOL_PRICING_INVALID.code, f"pricing.rate {self.pricing.rate!r} is a reservation's "
+                                 f"rate; this pool's capacity_type is {self.capacity_type!r}",
+                                 POOL_PRICING_INVALID.fix, field="pricing.rate")
+        return self
+
+    @property
+    def resolved_pricing(self) -> PoolPricing | None:
+        """The pricing the NodePool carries: the pool's terms with the nodes paid whether used or not resolved
+        (a reservation's max_nodes, a static pool's static_nodes)."""
+        reserved = self.pricing.reserved_nodes if self.pricing else None
+        if reserved is None:  # a reservation's nodes (its declared size, else the pool's limit), or static nodes
+            reserved = (self.reserved_nodes or self.max_nodes) if self.capacity_type == "reserved" else self.static_nodes
+        if not reserved and self.pricing is None:
+            return None
+        terms = self.pricing or PoolPricing()
+        return terms.model_copy(update={"reserved_nodes": reserved or 0}) if reserved else terms
+
 
 class EfaNodePoolProps(NodePoolProps):
     """An accelerator pool with EFA: one zone, one subnet, an EFA security group, instance store as RAID0."""
@@ -250,7 +287,8 @@ class NodePool(PlatformConstruct):
                                     f"capacity of unknown size: its jobs are judged against max_nodes "
                                     f"({self.props.max_nodes})", UNDECLARED_RESERVATION.fix))
         broken = any(severity(p.code) == "error" for p in problems)  # the objects could not be built
-        self._emit(problems, None if broken else [self._node_pool(), self._node_class()])
+        # A missing price is a warning: the pool works, only its jobs' cost cannot be shown.
+        self._emit(problems + self._price_problems(), None if broken else [self._node_pool(), self._node_class()])
 
     # -- the interface jobs use ---------------------------------------------------------------------------
 
@@ -340,6 +378,19 @@ class NodePool(PlatformConstruct):
     def _pool_problems(self) -> list[Problem]:
         return []
 
+    def _price_problems(self) -> list[Problem]:
+        p = self.props
+        if not self.instance_types or (p.pricing is not None and p.pricing.usd_per_node_hour is not None):
+            return []
+        region = region_of_zone(p.zones[0])  # the zones are of one region (_one_region)
+        if node_price([t.name for t in self.instance_types], region, p.capacity_type, p.pricing) is not None:
+            return []
+        names = ", ".join(t.name for t in self.instance_types)
+        return [Problem(PRICE_UNKNOWN.code, "pricing", f"no {p.capacity_type} price for {names} in "
+                        f"{region} in kubetrain's price table: `kubetrain cost` "
+                        "and the pull request's diff show hours and GPU-hours but no dollars for its jobs",
+                        PRICE_UNKNOWN.fix)]
+
     def _node_pool(self) -> dict[str, Any]:
         p = self.props
         requirements = [
@@ -376,6 +427,8 @@ class NodePool(PlatformConstruct):
         if p.topology_domain_nodes:
             annotations[DOMAIN_NODES_ANNOTATION] = json.dumps(p.topology_domain_nodes, sort_keys=True,
                                                               separators=(",", ":"))
+        if (pricing := p.resolved_pricing) is not None:
+            annotations[cost_annotations.PRICING] = cost_annotations.encode(pricing)
         return annotations
 
     consolidation_policy = "WhenEmptyOrUnderutilized"
