@@ -42,3 +42,30 @@ def test_random_strings():
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
         obj = {"metadata": {"name": text, "labels": {text: text}}, "spec": [{"args": [text, text + "\n"]}]}
         assert dump_manifest(obj) == pyyaml(obj), repr(text)
+
+
+def test_random_documents():
+    """Nested mappings and sequences of every shape, with scalars from the tricky ones: the block writer's
+    indentation, items, empty collections and open-ended literal blocks against PyYAML's."""
+    rng = random.Random(11)
+    leaves = [*SCALARS, *NUMBERS, "a\n", "a\n\n", " lead", "x" * 5_000, "k" * 130, {}, []]
+
+    def value(depth: int) -> object:
+        roll = rng.random()
+        if depth > 3 or roll < 0.4:
+            return rng.choice(leaves)
+        if roll < 0.7:
+            return {str(rng.choice(leaves)) if rng.random() < 0.8 else rng.choice(["a", "b", "a\nb"]): value(depth + 1)
+                    for _ in range(rng.randint(1, 4))}
+        return [value(depth + 1) for _ in range(rng.randint(1, 4))]
+
+    for _ in range(1_500):
+        obj = {"apiVersion": "v1", "kind": "X", **{f"f{i}": value(0) for i in range(rng.randint(1, 3))}}
+        assert dump_manifest(obj) == pyyaml(obj), obj
+
+
+def test_what_the_block_writer_leaves_to_pyyaml():
+    """A key that is not a string, a key too long to be simple, a string long enough to fold: PyYAML writes the
+    object whole, so the bytes are still its own."""
+    for obj in ({"a": {1: "x"}}, {"k" * 200: 1}, {"a": ["word " * 3_000]}, {"a": [("t", "u")]}):
+        assert dump_manifest(obj) == pyyaml(obj)

@@ -1,12 +1,11 @@
 """Manifests as YAML text: block style, no aliases, multi-line strings as literal blocks.
 
-PyYAML turns data into a node tree (its representer, in Python) and libyaml writes the nodes (its
-emitter, in C). At fleet scale the representer was most of the cost, so `dump_manifest` builds the
-node tree itself for the types a rendered object holds (dict, list, str, int, float, bool, None):
-the same nodes PyYAML's SafeRepresenter would build, handed to the same emitter, hence the same
-bytes (a test compares both on every object of the fleet and on tricky scalars). Any other type
-goes through PyYAML's representer. The resolver's verdict on a scalar (which decides whether it
-needs quotes) is cached, since manifests repeat the same keys and values many times.
+The bytes are PyYAML's (`yaml.dump(obj, Dumper=ManifestDumper, sort_keys=False, default_flow_style=False,
+width=10_000)`, libyaml's emitter); a test compares both on every object of the fleet, on tricky scalars
+and on random documents. training.yaml_text's block writer writes them; what it leaves to PyYAML goes
+through libyaml's emitter with the node tree built here (`_node`: the same nodes PyYAML's SafeRepresenter
+would build, without its cost), and the resolver's verdict on a scalar (which decides whether it needs
+quotes) is cached, since manifests repeat the same keys and values many times.
 """
 
 from __future__ import annotations
@@ -16,6 +15,8 @@ from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+from training.yaml_text import BlockWriter, float_text
 
 _STR, _INT, _FLOAT = "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 _BOOL, _NULL = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"
@@ -50,16 +51,6 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 ManifestDumper.add_representer(str, _str_representer)
 
 
-def _float_text(value: float) -> str:
-    """SafeRepresenter.represent_float's text."""
-    if value != value:
-        return ".nan"
-    if value in (float("inf"), float("-inf")):
-        return ".inf" if value > 0 else "-.inf"
-    text = repr(value).lower()
-    return text.replace("e", ".0e", 1) if "." not in text and "e" in text else text
-
-
 def _node(dumper: ManifestDumper, value: Any) -> yaml.Node:
     kind = type(value)
     if kind is str:
@@ -73,7 +64,7 @@ def _node(dumper: ManifestDumper, value: Any) -> yaml.Node:
     if kind is int:
         return ScalarNode(_INT, str(value))
     if kind is float:
-        return ScalarNode(_FLOAT, _float_text(value))
+        return ScalarNode(_FLOAT, float_text(value))
     if value is None:
         return ScalarNode(_NULL, "null")
     return dumper.represent_data(value)  # anything else, as PyYAML represents it
@@ -82,6 +73,11 @@ def _node(dumper: ManifestDumper, value: Any) -> yaml.Node:
 def dump_manifest(obj: dict[str, Any]) -> str:
     """One object as YAML text, byte for byte what `yaml.dump(obj, Dumper=ManifestDumper, sort_keys=False,
     default_flow_style=False, width=10_000)` writes."""
+    return _WRITER.dump(obj)
+
+
+def _emitted(obj: Any) -> str:
+    """PyYAML's emitter over the node tree built here."""
     stream = io.StringIO()
     dumper = ManifestDumper(stream, default_flow_style=False, width=10_000, sort_keys=False)
     try:
@@ -91,3 +87,6 @@ def dump_manifest(obj: dict[str, Any]) -> str:
     finally:
         dumper.dispose()
     return stream.getvalue()
+
+
+_WRITER = BlockWriter(ManifestDumper, width=10_000, fallback=_emitted)
