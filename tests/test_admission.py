@@ -31,8 +31,8 @@ from kubetrain import (
     TrainingJob,
 )
 from kubetrain.admission.plan import plan_files
-from kubetrain.diagnostics import diagnostics
 from kubetrain.output.manifests import render
+from kubetrain.state import diagnostics
 from platform_support import rejected
 
 PREAMBLE = '''

@@ -11,9 +11,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubetrain import App, ArgoCd, Cluster, ConfigError, EfaNodePool, NcclTest, TrainingJob
-from kubetrain.diagnostics import diagnostics
 from kubetrain.output.manifests import render
 from kubetrain.output.validate import Schemas, validate_manifests
+from kubetrain.state import diagnostics
 
 SCHEMAS = Schemas()  # the shipped ones, compiled once for every example
 BUDGET = settings(max_examples=60, deadline=None, derandomize=True,

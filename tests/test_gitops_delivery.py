@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, dist_file
 from gitops_platform import platform_objects
-from kubetrain.diagnostics import diagnostics
 from kubetrain.gitops import plan, waves
 from kubetrain.gitops.construct import ArgoCd, delivery_props
 from kubetrain.gitops.delivery import SYNC_OPTIONS_ANNOTATION, finalize, finalize_paths
@@ -17,6 +16,7 @@ from kubetrain.gitops.props import ArgoCdProps
 from kubetrain.kinds.registry import all_kinds, group_kind
 from kubetrain.output.manifests import MARKER, dump_manifest, manifest_path, render_objects, replaceable, write_tree
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
+from kubetrain.state import diagnostics
 
 import apps
 from training.problems import ConfigError

@@ -10,6 +10,7 @@ from kubetrain import (
     Cluster,
     ClusterQueue,
     EfaNodePool,
+    JsonPatch,
     LocalQueue,
     PyTorchJob,
     ResourceFlavor,
@@ -17,14 +18,19 @@ from kubetrain import (
     Topology,
     TopologyPlacement,
     TrainingJob,
+    TrainJob,
 )
-from kubetrain.diagnostics import diagnostics
 from kubetrain.output.manifests import check_objects, render_objects
+from kubetrain.state import diagnostics
 
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
 
 
 def fleet(**job: Any) -> tuple[dict[str, dict], list[tuple[str, str]]]:
+    return synthesized(queued_job(**job))
+
+
+def queued_job(**job: Any) -> TrainingJob:
     app = App()
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
     pool = EfaNodePool(cluster, "p5", instance_types=["p5.48xlarge"], zones=["us-west-2a"], subnet_ids=["subnet-00000001"],
@@ -39,13 +45,29 @@ def fleet(**job: Any) -> tuple[dict[str, dict], list[tuple[str, str]]]:
     job = {key: (bucket if value == "BUCKET" else value) for key, value in job.items()}
     if job.pop("bucket_checkpoints", False):
         job["volumes"] = [ClaimVolume(name="ckpt", claim=bucket, mount_path="/ckpt")]
-    TrainingJob(cluster, "job", {**props, **job})
+    return TrainingJob(cluster, "job", {**props, **job})
+
+
+def synthesized(job: TrainingJob) -> tuple[dict[str, dict], list[tuple[str, str]]]:
+    app = job.node.root
     found = diagnostics(app)
     if found.errors:
         return {}, [(f.problem.code, f.problem.path) for f in found.errors]
     objects = render_objects(app)
     check_objects(objects)
     return {str(path): obj for path, obj in objects.items()}, []
+
+
+def test_a_queued_job_leaves_suspend_to_kueue():
+    """KT422 where suspend can come from: a patch of a job Kueue queues, checked on the patched object, where its
+    kind keeps suspend."""
+    for target, suspend in ((PyTorchJob(), "/spec/runPolicy/suspend"), (TrainJob(), "/spec/suspend")):
+        job = queued_job(target=target)
+        job.patch(JsonPatch.add(suspend, False))
+        assert synthesized(job)[1] == [("KT422", suspend[1:].replace("/", "."))]
+    job = queued_job(queue=None)
+    job.patch(JsonPatch.add("/spec/runPolicy/suspend", True))  # not queued: suspend is the user's
+    assert synthesized(job)[1] == []
 
 
 def test_the_pool_and_queue_decide_where_and_when_the_pods_run():

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from kubetrain import App, ArgoCd, Cluster, NcclTest, TrainingJob
-from kubetrain.diagnostics import diagnostics
 from kubetrain.platform.kueue import ClusterQueue, ResourceFlavor
 from kubetrain.platform.monitoring import DcgmExporter, TrainingPodMonitor
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
@@ -16,6 +15,7 @@ from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.security import PodSecurity
 from kubetrain.platform.storage import Efs, FsxLustre, S3Bucket
 from kubetrain.platform.volcano import VolcanoQueue
+from kubetrain.state import diagnostics
 from platform_support import CPU, P5
 
 from training.problems import ConfigError, unclaimed_rejections

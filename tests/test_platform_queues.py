@@ -9,7 +9,6 @@ from kubetrain.platform.kueue import (
     Quota,
     ResourceFlavor,
     Topology,
-    queued_job_problems,
 )
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 from kubetrain.platform.queues import TopologyPlacement
@@ -99,13 +98,6 @@ def test_volcano_queue_gives_jobs_its_scheduler_and_pod_group(crds):
     assert queue.scheduling_policy(4) == {"queue": "training", "minAvailable": 4}
     assert queue.group_annotation("gpt") == {"scheduling.k8s.io/group-name": "gpt"}
     assert [p.code for p in queue.placement_problems(TopologyPlacement(level=LAYER_3))] == ["KT421"]
-
-
-def test_a_queued_job_never_sets_suspend():
-    assert queued_job_problems({"spec": {"runPolicy": {"backoffLimit": 3}}}) == []
-    [problem] = queued_job_problems({"spec": {"runPolicy": {"suspend": False}}})
-    assert (problem.code, problem.path) == ("KT422", "spec.runPolicy.suspend") and "leave suspend out" in problem.fix
-    assert [p.code for p in queued_job_problems({"spec": {"suspend": True}})] == ["KT422"]
 
 
 def test_quotas_name_the_queues_flavors():

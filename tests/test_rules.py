@@ -17,8 +17,8 @@ from kubetrain import (
     ResourceFlavor,
     TrainingJob,
 )
-from kubetrain.diagnostics import diagnostics
 from kubetrain.rules.catalog import every_rule, markdown_table
+from kubetrain.state import diagnostics
 
 RUN = {"batch": {"global_size": 64, "micro_size": 1}, "max_steps": 10, "optimizer": {"warmup_steps": 1},
        "checkpoint": {"dir": "/ckpt/run"}}

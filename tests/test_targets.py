@@ -7,11 +7,11 @@ import json
 import pytest
 from conftest import kubetrain
 from kubetrain import App, Cluster, IndexedJob, TrainingJob, TrainJob
-from kubetrain.diagnostics import diagnostics
 from kubetrain.gitops.waves import references
 from kubetrain.kinds.base import Reference
 from kubetrain.kinds.registry import kind_of
 from kubetrain.output.manifests import check_objects, render_objects
+from kubetrain.state import diagnostics
 
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
 JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge",

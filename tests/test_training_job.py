@@ -22,9 +22,9 @@ from kubetrain import (
     TrainingJob,
     TrainingJobProps,
 )
-from kubetrain.diagnostics import diagnostics
 from kubetrain.output.manifests import render
 from kubetrain.output.validate import Schemas, validate_manifests
+from kubetrain.state import diagnostics
 
 from training.config import RunConfig, load_run_config
 

@@ -20,10 +20,10 @@ from kubetrain.node_runtime import use_wheel_node
 
 use_wheel_node()  # before anything imports cdk8s, which starts Node
 
-# name -> module it lives in. App, JsonPatch and k8s are re-exported so a fleet module can import
+# name -> module it lives in. JsonPatch and k8s are re-exported so a fleet module can import
 # everything from kubetrain.
 _EXPORTS = {
-    "App": "cdk8s", "JsonPatch": "cdk8s", "k8s": "cdk8s_plus_33",
+    "App": "kubetrain.app", "JsonPatch": "cdk8s", "k8s": "cdk8s_plus_33",
     "Cluster": "kubetrain.cluster", "ClusterProps": "kubetrain.cluster",
     "supported_kubernetes_versions": "kubetrain.output.validate",
     **{name: "kubetrain.jobs.props" for name in (

@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import cdk8s
-from cdk8s_plus_33 import k8s
 from pydantic import Field, field_validator
 
 from constructs import Construct
 from kubetrain.admission.synth import AdmissionRecord
-from kubetrain.diagnostics import DefinitionError, diagnostics
+from kubetrain.diagnostics import DefinitionError
 from kubetrain.names import Dns1123Label
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
 from kubetrain.platform.instances import BUILTIN_CATALOG, InstanceType
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_NAMES
+from kubetrain.state import ClusterState, Emitted, diagnostics
 from kubetrain.strict import StrictProps
 from training.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
 
@@ -90,7 +90,9 @@ class Cluster(cdk8s.Chart):
     """All objects of one cluster. Jobs and other constructs are created inside it.
 
     Constructs that live in a namespace are created in that namespace's scope, so the same
-    name may be used in two namespaces without their construct ids colliding.
+    name may be used in two namespaces without their construct ids colliding. The objects they emit
+    stay plain data in the cluster's state until synth writes them (with any cdk8s object a user adds
+    to the chart, which cdk8s renders).
     """
 
     def __init__(self, scope: Construct, id: str, **props: Any):
@@ -101,9 +103,9 @@ class Cluster(cdk8s.Chart):
             found = diagnostics(scope)
             found.report(id, error.problems)
             raise DefinitionError(found.errors) from None
+        labels = {"app.kubernetes.io/managed-by": "kubetrain", "kubetrain.dev/cluster": id}
         try:
-            super().__init__(scope, id, disable_resource_name_hashes=True,
-                             labels={"app.kubernetes.io/managed-by": "kubetrain", "kubetrain.dev/cluster": id})
+            super().__init__(scope, id, disable_resource_name_hashes=True, labels=labels)
         except RuntimeError as error:
             problem = construct_id_problem(error)
             if problem is None:
@@ -112,17 +114,26 @@ class Cluster(cdk8s.Chart):
         self.props = validated
         self.diagnostics = diagnostics(self)  # kept here: every lookup of the app through jsii costs a round trip
         self.instance_catalog = BUILTIN_CATALOG.with_types(validated.instance_types)
-        # Queues, pools and jobs keep their manifests here; their admission is judged on the whole fleet.
-        self.admission = AdmissionRecord(id, validated.namespaces)
-        self.diagnostics.defer(self.admission.findings)
-        self._claims: dict[tuple[str, str], str] = {}  # (namespace, name) -> who claimed it
+        self.labels_of_objects = labels  # on every object of the cluster, as cdk8s puts a chart's labels
+        # Queues, pools and jobs keep their manifests in the admission record too; their admission is judged on
+        # the whole fleet.
+        self.state = ClusterState(AdmissionRecord(id, validated.namespaces))
+        self.diagnostics.defer(self.state.admission.findings)
         self._scopes: dict[str, Construct] = {}
-        for namespace in self.props.namespaces:
-            # The id "Namespace" is no job name (those are lowercase). The version rides on the namespaces
-            # so `kubetrain validate` can check each cluster's folder against its own Kubernetes API
-            # without importing the fleet.
-            k8s.KubeNamespace(self.namespace_scope(namespace), "Namespace", metadata=k8s.ObjectMeta(
-                name=namespace, annotations={KUBERNETES_VERSION_ANNOTATION: self.props.kubernetes_version}))
+        # The version rides on the namespaces so `kubetrain validate` can check each cluster's folder against
+        # its own Kubernetes API without importing the fleet.
+        self.namespaces = {namespace: self.add_object({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": namespace,
+                         "annotations": {KUBERNETES_VERSION_ANNOTATION: self.props.kubernetes_version}}})
+            for namespace in self.props.namespaces}
+
+    def add_object(self, manifest: dict[str, Any]) -> Emitted:
+        """Emit one object into the cluster: plain data, written by synth with every other object (no call into
+        cdk8s). Returns its entry, which the emitting construct may patch before synth."""
+        emitted = Emitted(manifest)
+        self.state.objects.append(emitted)
+        return emitted
 
     @property
     def default_namespace(self) -> str:
@@ -174,11 +185,12 @@ class Cluster(cdk8s.Chart):
     def claim(self, namespace: str, names: dict[str, str], owner: str) -> list[Problem]:
         """Reserve names in a namespace for `owner`: {name: the field it comes from}. Claims are all or
         nothing: when any name is taken, none is reserved and KT110 names each clash."""
+        claims = self.state.claims
         problems = [Problem(NAME_TAKEN.code, field, f"{name!r} is already used in {self.props.name}/{namespace} "
-                            f"by {self._claims[(namespace, name)]}", NAME_TAKEN.fix)
-                    for name, field in names.items() if (namespace, name) in self._claims]
+                            f"by {claims[(namespace, name)]}", NAME_TAKEN.fix)
+                    for name, field in names.items() if (namespace, name) in claims]
         if not problems:
-            self._claims.update({(namespace, name): owner for name in names})
+            claims.update({(namespace, name): owner for name in names})
         return problems
 
 

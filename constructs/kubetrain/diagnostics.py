@@ -1,7 +1,7 @@
 """Problems found while the fleet is defined, kept until synth reports them all at once.
 
 Constructs do not raise on a rule violation: they record every problem of their definition
-here (on the cdk8s App) and emit nothing, so one synth reports every problem of every job.
+here (the fleet's, kubetrain.state) and emit nothing, so one synth reports every problem of every job.
 Warnings are recorded the same way and printed without stopping synth (unless `--strict`).
 A check that needs the whole fleet (a job's admission, whose cohort may gain members later)
 is deferred: it runs when the findings are read, again only after the fleet changed.
@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from constructs import Construct
 from kubetrain.rules.registry import Severity, severity
 from training.problems import ConfigError, Problem
 
@@ -89,13 +88,3 @@ class DefinitionError(ConfigError):
 
     def lines(self) -> list[str]:
         return [f.format() for f in self.findings]
-
-
-def diagnostics(scope: Construct) -> Diagnostics:
-    """The diagnostics of the app that `scope` belongs to."""
-    root = scope.node.root
-    found = getattr(root, "_kubetrain_diagnostics", None)
-    if found is None:
-        found = Diagnostics()
-        root._kubetrain_diagnostics = found
-    return found

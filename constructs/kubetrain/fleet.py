@@ -17,8 +17,9 @@ import traceback
 import cdk8s
 from pydantic import ValidationError
 
-from kubetrain.diagnostics import Diagnostics, diagnostics
+from kubetrain.diagnostics import Diagnostics
 from kubetrain.rules.registry import register
+from kubetrain.state import diagnostics
 from training.problems import ConfigError, Problem, model_named, problems_from_validation_error, unclaimed_rejections
 
 FLEET_MODULE = register(

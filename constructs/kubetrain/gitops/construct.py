@@ -1,6 +1,6 @@
 """`ArgoCd(app, "argocd", props)`: the fleet's declaration that Argo CD delivers it.
 
-The construct records the validated props on the app and adds a render step: after every chart is
+The construct records the validated props in the fleet's state and adds a render step: after every chart is
 rendered, `delivery.finalize_paths` gets all the objects, since the Argo CD objects depend on all the others.
 """
 
@@ -11,14 +11,12 @@ from typing import Any
 
 from constructs import Construct
 from kubetrain.cluster import bad_construct_id, construct_id_problem
-from kubetrain.diagnostics import diagnostics
 from kubetrain.gitops.delivery import finalize_paths
 from kubetrain.gitops.props import ArgoCdProps
 from kubetrain.output.manifests import add_render_step
+from kubetrain.state import diagnostics, fleet_state
 from kubetrain.strict import as_fields
 from training.problems import ConfigError, validate_model
-
-_ATTRIBUTE = "_kubetrain_argocd"
 
 
 class ArgoCd(Construct):
@@ -40,9 +38,8 @@ class ArgoCd(Construct):
             diagnostics(scope).report(str(id) or "argocd", problems)
             return
         self.props = validated
-        app = scope.node.root
-        setattr(app, _ATTRIBUTE, validated)
-        add_render_step(app, lambda objects: _deliver(objects, validated))
+        fleet_state(scope).delivery = validated
+        add_render_step(scope, lambda objects: _deliver(objects, validated))
 
 
 def _deliver(objects: dict[Path, dict[str, Any]], props: ArgoCdProps) -> None:
@@ -54,4 +51,4 @@ def _deliver(objects: dict[Path, dict[str, Any]], props: ArgoCdProps) -> None:
 
 def delivery_props(app: Construct) -> ArgoCdProps | None:
     """The props of the app's ArgoCd construct; None when the fleet declares no Argo CD delivery."""
-    return getattr(app.node.root, _ATTRIBUTE, None)
+    return fleet_state(app).delivery

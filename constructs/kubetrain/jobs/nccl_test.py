@@ -16,14 +16,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import cdk8s
 from pydantic import Field
 
 from constructs import Construct
 from kubetrain.cluster import Cluster
 from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
 from kubetrain.kinds import mpijob
-from kubetrain.objects import api_object
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import NCCL_TESTS
 from kubetrain.strict import StrictProps
@@ -78,4 +76,4 @@ class NcclTest(Construct):
         problems += scope.attach(self, namespace, id)
         if scope.diagnostics.report(f"{scope.props.name}/{namespace}/{spec.name}", problems):
             return
-        self.api_object: cdk8s.ApiObject = api_object(self, "mpijob", mpijob.render(spec, namespace, instance))
+        self.manifest: dict[str, Any] = scope.add_object(mpijob.render(spec, namespace, instance)).manifest

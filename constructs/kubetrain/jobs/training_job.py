@@ -25,10 +25,12 @@ from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.rules import check_job, pod_security_check
 from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
-from kubetrain.objects import api_object
+from kubetrain.objects import patch_object
 from kubetrain.platform.construct import rejected_references
 from kubetrain.platform.instances import BUILTIN_CATALOG
+from kubetrain.platform.kueue import queued_job_problems
 from kubetrain.platform.security import check_pod_security
+from kubetrain.state import Emitted
 from kubetrain.strict import as_fields
 from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
 
@@ -46,7 +48,8 @@ class TrainingJob(Construct):
             raise ConfigError(id, [Problem(INVALID_VALUE, "scope", f"a job must be created inside a Cluster, not in "
                                            f"{type(scope).__name__}", "pass the Cluster as the first argument")])
         where = f"{scope.props.name}/{id}"
-        self.api_objects: list[cdk8s.ApiObject] = []
+        self.cluster = scope
+        self._emitted: list[Emitted] = []
         self.spec: JobSpec | None = None
         report = scope.diagnostics
         try:
@@ -77,45 +80,51 @@ class TrainingJob(Construct):
             return
         self.spec = spec
         self.props = validated
+        self.where = where
         manifests = self._emit(spec, config_text, template)
         upstream = [c for c in (validated.pool, validated.queue) if c is not None]
         if upstream:  # whether its queue admits it, and its pool holds it, is judged on the whole fleet
-            scope.admission.add_job(where, manifests, upstream)
+            scope.state.admission.add_job(where, manifests, upstream)
 
     def _emit(self, job: JobSpec, config_text: str | None, template: dict[str, Any]) -> list[dict[str, Any]]:
-        """Hand the job's objects to cdk8s; returns the target's manifests."""
-        labels = job.labels
-        if config_text is not None:
-            self.api_objects.append(api_object(self, "config", {
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": job.config_map_name, "namespace": job.namespace, "labels": labels},
-                "data": {CONFIG_FILE: config_text}}))
+        """Emit the job's objects into its cluster; returns the target's manifests."""
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
         manifests = job.props.target.render(job, template)
         if manifests and (cost := cost_annotations(job)):
             manifests[0]["metadata"]["annotations"] = {**manifests[0]["metadata"].get("annotations", {}), **cost}
-        for i, manifest in enumerate(manifests):
-            obj = api_object(self, f"{manifest['kind'].lower()}-{i}", manifest)
-            self.api_objects.append(obj)
-            self._main = self._main or obj
+        if config_text is not None:
+            self._emitted.append(self.cluster.add_object({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": job.config_map_name, "namespace": job.namespace, "labels": job.labels},
+                "data": {CONFIG_FILE: config_text}}))
+        emitted = [self.cluster.add_object(manifest) for manifest in manifests]
+        self._main = emitted[0] if emitted else None
+        self._emitted += emitted
         return manifests
 
-    _main: cdk8s.ApiObject | None = None
+    _main: Emitted | None = None
 
     @property
-    def main_object(self) -> cdk8s.ApiObject | None:
-        """The operator's object (the PyTorchJob, TrainJob, ...): what `patch` changes."""
-        return self._main
+    def manifests(self) -> list[dict[str, Any]]:
+        """The job's objects as plain data, as synth will write them (its run config's ConfigMap first)."""
+        return [e.manifest for e in self._emitted]
+
+    @property
+    def main_object(self) -> dict[str, Any] | None:
+        """The operator's object (the PyTorchJob, TrainJob, ...) as plain data: what `patch` changes."""
+        return self._main.manifest if self._main is not None else None
 
     def patch(self, *patches: cdk8s.JsonPatch) -> None:
         """The escape hatch: JSON patches applied to the operator's object after kubetrain rendered it,
         for a field kubetrain does not model. The result is still validated against the operator's schema
-        at synth; the rules do not see it.
+        at synth; the rules do not see it, except that a job Kueue queues must leave `suspend` to Kueue (KT422).
 
             job.patch(JsonPatch.add("/spec/runPolicy/schedulingPolicy", {"minAvailable": 2}))
         """
-        if self._main is not None:  # else the job has errors and emitted nothing; synth reports them
-            self._main.add_json_patch(*patches)
+        if self._main is None:  # the job has errors and emitted nothing; synth reports them
+            return
+        patch_object(self._main, self.cluster.labels_of_objects, patches)
+        self.cluster.diagnostics.report(self.where, queued_job_problems(self._main.manifest))
 
 
 def cost_annotations(job: JobSpec) -> dict[str, str]:

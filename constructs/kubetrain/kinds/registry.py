@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.admission.requests import QUEUE_LABEL
 from kubetrain.kinds import (
     argocd,
     indexed_job,
@@ -27,7 +28,6 @@ from kubetrain.kinds.base import Kind, RunShape, Sibling
 MODULES = (kubernetes, karpenter, kueue, volcano, monitoring, argocd, pytorchjob, trainjob, indexed_job, mpijob)
 
 _KINDS: dict[tuple[str, str], Kind] = {}
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def register(*kinds: Kind) -> None:

@@ -12,19 +12,22 @@ import os
 import re
 import shutil
 import tempfile
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import cdk8s
 
+from constructs import Construct
+from kubetrain.cluster import Cluster
+from kubetrain.objects import as_written
 from kubetrain.output.emit import dump_manifest
 from kubetrain.output.progress import Progress, phase
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
 from kubetrain.rules.registry import get as rule_named
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import CRDS, KV, PRUNING, cite
+from kubetrain.state import RenderStep, fleet_state
 from training.problems import ConfigError, Problem
 
 CLUSTER_SCOPED_FOLDER = "_cluster"
@@ -36,48 +39,45 @@ def manifest_path(chart: str, obj: dict[str, Any]) -> Path:
     return Path(chart, folder, f"{obj['kind']}.{metadata['name']}.yaml")
 
 
-RenderStep = Callable[[dict[Path, dict[str, Any]]], None]
-_RENDER_STEPS: weakref.WeakKeyDictionary[cdk8s.App, list[RenderStep]] = weakref.WeakKeyDictionary()
+def add_render_step(scope: Construct, step: RenderStep) -> None:
+    """Run `step` after every chart of the fleet `scope` belongs to is rendered, before validation and writing. It
+    gets the objects by the relative path they are written to, and may change them (an annotation, a sync wave)
+    or add new ones under new paths (`manifest_path(chart, obj)`); steps run in the order they were added. What a
+    step leaves is validated like every other object, so synth and validate still agree."""
+    fleet_state(scope).render_steps.append(step)
 
 
-def add_render_step(app: cdk8s.App, step: RenderStep) -> None:
-    """Run `step` after every chart of `app` is rendered, before validation and writing. It gets the objects
-    by the relative path they are written to, and may change them (an annotation, a sync wave) or add new
-    ones under new paths (`manifest_path(chart, obj)`); steps run in the order they were added. What a step
-    leaves is validated like every other object, so synth and validate still agree."""
-    _RENDER_STEPS.setdefault(app, []).append(step)
-
-
-_CRD_FOLDERS: weakref.WeakKeyDictionary[cdk8s.App, list[Path]] = weakref.WeakKeyDictionary()
-
-
-def add_crds(app: cdk8s.App, *folders: str | Path) -> None:
-    """Validate `app`'s objects also against the CRDs in `folders` (their YAML files), as `kubetrain synth
+def add_crds(scope: Construct, *folders: str | Path) -> None:
+    """Validate the fleet's objects also against the CRDs in `folders` (their YAML files), as `kubetrain synth
     --crds DIR` does: kinds kubetrain ships no schema for (a PrometheusRule, a VolumeSnapshot added as a raw
     `ApiObject`), or newer versions of shipped ones. Their CEL rules are evaluated too. A relative folder
     is relative to the working directory synth runs in."""
-    _CRD_FOLDERS.setdefault(app, []).extend(Path(folder) for folder in folders)
+    fleet_state(scope).crd_folders.extend(Path(folder) for folder in folders)
 
 
-def crd_folders(app: cdk8s.App) -> list[Path]:
-    """The folders `add_crds` gave `app`."""
-    return list(_CRD_FOLDERS.get(app, []))
+def crd_folders(scope: Construct) -> list[Path]:
+    """The folders `add_crds` gave the fleet."""
+    return list(fleet_state(scope).crd_folders)
 
 
 def render_objects(app: cdk8s.App) -> dict[Path, dict[str, Any]]:
-    """Every object of every chart, by the relative path it is written to, after the app's render steps
-    (Argo CD delivery adds its objects and sync waves in one). One jsii call per chart."""
+    """Every object of every chart, by the relative path it is written to, after the fleet's render steps
+    (Argo CD delivery adds its objects and sync waves in one). kubetrain's objects are plain data already; what
+    a user added to a chart with cdk8s (an ApiObject, a cdk8s-plus construct) cdk8s renders, in one call per
+    chart."""
     objects: dict[Path, dict[str, Any]] = {}
     for chart in app.charts:
-        chart_id = chart.node.id
-        for obj in chart.to_json():
+        chart_id = chart.props.name if isinstance(chart, Cluster) else chart.node.id
+        own = [as_written(e, chart.labels_of_objects) for e in chart.state.objects] if isinstance(chart, Cluster) \
+            else []
+        for obj in [*own, *chart.to_json()]:
             path = manifest_path(chart_id, obj)
             if path in objects:
                 raise ConfigError(chart_id, [Problem(
                     "KT010", str(path), "two objects of the same kind, namespace and name",
                     "give one of them another name")])
             objects[path] = obj
-    for step in _RENDER_STEPS.get(app, []):
+    for step in fleet_state(app).render_steps:
         step(objects)
     return objects
 

@@ -18,7 +18,6 @@ from pydantic import BaseModel
 
 from constructs import Construct
 from kubetrain.cluster import Cluster
-from kubetrain.objects import api_object
 from kubetrain.rules.registry import register
 from kubetrain.strict import REJECTED_REFERENCE as REJECTED_REFERENCE_CODE
 from kubetrain.strict import as_fields
@@ -73,12 +72,12 @@ class PlatformConstruct(Construct):
             raise _Rejected
 
     def _emit(self, problems: list[Problem], manifests: list[dict[str, Any]] | None = None) -> bool:
-        """Record problems; hand cdk8s one ApiObject per manifest unless one of them is an error."""
+        """Record problems; emit the manifests into the cluster unless one of the problems is an error."""
         if self.cluster.diagnostics.report(self.where, self._id_problems + problems):
             return False
-        for i, manifest in enumerate(manifests or []):
-            api_object(self, f"{manifest['kind'].lower()}-{i}", manifest)
-        self.cluster.admission.add_platform(manifests or [])
+        for manifest in manifests or []:
+            self.cluster.add_object(manifest)
+        self.cluster.state.admission.add_platform(manifests or [])
         self.emitted = True
         return True
 

@@ -12,7 +12,7 @@
 
 Facts: Kueue v0.19 (https://kueue.sigs.k8s.io/docs/). A queued job carries the queue label and never `suspend:
 false` (Kueue sets suspend on creation; an explicit false under Argo CD's self-heal would resume a job
-Kueue holds): `queued_job_problems(manifest)` is rule KT422.
+Kueue holds): `queued_job_problems(manifest)` is rule KT422, checked on a job's object after its patches.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pydantic import BeforeValidator, Field, InstanceOf, field_validator, model_
 
 from kubetrain.admission.requests import PREFERRED_TOPOLOGY, QUEUE_LABEL, REQUIRED_TOPOLOGY
 from kubetrain.cluster import Cluster
+from kubetrain.kinds.registry import run_kind
 from kubetrain.names import Dns1123Label, Dns1123Subdomain
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, NodePool
@@ -412,11 +413,17 @@ class LocalQueue(PlatformConstruct):
         return []
 
 
-def queued_job_problems(manifest: Mapping[str, Any], path: str = "") -> list[Problem]:
-    """KT422 on a rendered job object (spec.suspend, or spec.runPolicy.suspend of the Kubeflow kinds)."""
-    spec = manifest.get("spec") or {}
-    for where, holder in (("spec.suspend", spec), ("spec.runPolicy.suspend", spec.get("runPolicy") or {})):
-        if "suspend" in holder:
-            return [Problem(SUSPEND_SET.code, path or where, f"a queued job sets suspend: "
-                            f"{str(holder['suspend']).lower()}", SUSPEND_SET.fix)]
+def queued_job_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+    """KT422 on a rendered job object that Kueue queues (its queue label): `suspend` set where its kind keeps it
+    (the kind's descriptor: spec.suspend, or spec.runPolicy.suspend of the Kubeflow kinds)."""
+    kind = run_kind(manifest)
+    if kind is None or QUEUE_LABEL not in ((manifest.get("metadata") or {}).get("labels") or {}):
+        return []
+    for path in kind.run.suspend:
+        holder: Any = manifest
+        for part in path[:-1]:
+            holder = holder.get(part) if isinstance(holder, Mapping) else None
+        if isinstance(holder, Mapping) and path[-1] in holder:
+            return [Problem(SUSPEND_SET.code, ".".join(path), f"a queued job sets suspend: "
+                            f"{str(holder[path[-1]]).lower()}", SUSPEND_SET.fix)]
     return []

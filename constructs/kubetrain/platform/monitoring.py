@@ -25,7 +25,6 @@ from kubetrain.platform.security import (
     check_pod_security,
     pod_security_labels,
     pod_security_problems,
-    record_namespace_level,
 )
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import DCGM
@@ -77,7 +76,7 @@ class DcgmExporter(PlatformConstruct):
         manifests = [self._namespace()] if own_namespace else []
         manifests += [self._daemon_set(), self._service(), self._service_monitor()]
         if self._emit(problems, manifests) and own_namespace:
-            record_namespace_level(scope, p.namespace, "privileged")
+            scope.state.pod_security[p.namespace] = "privileged"
 
     @property
     def labels(self) -> dict[str, str]:

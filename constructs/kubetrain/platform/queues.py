@@ -34,9 +34,6 @@ PLACEMENT_LEVEL = register(
         "flavors a Topology",
     source=KUEUE_TAS)
 
-_SYSTEM_ATTRIBUTE = "_kubetrain_queue_system"
-
-
 OTHER_SCHEDULER = register(
     "KT424", "error", "queued job names another scheduler than its queue's",
     rationale="A Volcano queue admits a gang through its PodGroup and places it with the volcano scheduler; pods "
@@ -53,11 +50,10 @@ class TopologyPlacement(StrictProps):
 
 
 def claim_queue_system(cluster: Cluster, system: QueueSystem, path: str = "") -> list[Problem]:
-    """The cluster's queue system: the one its props name (a `queue_system` field, when the Cluster has one),
-    else the first one used; another one is KT420."""
-    chosen = getattr(cluster.props, "queue_system", None) or getattr(cluster, _SYSTEM_ATTRIBUTE, None)
+    """The cluster's queue system: the first one used; another one is KT420."""
+    chosen = cluster.state.queue_system
     if chosen is None:
-        setattr(cluster, _SYSTEM_ATTRIBUTE, system)
+        cluster.state.queue_system = system
         return []
     if chosen == system:
         return []
@@ -66,4 +62,4 @@ def claim_queue_system(cluster: Cluster, system: QueueSystem, path: str = "") ->
 
 
 def queue_system(cluster: Cluster) -> QueueSystem | None:
-    return getattr(cluster.props, "queue_system", None) or getattr(cluster, _SYSTEM_ATTRIBUTE, None)
+    return cluster.state.queue_system

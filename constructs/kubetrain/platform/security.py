@@ -36,8 +36,6 @@ _BASELINE_CAPABILITIES = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSE
                           "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
 _RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
                        "projected", "secret", "name"}
-_LEVEL_ATTRIBUTE = "_kubetrain_pod_security"
-_CHECKS_ATTRIBUTE = "_kubetrain_pod_checks"
 PodCheck = Callable[[Level], list[Problem]]  # a pod's KT430 problems at a given level
 
 POD_SECURITY = register(
@@ -106,30 +104,18 @@ def pod_security_problems(pod_spec: Mapping[str, Any], level: Level, path: str =
 
 def namespace_level(cluster: Cluster, namespace: str) -> Level:
     """The Pod Security level a namespace enforces ('privileged' when nothing labelled it)."""
-    return getattr(cluster, _LEVEL_ATTRIBUTE, {}).get(namespace, "privileged")
-
-
-def record_namespace_level(cluster: Cluster, namespace: str, level: Level) -> None:
-    levels = getattr(cluster, _LEVEL_ATTRIBUTE, None)
-    if levels is None:
-        levels = {}
-        setattr(cluster, _LEVEL_ATTRIBUTE, levels)
-    levels[namespace] = level
+    return cluster.state.pod_security.get(namespace, "privileged")
 
 
 def check_pod_security(cluster: Cluster, namespace: str, where: str, check: PodCheck) -> list[Problem]:
     """A pod's problems at its namespace's level now. The check is kept: labelling the namespace later
     (PodSecurity) reports, under `where`, what the stricter level adds."""
-    checks = getattr(cluster, _CHECKS_ATTRIBUTE, None)
-    if checks is None:
-        checks = []
-        setattr(cluster, _CHECKS_ATTRIBUTE, checks)
-    checks.append((namespace, where, check))
+    cluster.state.pod_checks.append((namespace, where, check))
     return check(namespace_level(cluster, namespace))
 
 
 def _recheck(cluster: Cluster, namespace: str, before: Level, level: Level) -> None:
-    for checked, where, check in getattr(cluster, _CHECKS_ATTRIBUTE, []):
+    for checked, where, check in cluster.state.pod_checks:
         if checked == namespace:
             reported = check(before)
             cluster.diagnostics.report(where, [p for p in check(level) if p not in reported])
@@ -165,9 +151,8 @@ class PodSecurity(PlatformConstruct):
         if self._emit(problems):
             labels = pod_security_labels(self.props.level, self.props.audit)
             for namespace in namespaces:
-                obj = scope.namespace_scope(namespace).node.find_child("Namespace")
-                for key, value in labels.items():
-                    obj.metadata.add_label(key, value)
+                metadata = scope.namespaces[namespace].manifest["metadata"]
+                metadata["labels"] = {**metadata.get("labels", {}), **labels}
                 before = namespace_level(scope, namespace)
-                record_namespace_level(scope, namespace, self.props.level)
+                scope.state.pod_security[namespace] = self.props.level
                 _recheck(scope, namespace, before, self.props.level)

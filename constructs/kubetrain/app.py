@@ -1,0 +1,25 @@
+"""kubetrain's App: cdk8s's App, holding the fleet's state (kubetrain.state) as `fleet`.
+
+`app.synth()` is `kubetrain synth` into the App's outdir: every problem of the fleet reported at once,
+every object validated, the output swapped in whole. (cdk8s's own writer would see none of kubetrain's
+objects: they stay plain data and never cross into cdk8s.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cdk8s
+
+from kubetrain.output.manifests import synth
+from kubetrain.state import FleetState, fleet_state
+
+
+class App(cdk8s.App):
+    def __init__(self, **props: Any):
+        super().__init__(**props)
+        self.fleet: FleetState = fleet_state(self)
+
+    def synth(self) -> None:
+        self.fleet.diagnostics.raise_errors()
+        synth(self, self.outdir)
