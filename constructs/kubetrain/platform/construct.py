@@ -21,6 +21,7 @@ from kubetrain.cluster import Cluster
 from kubetrain.rules.registry import register
 from kubetrain.strict import REJECTED_REFERENCE as REJECTED_REFERENCE_CODE
 from kubetrain.strict import as_fields
+from training.config import StrictModel as RunConfigModel
 from training.problems import INVALID_VALUE, ConfigError, Problem, rejection_of, validate_model
 
 REJECTED_REFERENCE = register(
@@ -107,6 +108,8 @@ def rejected_references(value: Any, path: str = "") -> list[Problem]:
     if rejection is not None:
         rejection.claimed = True
         return [Problem(p.code, ".".join(filter(None, [path, p.path])), p.message, p.fix) for p in rejection.problems]
+    if isinstance(value, RunConfigModel):  # validated whole, field by field, and it holds no construct
+        return []
     if isinstance(value, BaseModel):
         return [problem for name in type(value).model_fields
                 for problem in rejected_references(getattr(value, name), f"{path}.{name}" if path else name)]
