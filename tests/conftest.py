@@ -4,14 +4,35 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CRDS = ROOT.parent / "shared" / "crds"
+
+# Every rule the tests make fire is recorded, here and in every process they start (test_rules_reached.py).
+RULES_FIRED = Path(__file__).parent / "rules_fired"
+sys.path.insert(0, str(RULES_FIRED))
+import rules_recorder
+
+RULES_SINK = Path(tempfile.mkdtemp(prefix="kubetrain-rules-fired-")) / "fired"
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(RULES_FIRED), os.environ.get("PYTHONPATH")]))
+rules_recorder.install(RULES_SINK)
+REACHED = "test_rules_reached.py::test_every_rule_is_reported_where_it_is_checked"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The rules check runs last: it reads what every other test recorded."""
+    items.sort(key=lambda item: item.nodeid.endswith(REACHED))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(RULES_SINK.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +45,8 @@ def crds() -> Path:
 def run(args: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None,
         timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run a command with this interpreter's environment; the project's sources importable."""
-    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "constructs"), str(ROOT)])}
+    full_env = {**os.environ,
+                "PYTHONPATH": os.pathsep.join([str(RULES_FIRED), str(ROOT / "constructs"), str(ROOT)])}
     full_env.pop("CDK8S_OUTDIR", None)
     full_env.update(env or {})
     return subprocess.run(args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)

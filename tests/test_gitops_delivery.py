@@ -13,6 +13,8 @@ from kubetrain.gitops import plan, waves
 from kubetrain.gitops.construct import ArgoCd, delivery_props
 from kubetrain.gitops.delivery import SYNC_OPTIONS_ANNOTATION, finalize, finalize_paths
 from kubetrain.gitops.props import ArgoCdProps
+from kubetrain.kinds import registry
+from kubetrain.kinds.base import PLATFORM, Kind
 from kubetrain.kinds.registry import all_kinds, group_kind
 from kubetrain.output.manifests import MARKER, dump_manifest, manifest_path, render_objects, replaceable, write_tree
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
@@ -171,3 +173,16 @@ def test_offline_sync_check_finds_what_argo_cd_would_refuse(delivered: dict[Path
     megatron = dist_file("prod", "TrainJob", "megatron-gpt").name
     assert f"{megatron}: belongs to 2 Applications (kubetrain-prod, prod-again)" in problems
     assert "the Argo CD objects are inside Application argocd-self's source" in problems
+
+
+def test_a_fleet_describes_a_kind_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """KT502's fix works from the fleet: a raw object's kind, registered with its wave, is delivered in it."""
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ml"}}
+    props = ArgoCdProps(repo_url=REPO, destinations={"dev": {"name": "dev"}})
+    with pytest.raises(ConfigError) as caught:
+        finalize({"dev": [widget]}, props)
+    assert [p.code for p in caught.value.problems] == ["KT502"]
+    monkeypatch.setattr(registry, "_KINDS", dict(registry._KINDS))  # the registration ends with the test
+    registry.register(Kind("example.com/v1", "Widget", PLATFORM))
+    (delivered,) = finalize({"dev": [widget]}, props).objects_by_cluster["dev"]
+    assert delivered["metadata"]["annotations"][waves.WAVE_ANNOTATION] == str(PLATFORM)

@@ -185,6 +185,7 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. KT106.")
     out.print(f"fix: {rule.fix}", markup=False)
     out.print(f"source: {rule.source}", markup=False)
     out.print(f"targets: {', '.join(rule.targets) if rule.targets else 'all'}", markup=False)
+    out.print(f"checked by: {', '.join(rule.checked_by)}", markup=False)
 
 
 @app.command()

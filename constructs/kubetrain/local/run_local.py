@@ -43,7 +43,7 @@ CANNOT_RUN = register(
     rationale="run-local runs what was committed, on this machine's CPUs: the job must be in dist/, need no GPUs, "
               "and use volumes that map to local folders; trainer jobs need torch installed.",
     fix="name a job that `kubetrain synth` wrote, as CLUSTER/JOB; run GPU jobs in the cluster",
-    source="README.md (The training runtime)")
+    source="README.md (The training runtime)", checked_by=("run-local",))
 
 
 @dataclass

@@ -23,9 +23,14 @@ from typing import Literal
 Severity = Literal["error", "warning"]
 
 
+Stage = Literal["synth", "pod", "run-local"]
+
+
 @dataclass(frozen=True)
 class Rule:
-    """One check. `targets` names the launch targets it applies to; empty means all of them."""
+    """One check. `targets` names the launch targets it applies to; empty means all of them. `checked_by` says
+    where it runs: `kubetrain synth` (and so in the pull request), the pod as it starts (`python -m training`),
+    or `kubetrain run-local`; a test keeps every rule reached where it says."""
 
     code: str
     severity: Severity
@@ -34,15 +39,16 @@ class Rule:
     fix: str
     source: str
     targets: tuple[str, ...] = ()
+    checked_by: tuple[Stage, ...] = ("synth",)
 
 
 _RULES: dict[str, Rule] = {}
 
 
 def register(code: str, severity: Severity, title: str, *, rationale: str, fix: str, source: str,
-             targets: tuple[str, ...] = ()) -> Rule:
+             targets: tuple[str, ...] = (), checked_by: tuple[Stage, ...] = ("synth",)) -> Rule:
     """Declare a rule; returns it so a module can keep it as a constant (`SHM_FITS = register(...)`)."""
-    rule = Rule(code, severity, title, rationale, fix, source, targets)
+    rule = Rule(code, severity, title, rationale, fix, source, targets, checked_by)
     if _RULES.get(code, rule) != rule:
         raise ValueError(f"rule {code} is declared twice, differently")
     _RULES[code] = rule

@@ -27,15 +27,15 @@ register("KT003", "error", "invalid value",
 register("KT004", "error", "run config file unreadable",
          rationale="The pod reads the mounted run config: it must be UTF-8 YAML, a mapping, with each key once "
                    "(YAML would otherwise keep the last of two keys silently).",
-         fix="pass a readable UTF-8 YAML file to --config, each key once", source=TRAINER)
+         fix="pass a readable UTF-8 YAML file to --config, each key once", source=TRAINER, checked_by=("pod",))
 register("KT005", "error", "malformed --set override",
          rationale="Overrides are dotted.key=value with a YAML value; a malformed one would set nothing or the "
                    "wrong thing.",
-         fix="write overrides as dotted.key=value, e.g. max_steps=30", source=TRAINER)
+         fix="write overrides as dotted.key=value, e.g. max_steps=30", source=TRAINER, checked_by=("pod", "run-local"))
 register("KT006", "error", "malformed KUBETRAIN_FAULT",
          rationale="Fault drills are parsed before training starts so a typo does not run a drill-less job.",
          fix="write faults as KIND:step=N[:rank=R], separated by ';' (see training/faults.py)",
-         source="training/faults.py")
+         source="training/faults.py", checked_by=("pod",))
 register("KT201", "error", "global batch not a multiple of micro batch x world size",
          rationale="Gradient accumulation is derived as global / (micro x world); it must be a whole number at "
                    "every world size the job can run at.",
@@ -64,4 +64,5 @@ register("KT208", "error", "token file unusable",
          rationale="Checked when the pod starts, before torch is imported: a missing file, a size that is no whole "
                    "number of data.dtype tokens, fewer tokens than one sequence, or ids beyond the vocabulary (a file "
                    "of another dtype or tokenizer) would otherwise crash every rank or train on garbage.",
-         fix="fix data.path, data.dtype or the vocabulary, as the message says", source="training/tokens.py")
+         fix="fix data.path, data.dtype or the vocabulary, as the message says", source="training/tokens.py",
+         checked_by=("pod",))
