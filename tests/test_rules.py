@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, kubetrain
-from kubetrain import App, Cluster, TrainingJob
+from kubetrain import App, Cluster, IndexedJob, TrainingJob
 from kubetrain.diagnostics import diagnostics
 from kubetrain.rules.catalog import every_rule, markdown_table
 
@@ -38,6 +38,18 @@ def with_env(base: dict, **env: str) -> dict:
 
 def run(base: dict, **changes: Any) -> dict:
     return {**base, "workload": {"kind": "trainer", "run": {**base["workload"]["run"], **changes}}}
+
+
+def pod(base: dict, **settings: Any) -> dict:
+    return {**base, "pod": settings}
+
+
+NODE_TERMS = "pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+TERM = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}]}
+
+
+def node_affinity(terms: list[dict]) -> dict:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
 
 
 # (code, a definition that breaks the rule, the field it names, a definition that passes)
@@ -97,6 +109,45 @@ CASES = [
                                                                                  "nccl": "2.27.3"}},
      "env.NCCL_TUNER_PLUGIN", {**with_env(P5, NCCL_TUNER_PLUGIN="libnccl-ofi-tuner.so"),
                                "nccl": {"aws_ofi_nccl": "1.14.0", "nccl": "2.26.2"}}),
+    # The API server's rules, refused at the input (kubetrain.output.apiserver is the backstop: test_apiserver.py).
+    ("KT130", pod(CPU, tolerations=[{"key": "a", "operator": "Exists", "value": "x"}]), "pod.tolerations.0.operator",
+     pod(CPU, tolerations=[{"key": "a", "operator": "Exists"}])),
+    ("KT130", pod(CPU, tolerations=[{"value": "x"}]), "pod.tolerations.0.operator",
+     pod(CPU, tolerations=[{"operator": "Exists"}])),
+    ("KT130", pod(CPU, tolerations=[{"key": "a", "effect": "NoSchedule", "toleration_seconds": 60}]),
+     "pod.tolerations.0.toleration_seconds", pod(CPU, tolerations=[{"key": "a", "effect": "NoExecute",
+                                                                     "toleration_seconds": 60}])),
+    ("KT131", pod(CPU, affinity=node_affinity([])), NODE_TERMS, pod(CPU, affinity=node_affinity([TERM]))),
+    ("KT131", pod(CPU, affinity=node_affinity([{}])), f"{NODE_TERMS}.0", pod(CPU, affinity=node_affinity([TERM]))),
+    ("KT131", pod(CPU, affinity=node_affinity([{"matchExpressions": [{"key": "zone", "operator": "In"}]}])),
+     f"{NODE_TERMS}.0.matchExpressions.0.values", pod(CPU, affinity=node_affinity([TERM]))),
+    ("KT131", pod(CPU, affinity=node_affinity([{"matchExpressions": [{"key": "gen", "operator": "Gt",
+                                                                      "values": ["five"]}]}])),
+     f"{NODE_TERMS}.0.matchExpressions.0.values.0",
+     pod(CPU, affinity=node_affinity([{"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["5"]}]}]))),
+    ("KT131", pod(CPU, affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 0, "preference": TERM}]}}), "pod.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuring"
+     "Execution.0.weight", pod(CPU, affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+         {"weight": 1, "preference": TERM}]}})),
+    ("KT131", pod(CPU, affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": ""}]}}),
+     "pod.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution.0.topologyKey",
+     pod(CPU, affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+         {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}})),
+    ("KT132", {**P5, "resources": {**P5["resources"], "hugepages_2mi": "5121Mi"}}, "resources.hugepages_2mi",
+     {**P5, "resources": {**P5["resources"], "hugepages_2mi": "5120Mi"}}),
+    ("KT133", run(CPU, metrics={"port": 23456}), "workload.run.metrics.port", run(CPU, metrics={"port": 23457})),
+    ("KT133", {**run(CPU, metrics={"port": 29500}), "target": IndexedJob()}, "workload.run.metrics.port",
+     {**run(CPU, metrics={"port": 23456}), "target": IndexedJob()}),
+    ("KT133", {**run(CPU, metrics={"port": 65280}), "procs_per_node": 300}, "workload.run.metrics.port",
+     {**run(CPU, metrics={"port": 65000}), "procs_per_node": 300}),
+    ("KT134", {**pod(CPU, labels={"job-name": "x"}), "target": IndexedJob()}, "pod.labels.job-name",
+     {**pod(CPU, labels={"team": "x"}), "target": IndexedJob()}),
+    ("KT134", pod(CPU, labels={"training.kubeflow.org/replica-type": "x"}),
+     "pod.labels.training.kubeflow.org/replica-type", pod(CPU, labels={"example.com/replica": "x"})),
+    ("KT134", pod(CPU, labels={"kubetrain.dev/job": "other"}), "pod.labels.kubetrain.dev/job", CPU),
+    ("KT135", pod(CPU, annotations={"example.com/blob": "x" * 300_000}), "pod.annotations",
+     pod(CPU, annotations={"example.com/blob": "x" * 200_000})),
     ("KT201", run(CPU, batch={"global_size": 5, "micro_size": 1}), "workload.run.batch.global_size", CPU),
     ("KT201", {**run(CPU, batch={"global_size": 16, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 4}},
      "workload.run.batch.global_size",

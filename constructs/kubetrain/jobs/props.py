@@ -12,14 +12,25 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import AfterValidator, Discriminator, Field, InstanceOf, Tag, field_validator, model_validator
 
-from kubetrain.names import Dns1035Label, Dns1123Label, Dns1123Subdomain, EnvName, ImageRef, LabelKey, LabelValue
+from kubetrain.names import (
+    AnnotationKey,
+    Dns1035Label,
+    Dns1123Label,
+    Dns1123Subdomain,
+    EnvName,
+    ImageRef,
+    LabelKey,
+    LabelValue,
+)
+from kubetrain.output.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.platform.efa import NcclProfile
 from kubetrain.platform.kueue import LocalQueue
 from kubetrain.platform.node_pools import NodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano import VolcanoQueue
-from kubetrain.quantity import check_byte_quantity, check_quantity
+from kubetrain.quantity import HugePages2Mi, check_byte_quantity, check_quantity
+from kubetrain.rules.registry import register
 from kubetrain.strict import StrictProps
 from kubetrain.targets.base import Target
 from training.config import RunConfig
@@ -56,7 +67,7 @@ class NodeResources(StrictProps):
     efa: int | None = Field(None, ge=0, le=64, description="EFA interfaces (vpc.amazonaws.com/efa). Default: every "
                                                           "interface of the instance (Karpenter attaches EFA only "
                                                           "for pods that request it), else 0.")
-    hugepages_2mi: ByteQuantity | None = Field(
+    hugepages_2mi: HugePages2Mi | None = Field(
         None, description="2 MiB huge pages. Default on EFA jobs: the EFA pool's huge_pages, else 5120Mi (the EFA "
                           "driver pre-allocates them); none otherwise.")
     shm: ByteQuantity | None = Field(None, description="Size of the memory-backed /dev/shm; counts against "
@@ -167,14 +178,46 @@ Volume = Annotated[Union[Annotated[ClaimVolume, Tag("ClaimVolume")], Annotated[E
 
 # -- the pod ------------------------------------------------------------------------------------
 
+TOLERATION = register(
+    "KT130", "error", "toleration the API server refuses",
+    rationale="An empty key tolerates every taint and only with operator Exists; Exists matches any value, so it "
+              "takes none; tolerationSeconds says how long a pod stays on a node tainted NoExecute, so it needs that "
+              "effect. The API server refuses the pod otherwise, after the job was merged.",
+    fix="give the taint's key (or operator Exists alone to tolerate every taint), no value with Exists, and "
+        "toleration_seconds only with effect NoExecute",
+    source="Kubernetes 1.33 pkg/apis/core/validation/validation.go (ValidateTolerations)")
+ANNOTATIONS_TOO_LARGE = register(
+    "KT135", "error", "pod annotations larger than the API server takes",
+    rationale="The API server refuses an object whose annotations (keys and values) total more than 256 KiB; "
+              "kubetrain adds its own to the pods' (the config hash, the queue's placement).",
+    fix="keep large data out of annotations: a ConfigMap mounted as a volume holds up to 1 MiB",
+    source="k8s.io/apimachinery v0.33 pkg/api/validation/objectmeta.go (TotalAnnotationSizeLimitB)")
+
+
 class Toleration(StrictProps):
     """A taint the pods tolerate (Kubernetes' Toleration)."""
 
-    key: str | None = Field(None, description="Taint key; empty with operator Exists tolerates every taint.")
+    key: LabelKey | None = Field(None, description="Taint key; empty with operator Exists tolerates every taint.")
     operator: Literal["Exists", "Equal"] = Field("Equal")
-    value: str | None = Field(None, description="Taint value, for operator Equal.")
+    value: LabelValue | None = Field(None, description="Taint value, for operator Equal.")
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(None, description="Default: all.")
     toleration_seconds: int | None = Field(None, ge=0, description="NoExecute only: how long the pod stays.")
+
+    @model_validator(mode="after")
+    def _as_the_api_server_takes_it(self) -> Toleration:
+        if not self.key and self.operator != "Exists":
+            raise rule_violation(TOLERATION.code, f"operator {self.operator} needs a key: an empty key tolerates every "
+                                 "taint, with operator Exists only", "give the taint's key, or set operator='Exists' "
+                                 "to tolerate every taint", field="operator")
+        if self.operator == "Exists" and self.value:
+            raise rule_violation(TOLERATION.code, f"operator Exists matches any value, so it takes none (got "
+                                 f"{self.value!r})", "drop value, or use operator 'Equal' to match that value",
+                                 field="operator")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise rule_violation(TOLERATION.code, f"toleration_seconds applies to effect NoExecute only, not "
+                                 f"{self.effect or 'every effect'}", "set effect='NoExecute', or drop "
+                                 "toleration_seconds", field="toleration_seconds")
+        return self
 
     def manifest(self) -> dict[str, Any]:
         out = {"key": self.key, "operator": self.operator, "value": self.value, "effect": self.effect,
@@ -194,8 +237,11 @@ class SecurityContext(StrictProps):
 class PodSettings(StrictProps):
     """Everything else about the pods. Defaults are the safe choice; each field documents it."""
 
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Added to every pod.")
-    annotations: dict[LabelKey, str] = Field(default_factory=dict, description="Added to every pod.")
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Added to every pod; the "
+                                               "operator's and the Job controller's own labels are not the job's to "
+                                               "set (KT134).")
+    annotations: dict[AnnotationKey, str] = Field(default_factory=dict, description="Added to every pod; at most "
+                                                  "256 KiB in all (KT135).")
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict,
                                                       description="Added to the instance type's selector.")
     affinity: dict[str, Any] | None = Field(None, description="Kubernetes Affinity, as in a pod spec (camelCase); "
@@ -220,6 +266,15 @@ class PodSettings(StrictProps):
         if value is not None:
             from kubetrain.jobs.affinity import check_affinity
             check_affinity(value)
+        return value
+
+    @field_validator("annotations")
+    @classmethod
+    def _annotations_fit(cls, value: dict[str, str]) -> dict[str, str]:
+        size = annotations_size(value)
+        if size > ANNOTATIONS_LIMIT:
+            raise rule_violation(ANNOTATIONS_TOO_LARGE.code, f"the annotations total {size} bytes; the API server takes "
+                                 f"at most {ANNOTATIONS_LIMIT} (256 KiB) per object", ANNOTATIONS_TOO_LARGE.fix)
         return value
 
 

@@ -22,6 +22,7 @@ import cdk8s
 from kubetrain.output.emit import dump_manifest
 from kubetrain.output.progress import Progress, phase
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
+from kubetrain.rules.registry import get as get_rule
 from kubetrain.rules.registry import register
 from training.problems import ConfigError, Problem
 
@@ -74,8 +75,8 @@ def check_objects(objects: dict[Path, dict[str, Any]], progress: Callable[[int],
     manifests = [Manifest(str(path), obj, Path("/", *path.parts[:-1])) for path, obj in objects.items()]
     findings = validate_objects(manifests, Schemas(), progress=progress)
     if findings:
-        raise ConfigError("synth", [Problem(INVALID_OBJECT.code, "", finding.format(), INVALID_OBJECT.fix)
-                                    for finding in findings])
+        raise ConfigError("synth", [Problem(finding.code, "", finding.format(with_code=False),
+                                            (get_rule(finding.code) or INVALID_OBJECT).fix) for finding in findings])
 
 
 MARKER = ".kubetrain-synth"

@@ -23,6 +23,7 @@ from pydantic import Field, model_validator
 from kubetrain.cluster import Cluster
 from kubetrain.names import Dns1123Label
 from kubetrain.platform.construct import PlatformConstruct
+from kubetrain.quantity import PositiveByteQuantity
 from kubetrain.rules.registry import register
 from kubetrain.strict import StrictProps
 from training.problems import Problem, rule_violation
@@ -125,7 +126,8 @@ class S3BucketProps(ClaimProps):
         "general-purpose", description="Directory buckets (S3 Express One Zone) support rename through Mountpoint.")
     read_only: bool = Field(True, description="Mountpoint mounts read-only by default here; read-write allows "
                                               "new files and deletes, never changes to existing files.")
-    capacity: str = Field("1Ti", description="Nominal size (S3 ignores it; Kubernetes needs one).")
+    capacity: PositiveByteQuantity = Field("1Ti", description="Nominal size (S3 ignores it; Kubernetes needs a "
+                                                              "positive one).")
 
 
 class Claim(PlatformConstruct):

@@ -13,9 +13,9 @@ from decimal import Decimal
 from math import gcd
 from typing import Any
 
-from kubetrain.jobs.pod import container_resources, placement
+from kubetrain.jobs.pod import container_resources, metrics_ports, placement
 from kubetrain.jobs.props import ClaimVolume
-from kubetrain.jobs.spec import LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
+from kubetrain.jobs.spec import JOB_LABEL, LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
 from kubetrain.platform.efa import SEED_GUIDE, environment_problems
 from kubetrain.platform.node_pools import pool_placement_problems
@@ -24,6 +24,7 @@ from kubetrain.platform.storage import Claim, checkpoint_volume_problems, datase
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.ranges import counts_dividing, describe, divisors, gaps
 from kubetrain.rules.registry import Rule, Severity, register
+from kubetrain.targets.base import JOB_CONTROLLER_LABELS
 from training.problems import Problem
 
 Violation = tuple[str, str] | tuple[str, str, str]
@@ -308,6 +309,48 @@ def volumes_distinct(job: JobSpec) -> Iterator[Violation]:
                    f"choose another path; kubetrain's own are {reserved}")
         names.add(volume.name)
         paths.add(volume.mount_path)
+
+
+@job_rule("KT133", "error", "the job's ports collide with the operator's, or run past 65535",
+          rationale="The trainer serves metrics on run.metrics.port + the local rank, one port per rank. A port the "
+                    "operator adds to the pod (PyTorchJob's pytorchjob-port 23456, the Trainer's 29500) or the "
+                    "rendezvous listens on is then bound twice: with hostNetwork the API server refuses the pod (two "
+                    "ports on one host port), without it the second listener fails. Ports end at 65535.",
+          fix="move run.metrics.port so that port .. port + procs_per_node - 1 avoids the operator's ports and stays "
+              "within 65535", source="Kubernetes 1.33 pkg/apis/core/validation (AccumulateUniqueHostPorts); "
+                                     "kubeflow/trainer v1.9 pytorch_defaults.go")
+def ports_apart(job: JobSpec) -> Iterator[Violation]:
+    ports = [port["containerPort"] for port in metrics_ports(job)]
+    if not ports:
+        return
+    first, last = ports[0], ports[-1]
+    if last > 65535:
+        yield ("workload.run.metrics.port", f"{job.props.procs_per_node} ranks serve metrics on ports {first}..{last}, "
+               "beyond 65535", f"use a port of at most {65536 - len(ports)}")
+        return
+    taken = job.props.target.listening_ports(job)
+    for port in ports:
+        if port in taken:
+            yield ("workload.run.metrics.port", f"local rank {port - first} would serve metrics on port {port}, which "
+                   f"is {taken[port]}", f"move the metrics ports ({first}..{last}) off {port}")
+
+
+@job_rule("KT134", "error", "pod label that the operator or the Job controller sets",
+          rationale="Operators label the pods they create (training.kubeflow.org/*, jobset.sigs.k8s.io/*) and the "
+                    "Job controller labels a Job's pods with its generated selector (batch.kubernetes.io/job-name, "
+                    "job-name and controller-uid): the API server refuses a Job whose template carries another value, "
+                    "and operators overwrite theirs. kubetrain sets kubetrain.dev/job itself.",
+          fix="choose another label key (e.g. under your own domain)",
+          source="Kubernetes 1.33 pkg/apis/batch/validation/validation.go (validateGeneratedSelector)")
+def pod_labels_not_owned(job: JobSpec) -> Iterator[Violation]:
+    owned = job.props.target.owned_pod_labels(job)
+    for key in job.props.pod.labels:
+        if key == JOB_LABEL:
+            yield (f"pod.labels.{key}", f"kubetrain sets {key} to the job's name on every object of the run")
+        elif key in owned:
+            who = "the Job controller" if key in JOB_CONTROLLER_LABELS else "the operator"
+            yield (f"pod.labels.{key}", f"{who} sets {key} on the pods it creates (its selector): a job's own value "
+                   "is refused or overwritten")
 
 
 # -- resilience and sizes ---------------------------------------------------------------------------

@@ -11,6 +11,14 @@ index), PET_MASTER_ADDR (`<job>-node-0-0.<job>`) and PET_MASTER_PORT (29500) and
 with those names, so the command is torchrun. `trainer`, `runtimeRef` and `initializer` are
 immutable: a changed job is a new object (create-once). Pods are `<job>-node-0-<i>`, a DNS label.
 (shared/domain-facts.md sections 2 and 11.)
+
+What the operators create (for the output check): the Trainer controller makes a JobSet named like the
+TrainJob from the runtime's template, its torch plugin sets the `node` replicated Job's parallelism and
+completions to numNodes and adds containerPort 29500 to container `node` (kubeflow/trainer
+pkg/runtime/framework/plugins/torch/torch.go); JobSet makes one Job per replica, `<jobset>-<replicatedJob>-<j>`,
+Indexed by default, labelled `jobset.sigs.k8s.io/*`, with the JobSet's name as its pods' subdomain, and its
+webhook refuses a JobSet whose Job names, or pod names plus the 5-character suffix, are not DNS-1035 labels
+(jobset v0.12 pkg/webhooks/jobset_webhook.go). The Job controller then makes the pods (kubetrain.output.apiserver).
 """
 
 from __future__ import annotations
@@ -20,7 +28,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from kubetrain.targets.base import LocalPlan, LocalReplica, Target, fail_job_exit_codes
+from kubetrain.names import dns_1035_label_problem
+from kubetrain.targets.base import (
+    JOB_CONTROLLER_LABELS,
+    Created,
+    LocalPlan,
+    LocalReplica,
+    OperatorKind,
+    Sibling,
+    Target,
+    fail_job_exit_codes,
+    register_operator_kind,
+)
 from training.problems import Problem
 
 if TYPE_CHECKING:
@@ -33,6 +52,13 @@ INJECTED = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADD
 RUNTIME_WAVE = {"argocd.argoproj.io/sync-wave": "-1"}
 # The launcher exits 2 for a bad run config: fail the whole job at once; other failures are retried.
 BAD_CONFIG_EXIT = 2
+ANCESTOR_LABEL = f"{GROUP}/trainjob-ancestor-step"
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+JOBSET = "jobset.sigs.k8s.io"
+JOBSET_LABELS = frozenset(f"{JOBSET}/{key}" for key in (
+    "jobset-name", "jobset-uid", "replicatedjob-replicas", "global-replicas", "replicatedjob-name", "job-index",
+    "job-global-index", "job-key", "restart-attempt"))
+POD_NAME_SUFFIX = "-abcde"  # JobSet's webhook checks pod names with the Job controller's 5 random characters
 
 
 class TrainJob(Target):
@@ -56,11 +82,18 @@ class TrainJob(Target):
         return ["--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)"]
 
     def max_name_length(self, job: JobSpec) -> tuple[int, str]:
-        suffix = f"-node-0-{job.props.nodes - 1}"
+        # The JobSet's last pod, <job>-node-0-<n-1>-<5 random characters>, is a DNS-1035 label.
+        suffix = f"-node-0-{job.props.nodes - 1}{POD_NAME_SUFFIX}"
         return 63 - len(suffix), f"{job.name}{suffix}"
 
     def derived_names(self, job: JobSpec) -> list[str]:
         return [self.runtime_name(job)]
+
+    def listening_ports(self, job: JobSpec) -> dict[int, str]:
+        return {MASTER_PORT: "the port the Trainer adds to container node (torchrun's rendezvous on node 0)"}
+
+    def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
+        return JOB_CONTROLLER_LABELS | JOBSET_LABELS | {ANCESTOR_LABEL}
 
     def check(self, job: JobSpec) -> Iterator[Problem]:
         if job.props.elastic is not None:
@@ -82,7 +115,7 @@ class TrainJob(Target):
                 "template": {"spec": {"replicatedJobs": [{
                     "name": "node",
                     "template": {
-                        "metadata": {"labels": {f"{GROUP}/trainjob-ancestor-step": "trainer"}},
+                        "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
                         "spec": {
                             "backoffLimit": props.backoff_limit,
                             # A bad config fails the job at once; preemption is no failure of the job.
@@ -120,3 +153,114 @@ class TrainJob(Target):
                                  {**env, "PET_NODE_RANK": str(i)}) for i in range(nodes)]
         return LocalPlan(replicas, cls.container_name, job_spec.get("backoffLimit", 6),
                          fail_job_exit_codes=fail_job_exit_codes(job_spec, cls.container_name))
+
+
+def jobset_jobs(jobset_name: str, spec: dict[str, Any], source: str, by: str, num_nodes: int | None = None,
+                describe: str | None = None) -> list[Created]:
+    """The last Job of each replicated Job, as JobSet creates it (and the Trainer's torch plugin sets it up)."""
+    network = spec.get("network") or {}
+    subdomain = network.get("subdomain") or jobset_name
+    created = []
+    for i, replicated in enumerate(spec.get("replicatedJobs") or ()):
+        replicas = replicated.get("replicas", 1)
+        if replicas < 1:
+            continue
+        template = replicated.get("template") or {}
+        job_meta = template.get("metadata") or {}
+        job_spec = {"completionMode": "Indexed", **(template.get("spec") or {})}
+        trainer = (job_meta.get("labels") or {}).get(ANCESTOR_LABEL) == "trainer"
+        if trainer and num_nodes:
+            job_spec |= {"parallelism": num_nodes, "completions": num_nodes}
+        labels = {f"{JOBSET}/jobset-name": jobset_name, f"{JOBSET}/replicatedjob-name": replicated["name"],
+                  f"{JOBSET}/replicatedjob-replicas": str(replicas), f"{JOBSET}/job-index": str(replicas - 1)}
+        pod_template = job_spec.get("template") or {}
+        pod_meta = pod_template.get("metadata") or {}
+        pod_spec = dict(pod_template.get("spec") or {})
+        if network.get("enableDNSHostnames", True):
+            pod_spec["subdomain"] = subdomain
+        if trainer:
+            pod_spec["containers"] = [_with_trainer_port(c) for c in pod_spec.get("containers") or ()]
+        job_spec["template"] = {"metadata": {**pod_meta, "labels": {**(pod_meta.get("labels") or {}), **labels}},
+                                "spec": pod_spec}
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": f"{jobset_name}-{replicated['name']}-{replicas - 1}",
+                            "labels": {**(job_meta.get("labels") or {}), **labels},
+                            **({"annotations": job_meta["annotations"]} if job_meta.get("annotations") else {})},
+               "spec": job_spec}
+        created.append(Created(job, by, source=f"{source}.replicatedJobs[{i}].template", describe=describe,
+                               template_labels=frozenset(job_meta.get("labels") or ())))
+    return created
+
+
+def _with_trainer_port(container: dict[str, Any]) -> dict[str, Any]:
+    ports = container.get("ports") or []
+    if container.get("name") != TrainJob.container_name or any(p.get("containerPort") == MASTER_PORT for p in ports):
+        return container
+    return {**container, "ports": [*ports, {"containerPort": MASTER_PORT, "protocol": "TCP"}]}
+
+
+def jobset_names(name: str, spec: dict[str, Any], num_nodes: int | None = None,
+                 where: str = "metadata.name") -> list[tuple[str, str]]:
+    """JobSet's webhook: the last Job of each replicated Job, and its last pod with the Job controller's
+    5-character suffix, are DNS-1035 labels."""
+    problems = []
+    for replicated in spec.get("replicatedJobs") or ():
+        job_name = f"{name}-{replicated.get('name')}-{replicated.get('replicas', 1) - 1}"
+        problem = dns_1035_label_problem(job_name)
+        if problem:
+            problems.append((where, f"JobSet names a Job {job_name!r} ({len(job_name)} characters): {problem}"))
+            continue
+        job_spec = (replicated.get("template") or {}).get("spec") or {}
+        trainer = ((replicated.get("template") or {}).get("metadata") or {}).get("labels", {}).get(
+            ANCESTOR_LABEL) == "trainer"
+        completions = num_nodes if trainer and num_nodes else job_spec.get("completions")
+        if job_spec.get("completionMode", "Indexed") == "Indexed" and isinstance(completions, int) and completions:
+            pod_name = f"{job_name}-{completions - 1}{POD_NAME_SUFFIX}"
+            problem = dns_1035_label_problem(pod_name)
+            if problem:
+                problems.append((where, (f"JobSet names a pod {pod_name!r} ({len(pod_name)} characters, with the "
+                                 f"Job controller's 5 random characters): {problem}")))
+    return problems
+
+
+def _runtime(manifest: dict[str, Any], sibling: Sibling) -> dict[str, Any] | None:
+    ref = manifest.get("spec", {}).get("runtimeRef") or {}
+    return sibling(ref.get("kind", "ClusterTrainingRuntime"), ref.get("name", ""))
+
+
+def _num_nodes(manifest: dict[str, Any], runtime: dict[str, Any] | None) -> int | None:
+    trainer = manifest.get("spec", {}).get("trainer") or {}
+    return trainer.get("numNodes") or ((runtime or {}).get("spec", {}).get("mlPolicy") or {}).get("numNodes")
+
+
+def trainjob_names(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str, str]]:
+    """The JobSet the controller makes is named like the TrainJob: its Job and pod names come from both. A runtime
+    not beside the job (one installed with the Trainer) is taken to have the `node` Job of the default runtimes."""
+    runtime = _runtime(manifest, sibling)
+    spec = ((runtime or {}).get("spec", {}).get("template") or {}).get("spec") or {
+        "replicatedJobs": [{"name": "node", "template": {"metadata": {"labels": {ANCESTOR_LABEL: "trainer"}}}}]}
+    return jobset_names(manifest["metadata"]["name"], spec, _num_nodes(manifest, runtime))
+
+
+def runtime_jobs(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
+    """The Jobs of any TrainJob on this runtime (named after each TrainJob, whose names the TrainJob's check
+    covers): JobSet's Jobs of the runtime's template."""
+    template = (manifest.get("spec", {}).get("template") or {}).get("spec") or {}
+    return jobset_jobs("x", template, "spec.template.spec", "JobSet", (manifest["spec"].get("mlPolicy") or {}).get(
+        "numNodes"), describe="Jobs JobSet creates from this runtime for each TrainJob")
+
+
+def jobset_objects(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
+    return jobset_jobs(manifest["metadata"]["name"], manifest.get("spec") or {}, "spec", "JobSet")
+
+
+def jobset_admission_names(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str, str]]:
+    return jobset_names(manifest["metadata"]["name"], manifest.get("spec") or {})
+
+
+register_operator_kind(OperatorKind(TrainJob.api_version, TrainJob.kind, lambda manifest, sibling: [],
+                                    name_problem=dns_1035_label_problem, derived_names=trainjob_names))
+for _runtime_kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
+    register_operator_kind(OperatorKind(TrainJob.api_version, _runtime_kind, runtime_jobs))
+register_operator_kind(OperatorKind(JOBSET_API_VERSION, "JobSet", jobset_objects, name_problem=dns_1035_label_problem,
+                                    derived_names=jobset_admission_names))
