@@ -59,3 +59,21 @@ def test_pod_security_rule_judges_pods_by_level():
     assert [p.path for p in pod_security_problems(risky, "privileged")] == ["spec.automountServiceAccountToken"]
     restricted = [p.path for p in pod_security_problems(TRAINING_POD, "restricted")]
     assert "spec.containers.0.securityContext.runAsNonRoot" in restricted
+
+
+def test_names_and_labels_the_api_server_refuses_are_refused_at_the_props():
+    import pytest
+
+    from training.problems import ConfigError
+
+    c = cluster()
+    gpu, _ = pools(c)
+    for props, path in (({"name": "9dcgm"}, "name"),  # its Service's name is a DNS-1035 label
+                        ({"prometheus_labels": {"release": "kube prometheus"}}, "prometheus_labels.release")):
+        with pytest.raises(ConfigError) as raised:
+            DcgmExporter(c, "dcgm", pools=[gpu], **props)
+        assert [(p.code, p.path) for p in raised.value.problems] == [("KT003", path)]
+    with pytest.raises(ConfigError):
+        TrainingPodMonitor(c, "training", prometheus_labels={"a/b/c": "x"})
+    DcgmExporter(c, "dcgm", pools=[gpu], prometheus_labels={"release": "kube-prometheus"})
+    assert codes(c) == []

@@ -138,3 +138,15 @@ def test_two_pools_with_one_id_are_a_recorded_problem_and_the_rest_is_still_chec
     EfaNodePool(c, "p5", **P5)                                                 # KT010, recorded
     EfaNodePool(c, "spread", **{**P5, "zones": ["us-west-2a", "us-west-2b"]})  # still checked: KT404
     assert [(code, path) for code, path, _ in codes(c)] == [("KT010", "name"), ("KT404", "zones")]
+
+
+@pytest.mark.parametrize(("huge_pages", "code"), [("5121Mi", "KT132"), ("5Gi", None), ("lots", "KT003")])
+def test_a_pools_huge_pages_are_whole_2mi_pages(huge_pages, code):
+    c = cluster()
+    if code is None:
+        assert EfaNodePool(c, "p5", **{**P5, "huge_pages": huge_pages}).huge_pages() == huge_pages
+        return
+    with pytest.raises(ConfigError) as raised:  # the API server refuses a pod asking for part of a page
+        EfaNodePool(c, "p5", **{**P5, "huge_pages": huge_pages})
+    [problem] = raised.value.problems
+    assert (problem.code, problem.path) == (code, "huge_pages") and problem.fix

@@ -92,3 +92,10 @@ def test_half_a_static_volume_or_a_foreign_namespace_is_caught():
     assert raised.value.problems[0].code == "KT002"
     S3Bucket(c, "elsewhere", bucket_name="corp-datasets", namespace="kube-public")
     assert [code for code, _, _ in codes(c)] == ["KT109"]
+
+
+@pytest.mark.parametrize("capacity", ["0", "a lot", "-1Ti"])
+def test_a_buckets_nominal_capacity_is_a_positive_size(capacity):
+    with pytest.raises(ConfigError) as raised:  # the PersistentVolume's capacity must be greater than zero
+        S3Bucket(cluster(), "data", bucket_name="corp-datasets", capacity=capacity)
+    assert [(p.code, p.path) for p in raised.value.problems] == [("KT003", "capacity")]

@@ -275,8 +275,8 @@ def validate_objects(manifests: list[Manifest], schemas: Schemas, kubernetes_ver
         findings.extend(_validate_one(m, schemas, _version_for(m, versions, default)))
         if progress and i % 256 == 0:
             progress(256)
-    findings += [Finding(m.file, m.label, path, message, code) for m, code, path, message in
-                 api_server_problems(manifests, lambda m: _version_for(m, versions, default))]
+    findings += [Finding(m.file, m.label, path, message, code) for m, code, path, message in api_server_problems(
+        manifests, lambda m: _version_for(m, versions, default), {(f.file, f.object) for f in findings})]
     return findings
 
 

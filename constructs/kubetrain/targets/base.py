@@ -48,6 +48,8 @@ class Created(NamedTuple):
     source: str = ""  # where its template is in the committed object ("" when it has none)
     # (its path prefix, the committed path it comes from) where that is not `source` + its path
     paths: tuple[tuple[str, str], ...] = ()
+    # (a list of it, how many items come from the template): the creator appends the rest (a volume, a port)
+    appended: tuple[tuple[str, int], ...] = ()
     name_field: str = "metadata.name"  # the committed field its name comes from
     template_labels: frozenset[str] = frozenset()  # its labels that come from the template; the rest are the creator's
     derived: frozenset[str] = frozenset()  # its fields the creator sets from names (spec.hostname, spec.subdomain)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.names import dns_1035_label_problem
+from kubetrain.names import dns_1035_label_problem, label_value_problem
 from kubetrain.targets.base import Created, OperatorKind, Sibling, pod_from_template, register_operator_kind
 
 API_VERSION, KIND = "kubeflow.org/v2beta1", "MPIJob"
@@ -82,7 +82,8 @@ def mpijob_objects(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
         where = "spec.mpiReplicaSpecs.Launcher"
         created.append(Created(job, BY, paths=(("spec.template", f"{where}.template"), ("spec", "spec.runPolicy")),
                                derived=frozenset(("spec.template.spec.hostname", "spec.template.spec.subdomain")),
-                               template_labels=frozenset(("app",))))
+                               template_labels=frozenset(("app",)),
+                               appended=_appended(template.get("spec") or {}, "spec.template.")))
     worker = replicas.get("Worker")
     count = (worker or {}).get("replicas", 0)
     if worker and count > 0:
@@ -94,20 +95,29 @@ def mpijob_objects(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
                                 labels={**_labels(name, "worker"), f"{LABELS}/replica-index": str(count - 1)})
         created.append(Created(pod, BY, source="spec.mpiReplicaSpecs.Worker.template",
                                derived=frozenset(("spec.hostname", "spec.subdomain")),
-                               template_labels=frozenset((template.get("metadata") or {}).get("labels") or ())))
+                               template_labels=frozenset((template.get("metadata") or {}).get("labels") or ()),
+                               appended=_appended(template.get("spec") or {})))
     return created
 
 
+def _appended(spec: dict[str, Any], prefix: str = "") -> tuple[tuple[str, int], ...]:
+    """The lists the operator appends to (volumes, the first container's mounts), with their template lengths."""
+    containers = spec.get("containers") or [{}]
+    return ((f"{prefix}spec.volumes", len(spec.get("volumes") or ())),
+            (f"{prefix}spec.containers[0].volumeMounts", len(containers[0].get("volumeMounts") or ())))
+
+
 def mpijob_names(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str, str]]:
+    """The launcher Job's name (also a label value of its pods) and the last worker's hostname (a DNS-1035 label,
+    the operator's own check) are at most 63 characters."""
     name = manifest["metadata"]["name"]
     workers = ((manifest.get("spec") or {}).get("mpiReplicaSpecs", {}).get("Worker") or {}).get("replicas", 1)
-    names = longest_names(name, workers)
-    problems = []
-    hostname = names["worker hostname"]
-    if dns_1035_label_problem(hostname):
-        problems.append(("metadata.name", (f"the MPI operator names its last worker pod and hostname {hostname!r} "
-                         f"({len(hostname)} characters): {dns_1035_label_problem(hostname)}")))
-    return problems
+    too_long = [f"{what} {derived!r} ({len(derived)} characters)" for what, derived in longest_names(name, workers).items()
+                if (dns_1035_label_problem if what == "worker hostname" else label_value_problem)(derived)]
+    if not too_long:
+        return []
+    return [("metadata.name", f"the MPI operator names after it its {' and its '.join(too_long)}: hostnames and label "
+             "values are at most 63 lowercase letters, digits and '-'")]
 
 
 register_operator_kind(OperatorKind(API_VERSION, KIND, mpijob_objects, name_problem=dns_1035_label_problem,

@@ -167,14 +167,15 @@ def pytorchjob_objects(manifest: dict[str, Any], sibling: Sibling) -> list[Creat
                   f"{LABELS}/replica-type": kind_label, f"{LABELS}/replica-index": str(index)}
         if kind == "Master":
             labels[f"{LABELS}/job-role"] = "master"
-        spec = template.get("spec") or {}
+        containers = (template.get("spec") or {}).get("containers") or []
         restart = replica.get("restartPolicy", "OnFailure")
         pod = pod_from_template(template, name=pod_name, labels=labels, spec={
             "restartPolicy": "Never" if restart == "ExitCode" else restart,
-            "containers": _with_default_port(spec.get("containers") or [])})
-        source = f"spec.pytorchReplicaSpecs.{kind}.template"
-        template_labels = frozenset((template.get("metadata") or {}).get("labels") or ())
-        created.append(Created(pod, "the training operator", source=source, template_labels=template_labels))
+            "containers": _with_default_port(containers)})
+        ports = tuple((f"spec.containers[{i}].ports", len(c.get("ports") or ())) for i, c in enumerate(containers))
+        created.append(Created(pod, "the training operator", source=f"spec.pytorchReplicaSpecs.{kind}.template",
+                               template_labels=frozenset((template.get("metadata") or {}).get("labels") or ()),
+                               appended=ports))
     return created
 
 

@@ -187,8 +187,10 @@ def jobset_jobs(jobset_name: str, spec: dict[str, Any], source: str, by: str, nu
                             "labels": {**(job_meta.get("labels") or {}), **labels},
                             **({"annotations": job_meta["annotations"]} if job_meta.get("annotations") else {})},
                "spec": job_spec}
+        ports = tuple((f"spec.template.spec.containers[{j}].ports", len(c.get("ports") or ()))
+                      for j, c in enumerate((pod_template.get("spec") or {}).get("containers") or ()))
         created.append(Created(job, by, source=f"{source}.replicatedJobs[{i}].template", describe=describe,
-                               template_labels=frozenset(job_meta.get("labels") or ())))
+                               template_labels=frozenset(job_meta.get("labels") or ()), appended=ports))
     return created
 
 

@@ -15,7 +15,7 @@ v0.33 pkg/api/validation and pkg/util/validation (see each module). This package
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kubetrain.names import (
@@ -85,6 +85,7 @@ def _check(obj: dict[str, Any], report: Report, sibling: Sibling) -> Iterable[Cr
         validate_object_meta(obj.get("metadata"), kind, operator.name_problem, report)
         for path, message in operator.derived_names(obj, sibling):
             report.add(DERIVED_NAMES.code, path, message)
+            report.root.named.add(path)
         for path, message in operator.admission(obj, sibling):
             report.add(ADMISSION.code, path, message)
         return operator.created(obj, sibling)
@@ -123,11 +124,12 @@ def _version(text: str) -> tuple[int, int]:
         return 1, 33
 
 
-def api_server_problems(manifests: list[Manifest], version_of: Callable[[Manifest], str]
-                        ) -> Iterator[tuple[Manifest, str, str, str]]:
-    """(manifest, code, path, message) for every problem of every manifest. An object whose shape is wrong
-    (a string where a list belongs) is left to the schema check, which reports it. Siblings (a TrainJob's
-    runtime) come from the object's cluster folder (dist/<cluster>/<namespace>/...)."""
+def api_server_problems(manifests: list[Manifest], version_of: Callable[[Manifest], str],
+                        malformed: Collection[tuple[str, str]] = ()) -> Iterator[tuple[Manifest, str, str, str]]:
+    """(manifest, code, path, message) for every problem of every manifest. `malformed` names the (file, label) of
+    objects the schema check found wrong: one whose shape keeps these checks from running (a string where a list
+    belongs) is left to the schema's findings. Siblings (a TrainJob's runtime) come from the object's cluster folder
+    (dist/<cluster>/<namespace>/...)."""
     roots = {folder: folder.parent if folder is not None else None for folder in {m.folder for m in manifests}}
     index: dict[tuple[Any, ...], dict[str, Any]] = {}
     for m in manifests:
@@ -148,9 +150,12 @@ def api_server_problems(manifests: list[Manifest], version_of: Callable[[Manifes
         if m.folder not in versions:
             versions[m.folder] = _version(version_of(m))
         report = Report(versions[m.folder])
-        try:
+        if (m.file, m.label) in malformed:
+            try:
+                check_object(body, report, sibling)
+            except (TypeError, AttributeError, KeyError, ValueError, IndexError):
+                continue
+        else:
             check_object(body, report, sibling)
-        except (TypeError, AttributeError, KeyError, ValueError, IndexError):
-            continue
         for code, path, message in report.found:
             yield m, code, path, message

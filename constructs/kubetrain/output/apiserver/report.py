@@ -19,13 +19,16 @@ KubernetesVersion = tuple[int, int]
 class Report:
     """The problems of one committed object, as (code, path, message); paths are `a.b[0].c`, map keys `[key]`."""
 
-    __slots__ = ("_valid_specs", "found", "version")
+    __slots__ = ("_valid_specs", "found", "named", "version")
     committed = True  # the object comes from git (it needs a fixed name); created objects may be generated
 
     def __init__(self, version: KubernetesVersion) -> None:
         self.found: list[tuple[str, str, str]] = []
         self.version = version
         self._valid_specs: list[Any] = []
+        # Fields whose derived names the operator's own check already found too long: the created objects'
+        # names and hostnames would only repeat it.
+        self.named: set[str] = set()
 
     @property
     def root(self) -> Report:
@@ -69,8 +72,15 @@ class _CreatedReport(Report):
         if path in created.derived or path.startswith("metadata.name") or (
                 path.startswith("metadata.labels[") and _key(path) not in created.template_labels):
             # A name, or a label or field the creator derives from a name: the committed name is what to change.
-            self.parent.add(DERIVED_NAMES.code, created.name_field, f"the {_what(created)}: {path}: {message}")
+            if created.name_field not in self.root.named:
+                self.parent.add(DERIVED_NAMES.code, created.name_field, f"the {_what(created)}: {path}: {message}")
         else:
+            for items, count in created.appended:
+                if path.startswith(f"{items}[") and int(path[len(items) + 1:path.index("]", len(items))]) >= count:
+                    # An item the creator adds (its volume, its port) collides with one of the template's.
+                    self.parent.add(code, _committed(created, items), f"{created.by} adds {path[len(items):]}: "
+                                    f"{message} (in the {_what(created)})")
+                    return
             self.parent.add(code, _committed(created, path), f"{message} (in the {_what(created)})")
 
 

@@ -93,7 +93,8 @@ def validate_job(job: Mapping[str, Any], report: Report) -> list[Created]:
                        f"<the Job's name>: {problem}")
     _job_spec(spec, pod_spec, report)
     completions = spec.get("completions")
-    if spec.get("completionMode") == "Indexed" and isinstance(completions, int) and completions > 0 and name:
+    if spec.get("completionMode") == "Indexed" and isinstance(completions, int) and completions > 0 and name and \
+            not label_value_problem(name):  # else the job-name label already says the name is too long
         hostname = f"{name}-{completions - 1}"
         problem = dns_1123_label_problem(hostname)
         if problem:
