@@ -35,7 +35,8 @@ INDEXED = job("dev", "Job", "tiny-gpt-indexed")
 SERVICE = job("dev", "Service", "tiny-gpt-indexed")
 TRAINJOB = job("dev", "TrainJob", "tiny-gpt-trainjob")
 RUNTIME = yaml.safe_load(next((ROOT / "dist/dev/ml-dev").glob("TrainingRuntime.*.yaml")).read_text())
-CONFIG_MAP = yaml.safe_load(next((ROOT / "dist/dev/ml-dev").glob("ConfigMap.tiny-gpt-[0-9a-f]*-config.yaml")).read_text())
+CONFIG_MAP = yaml.safe_load(next((ROOT / "dist/dev/ml-dev").glob("ConfigMap.tiny-gpt-[0-9a-f]*-config.yaml"))
+                            .read_text())
 MPIJOB = committed("prod/ml-prod/MPIJob.nccl-allreduce-p5.yaml")
 DAEMONSET = committed("prod/gpu-monitoring/DaemonSet.dcgm-exporter.yaml")
 PV = committed("prod/_cluster/PersistentVolume.ml-prod-fsx.yaml")
@@ -163,8 +164,8 @@ CASES = [
                            f"{CONTAINER}.resources.limits[hugepages-2Mi]": "5121Mi"},
      f"{CONTAINER}.resources.limits[hugepages-2Mi]", {f"{CONTAINER}.resources.requests[hugepages-2Mi]": "5122Mi",
                                                       f"{CONTAINER}.resources.limits[hugepages-2Mi]": "5122Mi"}),
-    ("KT613", PYTORCHJOB, {f"{CONTAINER}.resources.requests[nvidia.com/gpu]": "4"}, f"{CONTAINER}.resources.requests[nvidia.com/gpu]",
-     {}),
+    ("KT613", PYTORCHJOB, {f"{CONTAINER}.resources.requests[nvidia.com/gpu]": "4"},
+     f"{CONTAINER}.resources.requests[nvidia.com/gpu]", {}),
     ("KT613", PYTORCHJOB, {f"{CONTAINER}.resources.limits[vpc.amazonaws.com/efa]": DELETE},
      f"{CONTAINER}.resources.limits[vpc.amazonaws.com/efa]", {}),
     ("KT613", PYTORCHJOB, {f"{CONTAINER}.resources.requests[nvidia.com/gpu]": "7.5",
@@ -253,7 +254,8 @@ CASES = [
      "spec.backoffLimitPerIndex", {"spec.completionMode": "NonIndexed", "spec.successPolicy": DELETE,
                                    "spec.backoffLimitPerIndex": DELETE, "spec.maxFailedIndexes": DELETE}),
     ("KT618", INDEXED, {"spec.podFailurePolicy.rules[0].onExitCodes.values": [3, 2]},
-     "spec.podFailurePolicy.rules[0].onExitCodes.values", {"spec.podFailurePolicy.rules[0].onExitCodes.values": [2, 3]}),
+     "spec.podFailurePolicy.rules[0].onExitCodes.values",
+     {"spec.podFailurePolicy.rules[0].onExitCodes.values": [2, 3]}),
     ("KT618", INDEXED, {"spec.podFailurePolicy.rules[0].onExitCodes.values": [0, 2]},
      "spec.podFailurePolicy.rules[0].onExitCodes.values[0]", {}),
     ("KT618", INDEXED, {"spec.podFailurePolicy.rules[0].onExitCodes.containerName": "pytorch"},
@@ -336,7 +338,8 @@ def test_every_output_rule_has_a_case():
 
 
 def test_every_object_of_the_example_fleet_passes():
-    manifests = [Manifest(str(p), yaml.safe_load(p.read_text()), p.parent) for p in sorted((ROOT / "dist").rglob("*.yaml"))]
+    manifests = [Manifest(str(p), yaml.safe_load(p.read_text()), p.parent)
+                 for p in sorted((ROOT / "dist").rglob("*.yaml"))]
     assert [f.format() for f in validate_objects(manifests, Schemas())] == []
 
 
@@ -401,12 +404,56 @@ def test_a_malformed_object_is_left_to_the_schema_check():
     assert {code for code, _, _ in findings(broken)} == {"KT602"}
 
 
-# -- the backstop on the synth path and in `kubetrain validate` -----------------------------------------
+# -- the backstop on the synth path and in `kubetrain validate`, and the input in front of it -----------
 
-def test_synth_refuses_a_patched_job_with_the_api_servers_code(tmp_path):
-    from cdk8s import JsonPatch
-    from kubetrain import App, Cluster, NodeResources, RunConfig, Trainer, TrainingJob, TrainingJobProps, k8s
+def broken_cases() -> list[tuple[str, str, dict[str, Any]]]:
+    """(code, path, broken object) of every case, each object with a name of its own (unless the case is its name)."""
+    cases = []
+    for i, (code, base, breaking, path, _) in enumerate(CASES):
+        broken = at(base, breaking)
+        if "name" not in broken["metadata"]:
+            continue  # a file needs a name (the generateName case is in the table)
+        if "metadata.name" not in breaking and code != "KT620":
+            broken["metadata"]["name"] = f"{broken['metadata']['name'][:40]}-{i}"
+        cases.append((code, path, broken))
+    return cases
+
+
+def test_synth_refuses_every_broken_object_with_its_code_and_path(tmp_path):
+    from kubetrain import App, Cluster
+    from kubetrain.objects import api_object
     from kubetrain.output.manifests import synth
+
+    from training.problems import ConfigError
+
+    app = App()
+    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    for i, (_, _, broken) in enumerate(broken_cases()):
+        api_object(cluster, f"raw-{i}", broken)  # a raw object of the fleet, as a user adds one
+    with pytest.raises(ConfigError) as raised:
+        synth(app, tmp_path / "dist")
+    problems = {(p.code, p.message.split(": ")[1], p.message.split(": ")[2]) for p in raised.value.problems}
+    for code, path, broken in broken_cases():
+        assert (code, f"{broken['kind']}/{broken['metadata']['name']}", path) in problems, (code, path)
+    assert all(p.fix for p in raised.value.problems) and not (tmp_path / "dist").exists()
+
+
+def test_kubetrain_validate_reports_every_broken_object_with_its_code_and_path(tmp_path):
+    for i, (_, _, broken) in enumerate(broken_cases()):
+        (tmp_path / f"{i}.yaml").write_text(yaml.safe_dump(broken))
+    result = kubetrain("validate", str(tmp_path), "--kubernetes-version", "1.33")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    lines = result.stdout.splitlines()
+    for i, (code, path, broken) in enumerate(broken_cases()):
+        start = f"{tmp_path / f'{i}.yaml'}: {broken['kind']}/{broken['metadata']['name']}: {path}: "
+        assert any(line.startswith(start) and line.endswith(f"[{code}]") for line in lines), (start, code)
+
+
+def test_a_job_patch_is_checked_as_the_pods_the_operator_creates(tmp_path):
+    from cdk8s import JsonPatch
+    from kubetrain import App, Cluster, NodeResources, RunConfig, Trainer, TrainingJob, TrainingJobProps
+    from kubetrain.output.manifests import synth
+
     from training.problems import ConfigError
 
     app = App()
@@ -418,24 +465,29 @@ def test_synth_refuses_a_patched_job_with_the_api_servers_code(tmp_path):
         volumes=[{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}], workload=Trainer(run=run)))
     job.patch(JsonPatch.add("/spec/pytorchReplicaSpecs/Worker/template/spec/tolerations",
                             [{"key": "nvidia.com/gpu", "operator": "Exists", "value": "true"}]))
-    k8s.KubeService(cluster, "svc", metadata=k8s.ObjectMeta(name="svc", namespace="ml"), spec=k8s.ServiceSpec(
-        ports=[k8s.ServicePort(port=80), k8s.ServicePort(port=81)]))
     with pytest.raises(ConfigError) as raised:
         synth(app, tmp_path / "dist")
-    lines = "\n".join(raised.value.lines())
-    assert "PyTorchJob/tiny: spec.pytorchReplicaSpecs.Worker.template.spec.tolerations[0].operator" in lines
-    assert "[KT611] fix:" in lines
-    assert "Service/svc: spec.ports[1].name: required" in lines and "[KT619] fix:" in lines
-    assert not (tmp_path / "dist").exists()
+    (line,) = raised.value.lines()
+    assert line.startswith("synth: dev/ml/PyTorchJob.tiny.yaml: PyTorchJob/tiny: spec.pytorchReplicaSpecs.Worker."
+                           "template.spec.tolerations[0].operator: value 'true' must be empty when operator is Exists "
+                           "(in the Pod tiny-worker-0 that the training operator creates) [KT611] fix: ")
 
 
-def test_kubetrain_validate_reports_the_api_servers_problems(tmp_path):
-    (tmp_path / "job.yaml").write_text(yaml.safe_dump(at(PYTORCHJOB, HOST_NETWORK_METRICS)))
-    (tmp_path / "svc.yaml").write_text(yaml.safe_dump(at(SERVICE, {"spec.ports[1]": {"port": 9400}})))
-    result = kubetrain("validate", str(tmp_path), "--kubernetes-version", "1.33")
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert re.search(r"job\.yaml: PyTorchJob/\S+: spec\.pytorchReplicaSpecs\.Master\.template\.spec\.containers\[0\]"
-                     r"\.ports: the training operator adds \[1\]\.hostPort: Duplicate value: 'TCP//23456'.* \[KT614\]",
-                     result.stdout)
-    assert re.search(r"svc\.yaml: Service/\S+: spec\.ports\[1\]\.name: required.* \[KT619\]", result.stdout)
-    assert "2 invalid, 2 problems" in result.stderr
+def test_input_the_api_server_would_refuse_emits_nothing():
+    from kubetrain import App, Cluster, RunConfig, Trainer, TrainingJob
+    from kubetrain.diagnostics import diagnostics
+    from kubetrain.output.manifests import render_objects
+
+    app = App()
+    cluster = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"])
+    run = RunConfig.model_validate({"batch": {"global_size": 4, "micro_size": 1}, "max_steps": 1,
+                                    "checkpoint": {"dir": "/ckpt/run"}})
+    common = {"image": "img:1", "nodes": 2, "procs_per_node": 1, "workload": Trainer(run=run),
+              "volumes": [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}]}
+    resources = {"cpu": "1", "memory": "8Gi"}
+    TrainingJob(cluster, "tolerates", **common, resources=resources,
+                pod={"tolerations": [{"key": "a", "operator": "Exists", "value": "x"}]})
+    TrainingJob(cluster, "pages", **common, resources={**resources, "hugepages_2mi": "3Mi"})
+    TrainingJob(cluster, "labelled", **common, resources=resources, pod={"labels": {"kubetrain.dev/job": "x"}})
+    assert sorted(f.problem.code for f in diagnostics(app).errors) == ["KT130", "KT132", "KT134"]
+    assert [path.name for path in render_objects(app)] == ["Namespace.ml.yaml"]

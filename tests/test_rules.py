@@ -146,8 +146,9 @@ CASES = [
     ("KT134", pod(CPU, labels={"training.kubeflow.org/replica-type": "x"}),
      "pod.labels.training.kubeflow.org/replica-type", pod(CPU, labels={"example.com/replica": "x"})),
     ("KT134", pod(CPU, labels={"kubetrain.dev/job": "other"}), "pod.labels.kubetrain.dev/job", CPU),
-    ("KT135", pod(CPU, annotations={"example.com/blob": "x" * 300_000}), "pod.annotations",
-     pod(CPU, annotations={"example.com/blob": "x" * 200_000})),
+    # kubetrain's own annotation (the run config's 64-hex hash) counts too
+    ("KT135", pod(CPU, annotations={"example.com/blob": "x" * (262_144 - 100)}), "pod.annotations",
+     pod(CPU, annotations={"example.com/blob": "x" * (262_144 - 200)})),
     ("KT201", run(CPU, batch={"global_size": 5, "micro_size": 1}), "workload.run.batch.global_size", CPU),
     ("KT201", {**run(CPU, batch={"global_size": 16, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 4}},
      "workload.run.batch.global_size",

@@ -22,7 +22,6 @@ from kubetrain.names import (
     LabelKey,
     LabelValue,
 )
-from kubetrain.output.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.platform.efa import NcclProfile
 from kubetrain.platform.kueue import LocalQueue
 from kubetrain.platform.node_pools import NodePool
@@ -186,12 +185,6 @@ TOLERATION = register(
     fix="give the taint's key (or operator Exists alone to tolerate every taint), no value with Exists, and "
         "toleration_seconds only with effect NoExecute",
     source="Kubernetes 1.33 pkg/apis/core/validation/validation.go (ValidateTolerations)")
-ANNOTATIONS_TOO_LARGE = register(
-    "KT135", "error", "pod annotations larger than the API server takes",
-    rationale="The API server refuses an object whose annotations (keys and values) total more than 256 KiB; "
-              "kubetrain adds its own to the pods' (the config hash, the queue's placement).",
-    fix="keep large data out of annotations: a ConfigMap mounted as a volume holds up to 1 MiB",
-    source="k8s.io/apimachinery v0.33 pkg/api/validation/objectmeta.go (TotalAnnotationSizeLimitB)")
 
 
 class Toleration(StrictProps):
@@ -266,15 +259,6 @@ class PodSettings(StrictProps):
         if value is not None:
             from kubetrain.jobs.affinity import check_affinity
             check_affinity(value)
-        return value
-
-    @field_validator("annotations")
-    @classmethod
-    def _annotations_fit(cls, value: dict[str, str]) -> dict[str, str]:
-        size = annotations_size(value)
-        if size > ANNOTATIONS_LIMIT:
-            raise rule_violation(ANNOTATIONS_TOO_LARGE.code, f"the annotations total {size} bytes; the API server takes "
-                                 f"at most {ANNOTATIONS_LIMIT} (256 KiB) per object", ANNOTATIONS_TOO_LARGE.fix)
         return value
 
 

@@ -13,10 +13,11 @@ from decimal import Decimal
 from math import gcd
 from typing import Any
 
-from kubetrain.jobs.pod import container_resources, metrics_ports, placement
+from kubetrain.jobs.pod import container_resources, metrics_ports, placement, pod_annotations
 from kubetrain.jobs.props import ClaimVolume
 from kubetrain.jobs.spec import JOB_LABEL, LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
+from kubetrain.output.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.platform.efa import SEED_GUIDE, environment_problems
 from kubetrain.platform.node_pools import pool_placement_problems
 from kubetrain.platform.security import Level, PodCheck, pod_security_problems
@@ -351,6 +352,18 @@ def pod_labels_not_owned(job: JobSpec) -> Iterator[Violation]:
             who = "the Job controller" if key in JOB_CONTROLLER_LABELS else "the operator"
             yield (f"pod.labels.{key}", f"{who} sets {key} on the pods it creates (its selector): a job's own value "
                    "is refused or overwritten")
+
+
+@job_rule("KT135", "error", "pod annotations larger than the API server takes",
+          rationale="The API server refuses an object whose annotations (keys and values) total more than 256 KiB; "
+                    "kubetrain adds its own to the job's (the run config's hash, the queue's placement).",
+          fix="keep large data out of annotations: a ConfigMap mounted as a volume holds up to 1 MiB",
+          source="k8s.io/apimachinery v0.33 pkg/api/validation/objectmeta.go (TotalAnnotationSizeLimitB)")
+def annotations_fit(job: JobSpec) -> Iterator[Violation]:
+    size = annotations_size(pod_annotations(job, "0" * 64 if job.trainer else None))
+    if size > ANNOTATIONS_LIMIT:
+        yield ("pod.annotations", f"the pods' annotations total {size} bytes with kubetrain's own; the API server "
+               f"takes at most {ANNOTATIONS_LIMIT} (256 KiB) per object")
 
 
 # -- resilience and sizes ---------------------------------------------------------------------------

@@ -53,7 +53,6 @@ class Created(NamedTuple):
     name_field: str = "metadata.name"  # the committed field its name comes from
     template_labels: frozenset[str] = frozenset()  # its labels that come from the template; the rest are the creator's
     derived: frozenset[str] = frozenset()  # its fields the creator sets from names (spec.hostname, spec.subdomain)
-    names_only: bool = False  # the rest is the creator's own: check only its names and labels
     describe: str | None = None  # how messages name it, when its name says nothing (a runtime's Jobs)
 
 

@@ -33,7 +33,8 @@ BY = "the MPI operator"
 def longest_names(name: str, workers: int) -> dict[str, str]:
     """What the operator names after an MPIJob: its launcher Job (a label value too) and its last worker's
     hostname, each at most 63 characters."""
-    return {"launcher Job": f"{name}{LAUNCHER_SUFFIX}", "worker hostname": f"{name}{WORKER_SUFFIX}-{max(workers, 1) - 1}"}
+    return {"launcher Job": f"{name}{LAUNCHER_SUFFIX}",
+            "worker hostname": f"{name}{WORKER_SUFFIX}-{max(workers, 1) - 1}"}
 
 
 def max_name_length(workers: int) -> int:
@@ -112,7 +113,8 @@ def mpijob_names(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str, 
     the operator's own check) are at most 63 characters."""
     name = manifest["metadata"]["name"]
     workers = ((manifest.get("spec") or {}).get("mpiReplicaSpecs", {}).get("Worker") or {}).get("replicas", 1)
-    too_long = [f"{what} {derived!r} ({len(derived)} characters)" for what, derived in longest_names(name, workers).items()
+    too_long = [f"{what} {derived!r} ({len(derived)} characters)"
+                for what, derived in longest_names(name, workers).items()
                 if (dns_1035_label_problem if what == "worker hostname" else label_value_problem)(derived)]
     if not too_long:
         return []

@@ -195,8 +195,9 @@ def pytorchjob_names(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[s
 def _with_default_port(containers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The operator's defaulting: the `pytorch` container (else the first) gets pytorchjob-port unless it has a
     port of that name."""
-    index = next((i for i, c in enumerate(containers) if c.get("name") == PyTorchJob.container_name), 0)
-    if not containers or any(p.get("name") == PORT_NAME for p in containers[index].get("ports") or ()):
+    names = [c.get("name") for c in containers]
+    index = names.index(PyTorchJob.container_name) if PyTorchJob.container_name in names else 0
+    if not containers or PORT_NAME in [p.get("name") for p in containers[index].get("ports") or ()]:
         return containers
     container = containers[index]
     default = {"name": PORT_NAME, "containerPort": MASTER_PORT, "protocol": "TCP"}
@@ -208,7 +209,7 @@ def pytorchjob_admission(manifest: dict[str, Any], sibling: Sibling) -> list[tup
     problems = []
     for kind, replica in (manifest.get("spec", {}).get("pytorchReplicaSpecs") or {}).items():
         containers = ((replica.get("template") or {}).get("spec") or {}).get("containers") or ()
-        if not any(c.get("name") == PyTorchJob.container_name for c in containers):
+        if PyTorchJob.container_name not in [c.get("name") for c in containers]:
             problems.append((f"spec.pytorchReplicaSpecs.{kind}.template.spec.containers",
                              (f"must have a container named {PyTorchJob.container_name!r}: the operator injects its "
                              "variables and ports there")))

@@ -156,8 +156,10 @@ class TrainJob(Target):
 
 
 def jobset_jobs(jobset_name: str, spec: dict[str, Any], source: str, by: str, num_nodes: int | None = None,
-                describe: str | None = None) -> list[Created]:
-    """The last Job of each replicated Job, as JobSet creates it (and the Trainer's torch plugin sets it up)."""
+                describe: str | None = None, trainer_runtime: bool = False) -> list[Created]:
+    """The last Job of each replicated Job, as JobSet creates it. From a Trainer runtime the Trainer sets every
+    Job's parallelism and completions to its pod count: numNodes for the trainer's, else the template's parallelism
+    (pkg/runtime SyncPodSetsToTemplateSpec), and adds its port to container node."""
     network = spec.get("network") or {}
     subdomain = network.get("subdomain") or jobset_name
     created = []
@@ -168,9 +170,10 @@ def jobset_jobs(jobset_name: str, spec: dict[str, Any], source: str, by: str, nu
         template = replicated.get("template") or {}
         job_meta = template.get("metadata") or {}
         job_spec = {"completionMode": "Indexed", **(template.get("spec") or {})}
-        trainer = (job_meta.get("labels") or {}).get(ANCESTOR_LABEL) == "trainer"
-        if trainer and num_nodes:
-            job_spec |= {"parallelism": num_nodes, "completions": num_nodes}
+        trainer = trainer_runtime and (job_meta.get("labels") or {}).get(ANCESTOR_LABEL) == "trainer"
+        if trainer_runtime:
+            count = (num_nodes if trainer else None) or job_spec.get("parallelism") or 1
+            job_spec |= {"parallelism": count, "completions": count}
         labels = {f"{JOBSET}/jobset-name": jobset_name, f"{JOBSET}/replicatedjob-name": replicated["name"],
                   f"{JOBSET}/replicatedjob-replicas": str(replicas), f"{JOBSET}/job-index": str(replicas - 1)}
         pod_template = job_spec.get("template") or {}
@@ -202,9 +205,10 @@ def _with_trainer_port(container: dict[str, Any]) -> dict[str, Any]:
 
 
 def jobset_names(name: str, spec: dict[str, Any], num_nodes: int | None = None,
-                 where: str = "metadata.name") -> list[tuple[str, str]]:
+                 trainer_runtime: bool = False) -> list[tuple[str, str]]:
     """JobSet's webhook: the last Job of each replicated Job, and its last pod with the Job controller's
-    5-character suffix, are DNS-1035 labels."""
+    5-character suffix, are DNS-1035 labels (with the pod counts the Trainer sets, from a Trainer runtime)."""
+    where = "metadata.name"
     problems = []
     for replicated in spec.get("replicatedJobs") or ():
         job_name = f"{name}-{replicated.get('name')}-{replicated.get('replicas', 1) - 1}"
@@ -213,9 +217,11 @@ def jobset_names(name: str, spec: dict[str, Any], num_nodes: int | None = None,
             problems.append((where, f"JobSet names a Job {job_name!r} ({len(job_name)} characters): {problem}"))
             continue
         job_spec = (replicated.get("template") or {}).get("spec") or {}
-        trainer = ((replicated.get("template") or {}).get("metadata") or {}).get("labels", {}).get(
-            ANCESTOR_LABEL) == "trainer"
-        completions = num_nodes if trainer and num_nodes else job_spec.get("completions")
+        trainer = trainer_runtime and ((replicated.get("template") or {}).get("metadata") or {}).get(
+            "labels", {}).get(ANCESTOR_LABEL) == "trainer"
+        completions = job_spec.get("completions")
+        if trainer_runtime:
+            completions = (num_nodes if trainer else None) or job_spec.get("parallelism") or 1
         if job_spec.get("completionMode", "Indexed") == "Indexed" and isinstance(completions, int) and completions:
             pod_name = f"{job_name}-{completions - 1}{POD_NAME_SUFFIX}"
             problem = dns_1035_label_problem(pod_name)
@@ -241,7 +247,7 @@ def trainjob_names(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str
     runtime = _runtime(manifest, sibling)
     spec = ((runtime or {}).get("spec", {}).get("template") or {}).get("spec") or {
         "replicatedJobs": [{"name": "node", "template": {"metadata": {"labels": {ANCESTOR_LABEL: "trainer"}}}}]}
-    return jobset_names(manifest["metadata"]["name"], spec, _num_nodes(manifest, runtime))
+    return jobset_names(manifest["metadata"]["name"], spec, _num_nodes(manifest, runtime), trainer_runtime=True)
 
 
 def runtime_jobs(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
@@ -249,7 +255,7 @@ def runtime_jobs(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
     covers): JobSet's Jobs of the runtime's template."""
     template = (manifest.get("spec", {}).get("template") or {}).get("spec") or {}
     return jobset_jobs("x", template, "spec.template.spec", "JobSet", (manifest["spec"].get("mlPolicy") or {}).get(
-        "numNodes"), describe="Jobs JobSet creates from this runtime for each TrainJob")
+        "numNodes"), describe="Jobs JobSet creates from this runtime for each TrainJob", trainer_runtime=True)
 
 
 def jobset_objects(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:

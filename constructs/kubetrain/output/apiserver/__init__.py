@@ -18,12 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from kubetrain.names import (
-    dns_1035_label_problem,
-    dns_1123_label_problem,
-    dns_1123_subdomain_problem,
-    path_segment_problem,
-)
+from kubetrain.names import dns_1123_subdomain_problem, path_segment_problem
 from kubetrain.output.apiserver.meta import validate_object_meta
 from kubetrain.output.apiserver.objects import (
     validate_config_map,
@@ -95,25 +90,11 @@ def _check(obj: dict[str, Any], report: Report, sibling: Sibling) -> Iterable[Cr
 
 
 def _check_created(created: Created, report: Report, sibling: Sibling) -> None:
-    """An object a controller or operator creates: checked whole, or only its names when the rest is the creator's."""
+    """An object a controller or operator creates, checked as the API server checks it when it is created; and
+    what it creates in turn (a JobSet's Job, then the Job's pods)."""
     sub = report.of_created(created)
-    if created.names_only:
-        _names(created.body, sub)
-        return
     for more in _check(created.body, sub, sibling):
         _check_created(more, sub, sibling)
-
-
-def _names(obj: dict[str, Any], report: Report) -> None:
-    kind = obj.get("kind")
-    check = dns_1035_label_problem if kind == "Service" else dns_1123_subdomain_problem
-    validate_object_meta(obj.get("metadata"), kind, check, report)
-    spec = obj.get("spec") or {}
-    for field in ("hostname", "subdomain"):
-        if spec.get(field):
-            problem = dns_1123_label_problem(spec[field])
-            if problem:
-                report.add(DERIVED_NAMES.code, f"spec.{field}", problem)
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -130,26 +111,30 @@ def api_server_problems(manifests: list[Manifest], version_of: Callable[[Manifes
     objects the schema check found wrong: one whose shape keeps these checks from running (a string where a list
     belongs) is left to the schema's findings. Siblings (a TrainJob's runtime) come from the object's cluster folder
     (dist/<cluster>/<namespace>/...)."""
-    roots = {folder: folder.parent if folder is not None else None for folder in {m.folder for m in manifests}}
+    # Folders as strings: hashing Path objects per manifest costs more than the checks of a small object.
+    folders = [str(m.folder) for m in manifests]
+    roots = {folder: folder.rpartition("/")[0] for folder in set(folders)}
     index: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for m in manifests:
+    for m, folder in zip(manifests, folders):
         if isinstance(m.body, dict):
             meta = m.body.get("metadata") or {}
             if isinstance(meta, dict):
-                index[(roots[m.folder], m.body.get("kind"), meta.get("namespace") or "", meta.get("name"))] = m.body
-    versions: dict[Any, tuple[int, int]] = {}
-    for m in manifests:
+                index[(roots[folder], m.body.get("kind"), meta.get("namespace") or "", meta.get("name"))] = m.body
+    versions: dict[str, tuple[int, int]] = {}
+    for m, folder in zip(manifests, folders):
         body = m.body
-        if not (isinstance(body, dict) and isinstance(body.get("apiVersion"), str) and isinstance(body.get("kind"), str)):
+        if not (isinstance(body, dict) and isinstance(body.get("apiVersion"), str)
+                and isinstance(body.get("kind"), str)):
             continue
-        root, namespace = roots[m.folder], (body.get("metadata") or {}).get("namespace") or ""
+        root, namespace = roots[folder], (body.get("metadata") or {}).get("namespace") or ""
 
-        def sibling(kind: str, name: str, root: Any = root, namespace: str = namespace) -> dict[str, Any] | None:
+        def sibling(kind: str, name: str, root: str = root, namespace: str = namespace) -> dict[str, Any] | None:
             return index.get((root, kind, namespace, name)) or index.get((root, kind, "", name))
 
-        if m.folder not in versions:
-            versions[m.folder] = _version(version_of(m))
-        report = Report(versions[m.folder])
+        version = versions.get(folder)
+        if version is None:
+            version = versions[folder] = _version(version_of(m))
+        report = Report(version)
         if (m.file, m.label) in malformed:
             try:
                 check_object(body, report, sibling)

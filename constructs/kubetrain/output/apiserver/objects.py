@@ -283,7 +283,7 @@ def validate_persistent_volume(volume: Mapping[str, Any], report: Report) -> lis
         elif not terms:
             report.add(code, "spec.nodeAffinity.required.nodeSelectorTerms", "must have at least one term")
         for i, term in enumerate(terms or ()):
-            node_selector_term(term, f"spec.nodeAffinity.required.nodeSelectorTerms[{i}]", report, True)
+            node_selector_term(term, f"spec.nodeAffinity.required.nodeSelectorTerms[{i}]", report, required=True)
     _class_name(spec, "storageClassName", report)
     mode = spec.get("volumeMode")
     if mode is not None and mode not in ("Block", "Filesystem"):
@@ -318,7 +318,8 @@ def validate_persistent_volume_claim(claim: Mapping[str, Any], report: Report) -
             report.add(code, f"spec.{field}.kind", "required")
         group = source.get("apiGroup") or ""
         if not group and source.get("kind") != "PersistentVolumeClaim":
-            report.add(code, f"spec.{field}", "kind must be PersistentVolumeClaim when referencing the default apiGroup")
+            report.add(code, f"spec.{field}", "kind must be PersistentVolumeClaim when referencing the default "
+                       "apiGroup")
         elif group and dns_1123_subdomain_problem(group):
             report.add(code, f"spec.{field}.apiGroup", dns_1123_subdomain_problem(group))
     return []

@@ -40,11 +40,12 @@ from kubetrain.quantity import huge_pages_problem, parse_quantity
 MAX_INT32 = 2**31 - 1
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_VOLUME_SOURCES = frozenset((
+_VOLUME_SOURCE_ORDER = (  # validateVolumeSource's order: the second one found is the one reported
     "emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore", "secret", "nfs", "iscsi",
     "glusterfs", "flocker", "persistentVolumeClaim", "rbd", "cinder", "cephfs", "quobyte", "downwardAPI", "fc",
     "flexVolume", "configMap", "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume", "azureDisk",
-    "storageos", "projected", "scaleIO", "csi", "ephemeral", "image"))
+    "storageos", "projected", "scaleIO", "csi", "ephemeral", "image")
+_VOLUME_SOURCES = frozenset(_VOLUME_SOURCE_ORDER)
 _HOST_PATH_TYPES = ("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice",
                     "BlockDevice")
 _ENV_FIELD_PATHS = frozenset(("metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName",
@@ -231,7 +232,8 @@ def _volumes(volumes: Any, path: str, report: Report) -> dict[str, Mapping[str, 
     valid: dict[str, Mapping[str, Any]] = {}
     for i, volume in enumerate(volumes):
         name = volume.get("name")
-        problem = (dns_1123_label_problem(name) if isinstance(name, str) else "must be a string") if name else "required"
+        problem = (dns_1123_label_problem(name) if isinstance(name, str) else "must be a string") if name else \
+            "required"
         if problem:
             report.add(VOLUMES.code, f"{path}[{i}].name", problem)
         elif name in valid:
@@ -244,7 +246,7 @@ def _volumes(volumes: Any, path: str, report: Report) -> dict[str, Mapping[str, 
             report.add(VOLUMES.code, f"{path}[{i}]", "must specify a volume type (emptyDir, configMap, "
                        "persistentVolumeClaim, ...)")
         else:
-            listed = [key for key in volume if key in sources]
+            listed = [key for key in _VOLUME_SOURCE_ORDER if key in sources]
             for source in listed[1:]:
                 report.add(VOLUMES.code, f"{path}[{i}].{source}", f"may not specify more than 1 volume type (it has "
                            f"{', '.join(listed)})")
@@ -766,7 +768,8 @@ def _resource_field_ref(item: Mapping[str, Any], path: str, report: Report, code
     if not resource:
         report.add(code, f"{path}.resource", "required")
     elif resource not in _RESOURCE_FIELDS and not resource.startswith(("requests.hugepages-", "limits.hugepages-")):
-        report.add(code, f"{path}.resource", f"{resource!r}: supported values are {', '.join(sorted(_RESOURCE_FIELDS))}")
+        report.add(code, f"{path}.resource", f"{resource!r}: supported values are "
+                   f"{', '.join(sorted(_RESOURCE_FIELDS))}")
 
 
 def _env_from(sources: Any, path: str, report: Report) -> None:
@@ -843,8 +846,8 @@ def validate_resources(resources: Mapping[str, Any], path: str, report: Report) 
             overcommit = _native(name) and not name.startswith("hugepages-")
             if limit is not None:
                 if value != limit and not overcommit:
-                    report.add(RESOURCES.code, f"{path}.requests[{name}]", f"{text} must be equal to the {name} limit of "
-                               f"{limits[name]}: {name} cannot be overcommitted")
+                    report.add(RESOURCES.code, f"{path}.requests[{name}]", f"{text} must be equal to the {name} "
+                               f"limit of {limits[name]}: {name} cannot be overcommitted")
                 elif value > limit:
                     report.add(RESOURCES.code, f"{path}.requests[{name}]", f"{text} must be less than or equal to the "
                                f"{name} limit of {limits[name]}")
@@ -897,12 +900,11 @@ def validate_affinity(affinity: Mapping[str, Any], path: str, report: Report, sp
             if not terms:
                 report.add(code, f"{where}.nodeSelectorTerms", "required: must have at least one node selector term")
             for i, term in enumerate(terms):
-                node_selector_term(term, f"{where}.nodeSelectorTerms[{i}]", report, values_are_labels=True)
+                node_selector_term(term, f"{where}.nodeSelectorTerms[{i}]", report, required=True)
         for i, preferred in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or ()):
             where = f"{path}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
             _weight(preferred.get("weight"), f"{where}.weight", report)
-            node_selector_term(preferred.get("preference") or {}, f"{where}.preference", report,
-                               values_are_labels=False)
+            node_selector_term(preferred.get("preference") or {}, f"{where}.preference", report, required=False)
     for kind in ("podAffinity", "podAntiAffinity"):
         pod = affinity.get(kind)
         if not pod:
@@ -915,10 +917,12 @@ def validate_affinity(affinity: Mapping[str, Any], path: str, report: Report, sp
             _pod_affinity_term(weighted.get("podAffinityTerm") or {}, f"{where}.podAffinityTerm", report)
 
 
-def node_selector_term(term: Mapping[str, Any], path: str, report: Report, values_are_labels: bool) -> None:
-    code = AFFINITY.code
+def node_selector_term(term: Mapping[str, Any], path: str, report: Report, required: bool) -> None:
+    """ValidateNodeSelectorTerm. A required term's values are label values (a preferred one's are not checked:
+    the API server lets them through) and an empty required term matches no node, so the pod is never placed."""
+    code, values_are_labels = AFFINITY.code, required
     expressions, fields = term.get("matchExpressions") or (), term.get("matchFields") or ()
-    if not expressions and not fields:
+    if required and not expressions and not fields:
         report.add(code, path, "an empty node selector term matches no node: give it matchExpressions or matchFields")
     for j, requirement in enumerate(expressions):
         where = f"{path}.matchExpressions[{j}]"
@@ -985,7 +989,8 @@ def _topology_spread(constraints: Any, path: str, report: Report, spec: Any = No
     seen: set[tuple[Any, Any]] = set()
     for i, constraint in enumerate(constraints):
         where = f"{path}[{i}]"
-        skew, key, action = constraint.get("maxSkew"), constraint.get("topologyKey"), constraint.get("whenUnsatisfiable")
+        skew, key = constraint.get("maxSkew"), constraint.get("topologyKey")
+        action = constraint.get("whenUnsatisfiable")
         if not (_int(skew) and skew > 0):
             report.add(code, f"{where}.maxSkew", f"{skew!r} must be greater than zero")
         if not key:

@@ -77,8 +77,8 @@ def validate_job(job: Mapping[str, Any], report: Report) -> list[Created]:
                 report.add(code, "spec.template.metadata.labels", "selector does not match the template's labels")
     else:
         if spec.get("selector") is not None:
-            report.add(code, "spec.selector", "a Job generates its selector (its controller-uid): remove spec.selector, "
-                       "or set manualSelector: true")
+            report.add(code, "spec.selector", "a Job generates its selector (its controller-uid): remove "
+                       "spec.selector, or set manualSelector: true")
         for key in JOB_NAME_LABELS:
             if key in labels and labels[key] != name:
                 report.add(code, f"spec.template.metadata.labels[{key}]", f"must be {name!r}: the Job controller sets "
@@ -92,7 +92,7 @@ def validate_job(job: Mapping[str, Any], report: Report) -> list[Created]:
             report.add(DERIVED_NAMES.code, "metadata.name", f"the Job controller labels its pods {JOB_NAME_LABELS[0]}="
                        f"<the Job's name>: {problem}")
     _job_spec(spec, pod_spec, report)
-    completions = spec.get("completions")
+    completions = spec.get("completions", 1 if spec.get("parallelism") is None else None)
     if spec.get("completionMode") == "Indexed" and isinstance(completions, int) and completions > 0 and name and \
             not label_value_problem(name):  # else the job-name label already says the name is too long
         hostname = f"{name}-{completions - 1}"
@@ -111,6 +111,8 @@ def _job_spec(spec: Mapping[str, Any], pod_spec: Mapping[str, Any], report: Repo
                         "ttlSecondsAfterFinished", "backoffLimitPerIndex", "maxFailedIndexes"), "spec", report, code)
     per_index, max_failed = spec.get("backoffLimitPerIndex"), spec.get("maxFailedIndexes")
     completions, parallelism = spec.get("completions"), spec.get("parallelism")
+    if completions is None and parallelism is None:  # the Job's defaulting (SetDefaults_Job): one pod
+        completions = parallelism = 1
     if max_failed is not None and per_index is None:
         report.add(code, "spec.backoffLimitPerIndex", "required when maxFailedIndexes is specified")
     managed_by = spec.get("managedBy")
@@ -133,7 +135,8 @@ def _job_spec(spec: Mapping[str, Any], pod_spec: Mapping[str, Any], report: Repo
             report.add(code, "spec.maxFailedIndexes", f"must be at most {_FAILED_INDEXES_MAX}")
         if isinstance(completions, int) and completions > _COMPLETIONS_SOFT_LIMIT and per_index is not None:
             if max_failed is None:
-                report.add(code, "spec.maxFailedIndexes", f"required when completions is above {_COMPLETIONS_SOFT_LIMIT}")
+                report.add(code, "spec.maxFailedIndexes", "required when completions is above "
+                           f"{_COMPLETIONS_SOFT_LIMIT}")
             if isinstance(parallelism, int) and parallelism > 10_000:
                 report.add(code, "spec.parallelism", f"must be at most 10000 when completions are above "
                            f"{_COMPLETIONS_SOFT_LIMIT} with backoffLimitPerIndex")
@@ -290,8 +293,8 @@ def validate_cron_job(cron_job: Mapping[str, Any], report: Report) -> list[Creat
     name = meta.get("name") or ""
     validate_object_meta(meta, "CronJob", dns_1123_subdomain_problem, report)
     if len(name) > 52:
-        report.add(DERIVED_NAMES.code, "metadata.name", f"{len(name)} characters: the CronJob controller names its Jobs "
-                   "<name>-<11 digits>, and a Job's name is at most 63 characters, so at most 52")
+        report.add(DERIVED_NAMES.code, "metadata.name", f"{len(name)} characters: the CronJob controller names its "
+                   "Jobs <name>-<11 digits>, and a Job's name is at most 63 characters, so at most 52")
     spec = cron_job.get("spec") or {}
     if not spec.get("schedule"):
         report.add(JOB.code, "spec.schedule", "required")
@@ -303,7 +306,8 @@ def validate_cron_job(cron_job: Mapping[str, Any], report: Report) -> list[Creat
     job_template = spec.get("jobTemplate") or {}
     job_spec = job_template.get("spec") or {}
     if job_spec.get("selector") is not None:
-        report.add(JOB.code, "spec.jobTemplate.spec.selector", "the selector of a CronJob's Jobs is generated: remove it")
+        report.add(JOB.code, "spec.jobTemplate.spec.selector", "the selector of a CronJob's Jobs is generated: "
+                   "remove it")
     if job_spec.get("manualSelector") is True:
         report.add(JOB.code, "spec.jobTemplate.spec.manualSelector", "supported values are unset and false")
     job_meta = job_template.get("metadata") or {}
