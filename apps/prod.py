@@ -1,7 +1,7 @@
 """The prod cluster: a p5.48xlarge EFA pool (8 x H100, 32 EFA interfaces each) and a CPU pool, FSx for
 Lustre for checkpoints and token files, an S3 data set, Kueue with topology-aware placement, and DCGM.
 
-Two jobs, shaped like the seeds' EKS examples: kubetrain's FSDP trainer, and Megatron-LM as a command
+Two jobs, shaped like AWS's EKS distributed-training examples: kubetrain's FSDP trainer, and Megatron-LM as a command
 job (TP=2, PP=1, global batch 512, micro batch 2). Both run on the p5 pool through the `training`
 queue, packed into one EC2 network layer; each pod gets every GPU and EFA interface of its node,
 huge pages for the EFA driver, a memory-backed /dev/shm, and the NCCL environment kubetrain chooses
@@ -45,11 +45,11 @@ P5_NODE = NodeResources(cpu="184", memory="1800Gi")
 
 def define(app: App) -> Cluster:
     cluster = Cluster(app, "prod", kubernetes_version="1.33", namespaces=[NAMESPACE], run_names="content-hash")
-    p5 = EfaNodePool(cluster, "p5", instance_types=[P5], zones=["us-west-2a"], subnet_ids=["subnet-0abc"],
-                     security_group_ids=["sg-0efa"], role="KarpenterNodeRole-prod", capacity_type="reserved",
+    p5 = EfaNodePool(cluster, "p5", instance_types=[P5], zones=["us-west-2a"], subnet_ids=["subnet-0abc1234"],
+                     security_group_ids=["sg-0efa1234"], role="KarpenterNodeRole-prod", capacity_type="reserved",
                      capacity_reservation_ids=["cr-0123456789abcdef0"], max_nodes=16, static_nodes=16)
     cpu = CpuNodePool(cluster, "cpu", instance_types=["m5.4xlarge", "c5.4xlarge"], zones=["us-west-2a", "us-west-2b"],
-                      subnet_ids=["subnet-0abc", "subnet-0def"], security_group_ids=["sg-0node"],
+                      subnet_ids=["subnet-0abc1234", "subnet-0def5678"], security_group_ids=["sg-0c0de123"],
                       role="KarpenterNodeRole-prod", max_nodes=20)
     fsx = FsxLustre(cluster, "fsx", namespace=NAMESPACE, file_system_id="fs-0123456789abcdef0",
                     dns_name="fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com", mount_name="abcdefgh",
@@ -63,7 +63,7 @@ def define(app: App) -> Cluster:
     TrainingPodMonitor(cluster, "training", namespace=NAMESPACE)
     PodSecurity(cluster)
 
-    # What the images ship decides the NCCL/EFA environment (domain-facts 8).
+    # What the images ship decides the NCCL/EFA environment (kubetrain.platform.efa).
     stack = NcclProfile(aws_ofi_nccl="1.14.0", nccl="2.26.2")
     on_p5 = {"pool": p5, "queue": queue, "nccl": stack, "resources": P5_NODE, "nodes": 2, "procs_per_node": 8,
              "placement": TopologyPlacement(level="topology.k8s.aws/network-node-layer-3", mode="required"),
@@ -83,7 +83,7 @@ def define(app: App) -> Cluster:
             "seed": 1234,
         }))))
 
-    # Megatron-LM's GPT pretraining, as the seed guide runs it: torchrun's flags come from the
+    # Megatron-LM's GPT pretraining, as AWS's EKS examples run it: torchrun's flags come from the
     # PyTorchJob contract, the script and its arguments are Megatron's own.
     checkpoints = "/fsx/checkpoints/megatron-gpt"
     TrainingJob(cluster, "megatron-gpt", TrainingJobProps(

@@ -28,7 +28,7 @@ def platform_objects() -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": _meta("fsx-static"),
          "spec": {"capacity": {"storage": "1200Gi"}, "accessModes": ["ReadWriteMany"], "storageClassName": "fsx",
                   "csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123456789abcdef0",
-                          "volumeAttributes": {"dnsname": "fs-0123.fsx.us-east-1.amazonaws.com",
+                          "volumeAttributes": {"dnsname": "fs-01234567.fsx.us-east-1.amazonaws.com",
                                                "mountname": "abcdefgh"}}}},
         {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta("fsx-static", NAMESPACE),
          "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "fsx", "volumeName": "fsx-static",

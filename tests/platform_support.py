@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,12 @@ from kubetrain.output.manifests import render_objects
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 
-P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc"],
-      "security_group_ids": ["sg-0efa"], "role": "KarpenterNodeRole-prod", "max_nodes": 16}
+from training.problems import Problem
+
+P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc1234"],
+      "security_group_ids": ["sg-0efa1234"], "role": "KarpenterNodeRole-prod", "max_nodes": 16}
 CPU = {"instance_types": ["m5.2xlarge", "m5.4xlarge"], "zones": ["us-west-2a", "us-west-2b"],
-       "subnet_ids": ["subnet-0abc", "subnet-0def"], "security_group_ids": ["sg-0node"],
+       "subnet_ids": ["subnet-0abc1234", "subnet-0def5678"], "security_group_ids": ["sg-0c0de123"],
        "role": "KarpenterNodeRole-prod", "max_nodes": 10}
 
 
@@ -39,6 +42,14 @@ def emitted(c: Cluster, crds: Path) -> dict[str, dict[str, Any]]:
     findings = validate_objects(manifests, _schemas(crds), "1.33")
     assert [f.format() for f in findings] == []
     return {f"{obj['kind']}/{obj['metadata']['name']}": obj for obj in objects.values()}
+
+
+def rejected(c: Cluster, make: Callable[[], Any]) -> list[Problem]:
+    """The problems `make()` records: a platform construct whose props cannot be read is rejected (it emits
+    nothing, and what is built on it is not checked) instead of stopping the fleet."""
+    before = len(c.diagnostics.findings)
+    assert make().rejected
+    return [f.problem for f in c.diagnostics.findings[before:]]
 
 
 def codes(c: Cluster) -> list[tuple[str, str, str]]:

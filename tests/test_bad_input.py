@@ -175,3 +175,63 @@ def test_synth_replaces_its_own_output(tmp_path):
     (project / "dist" / "dev" / "ml" / "stray.txt").write_text("x")  # the marker says the folder is synth's
     assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0
     assert not (project / "dist" / "dev" / "ml" / "stray.txt").exists()
+
+
+TYPED_FLEET = '''
+from kubetrain import (App, ArgoCd, Cluster, Command, EfaNodePool, NodeResources, PyTorchJob, RunConfig, Trainer,
+                       TrainingJob, TrainingJobProps)
+
+def build():
+    app = App()
+    dev = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"])
+    pool = EfaNodePool(dev, "p5", instance_types=["p5.48xlarge"], zones=["us-west-2a"], subnet_ids=["subnet-0abc1234"],
+                       securty_group_ids=["sg-00000001"], role="node-role", max_nodes=2)
+    TrainingJob(dev, "a", TrainingJobProps(name="a", image="img:1", nodes=2, procs_per_node=1,
+                                           resources=NodeResources(cpu="2", memroy="4Gi"),
+                                           workload=Command(command=["train.py"])))
+    TrainingJob(dev, "b", TrainingJobProps(name="b", image="img:1", nodes=2, procs_per_node=8, pool=pool,
+                                           resources=NodeResources(cpu="2", memory="4Gi"),
+                                           target=PyTorchJob(ttl_seconds_after_finshed=60),
+                                           workload=Trainer(run=RunConfig(max_steps=10, batch={"global_size": 16}))))
+    TrainingJob(dev, "c", TrainingJobProps(name="c", image="img:1", nodes=2, procs_per_node=8, pool=pool,
+                                           resources=NodeResources(cpu="2", memory="4Gi"),
+                                           workload=Command(command=["train.py"])))
+    NodeResources(cpu="1", memory="1Gi", shmm="1Gi")  # built and never used: still the user's mistake
+    ArgoCd(app, "argocd", repo_url="https://github.com/x/y.git", destinations={"dev": {"nam": "dev"}})
+    TrainingJob(dev, "ok", image="img:1", nodes=1, procs_per_node=1, resources={"cpu": "1", "memory": "2Gi"},
+                workload={"kind": "command", "command": ["train.py"]})
+    return app
+'''
+
+
+def test_typed_props_report_like_dicts_and_the_whole_fleet_in_one_round(tmp_path):
+    # The README's way of writing a job: a misspelt field in TrainingJobProps(...), NodeResources(...), a target
+    # or a pool is one line with code, the path as the user wrote it and a fix; every construct is reported.
+    lines = synth_fails(fleet(tmp_path, source=TYPED_FLEET))
+    expected = [
+        "error: dev/nodepool/p5: securty_group_ids: unknown field [KT001] fix: did you mean 'security_group_ids'?",
+        "error: dev/nodepool/p5: security_group_ids: required field is missing [KT002]",
+        "error: dev/a: resources.memroy: unknown field [KT001] fix: did you mean 'memory'?",
+        "error: dev/a: resources.memory: required field is missing [KT002]",
+        "error: dev/b: workload.run.batch.micro_size: required field is missing [KT002]",
+        "error: dev/ml/c: pool: dev/nodepool/p5 has errors of its own (reported with it) [KT011]",
+        "error: NodeResources built at fleet/__init__.py:20: shmm: unknown field [KT001] fix: did you mean 'shm'?",
+        "error: argocd: destinations.dev.nam: unknown field [KT001] fix: did you mean 'name'?",
+    ]
+    for start in expected:
+        assert sum(line.startswith(start) for line in lines) == 1, (start, lines)
+    # The target's mistake is reported once: where it was built, as the job that took it failed validation first.
+    assert [line for line in lines if "ttl_seconds_after_finshed" in line] == [
+        "error: PyTorchJob built at fleet/__init__.py:15: ttl_seconds_after_finshed: unknown field [KT001] fix: did "
+        "you mean 'ttl_seconds_after_finished'? remove it; fields here: active_deadline_seconds, clean_pod_policy, "
+        "ttl_seconds_after_finished"]
+    assert not any("/ok" in line for line in lines)
+
+
+def test_a_model_validated_in_fleet_code_is_bad_input_not_a_crash(tmp_path):
+    source = BAD_FLEET.replace("def build():", "from kubetrain import RunConfig\n\ndef build():\n"
+                               "    RunConfig.model_validate({{'max_steps': 1, 'batch': {{'global_sise': 8}}}})")
+    lines = synth_fails(fleet(tmp_path, source=source.format(
+        name="job", nodes=2, procs=8, gpus=8, extra="", run_extra="", image="img:1")))
+    assert any(line.startswith("error: fleet/__init__.py:") and "batch.global_sise: unknown field [KT001] fix: "
+               "did you mean 'global_size'?" in line for line in lines), lines

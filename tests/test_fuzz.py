@@ -10,7 +10,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kubetrain import App, Cluster, ConfigError, TrainingJob
+from kubetrain import App, ArgoCd, Cluster, ConfigError, EfaNodePool, NcclTest, TrainingJob
 from kubetrain.diagnostics import diagnostics
 from kubetrain.output.manifests import render
 from kubetrain.output.validate import Schemas, validate_manifests
@@ -29,7 +29,8 @@ quantities = st.one_of(
 env_names = st.sampled_from(["NCCL_ALGO", "NCCL_PROTO", "NCCL_SOCKET_IFNAME", "FI_PROVIDER", "WORLD_SIZE", "PET_X",
                              "NCCL_DEBUG", "CUDA_LAUNCH_BLOCKING", "NCCL_P2P_DISABLE", "NCCL_TIMEOUT", "MY_VAR",
                              "TRITON_CACHE_DIR", "FI_EFA_USE_HUGE_PAGE", "1BAD", "A=B"])
-env_values = st.sampled_from(["0", "1", "eth0", "^lo", "efa", "tcp", "/ckpt/cache", "/tmp/x", ""])
+env_values = st.one_of(st.sampled_from(["0", "1", "eth0", "^lo", "efa", "tcp", "/ckpt/cache", "/tmp/x", "", "a\x00b",
+                                        "\ud800"]), st.text(max_size=4))
 instance_types = st.sampled_from([None, "p5.48xlarge", "g5.xlarge", "g5.48xlarge", "c5.xlarge", "trn1.32xlarge",
                                   "p4d.24xlarge", "nope.large"])
 volumes = st.lists(st.fixed_dictionaries({
@@ -100,6 +101,37 @@ def test_any_definition_builds_or_is_reported(cluster_props, jobs):
         return  # a bad cluster definition: reported with field paths
     found = diagnostics(app)
     assert all(f.problem.code.startswith("KT") and f.problem.fix for f in found.findings)
+    if not found.errors:
+        render(app)
+
+
+# What a construct's id can be in Python: cdk8s needs a non-empty string, and jsii crashes on anything else.
+construct_ids = st.one_of(st.sampled_from(["", " ", "a/b", "x" * 300, "\x00", "job"]), st.integers(), st.none(),
+                          st.floats(allow_nan=True), st.text(max_size=6))
+P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc1234"],
+      "security_group_ids": ["sg-00000001"], "role": "node-role", "max_nodes": 2}
+
+
+@BUDGET
+@given(construct_ids, st.dictionaries(env_names, env_values, max_size=2))
+def test_any_construct_id_or_env_value_is_reported_not_a_crash(id, env):
+    app = App()
+    try:
+        cluster = Cluster(app, id, kubernetes_version="1.33", namespaces=["ml"])
+    except ConfigError as error:
+        assert all(p.code.startswith("KT") and p.fix for p in error.problems)
+        cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    TrainingJob(cluster, id, image="img:1", nodes=1, procs_per_node=1, resources={"cpu": "1", "memory": "2Gi"},
+                env=env, workload={"kind": "command", "command": ["t.py"]})
+    EfaNodePool(cluster, id, **P5)
+    NcclTest(cluster, id, image="img:1", instance_type="p5.48xlarge")
+    ArgoCd(app, id, repo_url="https://example.com/fleet.git", destinations={})
+    found = diagnostics(app)
+    assert all(f.problem.code.startswith("KT") and f.problem.fix for f in found.findings)
+    if not (isinstance(id, str) and id):
+        assert any(f.problem.path == "id" for f in found.errors)
+    if any("\x00" in value for value in env.values()):
+        assert any(f.problem.path.startswith("env.") for f in found.errors)
     if not found.errors:
         render(app)
 

@@ -34,13 +34,19 @@ def judged(env: dict[str, str], profile: NcclProfile | None = MODERN, gpus: bool
     ("NCCL_SOCKET_IFNAME", "eth0", "^lo,docker", "KT106"),
     ("NCCL_SOCKET_IFNAME", "eth0,eth1", "^eth0", "KT106"),
     ("FI_PROVIDER", "tcp", "efa", "KT126"),
-    ("FI_EFA_USE_DEVICE_RDMA", "0", "1", "KT106"),
-    ("FI_EFA_FORK_SAFE", "0", "1", "KT106"),
+    ("NCCL_NET", "IB", "AWS Libfabric", "KT106"),
 ])
 def test_values_are_judged_not_names(name, bad, fine, code):
     [problem] = environment_problems({name: bad}, gpus=True, efa=True, profile=MODERN)
     assert (problem.code, problem.path) == (code, f"env.{name}") and problem.fix and bad in problem.message
     assert judged({name: fine}) == []
+
+
+@pytest.mark.parametrize("name, value", [("FI_EFA_USE_DEVICE_RDMA", "0"), ("FI_EFA_USE_DEVICE_RDMA", "1"),
+                                         ("FI_EFA_FORK_SAFE", "0"), ("FI_EFA_FORK_SAFE", "1")])
+def test_what_aws_ofi_nccl_sets_itself_is_never_set_by_hand(name, value):
+    assert judged({name: value}) == [("KT106", f"env.{name}")]
+    assert judged({name: value}, efa=False) == []
 
 
 def test_efa_breakers_only_on_efa_jobs_and_debug_switches_only_on_gpu_jobs():

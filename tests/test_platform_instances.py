@@ -71,6 +71,6 @@ def test_a_bad_type_is_a_config_error_not_a_crash():
         validate_model(InstanceType, {"name": "x", "vcpus": 0, "memory_gib": 1, "gpus": 8,
                                       "accelerator_resource": "amd.com/gpu"}, "fleet")
     codes = {(p.code, p.path) for p in raised.value.problems}
-    assert codes == {("KT003", "vcpus"), ("KT001", "gpus"), ("KT003", "accelerator_resource")}
+    assert codes == {("KT003", "name"), ("KT003", "vcpus"), ("KT001", "gpus"), ("KT003", "accelerator_resource")}
     with pytest.raises(ValidationError, match="frozen"):
         BUILTIN_CATALOG.get("m5.large").vcpus = 4

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from kubetrain.platform.kueue import ResourceFlavor
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool, pool_placement_problems
-from platform_support import CPU, P5, cluster, codes, emitted, pools
-
-from training.problems import ConfigError
+from platform_support import CPU, P5, cluster, codes, emitted, pools, rejected
 
 
 def test_efa_and_cpu_pools_emit_valid_karpenter_objects(crds):
@@ -21,8 +20,8 @@ def test_efa_and_cpu_pools_emit_valid_karpenter_objects(crds):
         pool["template"]["spec"]["requirements"]
     node_class = objects["EC2NodeClass/p5"]["spec"]
     assert node_class["instanceStorePolicy"] == "RAID0"
-    assert node_class["subnetSelectorTerms"] == [{"id": "subnet-0abc"}]
-    assert node_class["securityGroupSelectorTerms"] == [{"id": "sg-0efa"}]
+    assert node_class["subnetSelectorTerms"] == [{"id": "subnet-0abc1234"}]
+    assert node_class["securityGroupSelectorTerms"] == [{"id": "sg-0efa1234"}]
     assert "taints" not in objects["NodePool/cpu"]["spec"]["template"]["spec"]
     assert objects["NodePool/cpu"]["spec"]["disruption"]["consolidationPolicy"] == "WhenEmptyOrUnderutilized"
     assert codes(c) == []
@@ -30,17 +29,17 @@ def test_efa_and_cpu_pools_emit_valid_karpenter_objects(crds):
 
 def test_reserved_capacity_selects_its_reservations(crds):
     c = cluster()
-    EfaNodePool(c, "p5r", **{**P5, "capacity_type": "reserved", "capacity_reservation_ids": ["cr-0123abc"],
+    EfaNodePool(c, "p5r", **{**P5, "capacity_type": "reserved", "capacity_reservation_ids": ["cr-0123456789abcdef1"],
                              "placement_group": "p5-pg"})
     spec = emitted(c, crds)["EC2NodeClass/p5r"]["spec"]
-    assert spec["capacityReservationSelectorTerms"] == [{"id": "cr-0123abc"}]
+    assert spec["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef1"}]
     assert spec["placementGroupSelector"] == {"name": "p5-pg"}
-    with pytest.raises(ConfigError) as raised:  # KT407 breaking: reserved without a reservation
-        EfaNodePool(c, "bad", **{**P5, "capacity_type": "reserved"})
-    [problem] = raised.value.problems
+    # KT407 breaking: reserved without a reservation
+    [problem] = rejected(c, lambda: EfaNodePool(c, "bad", **{**P5, "capacity_type": "reserved"}))
     assert (problem.code, problem.path) == ("KT407", "capacity_reservation_ids") and "cr-" in problem.fix
-    with pytest.raises(ConfigError):  # and reservations on spot
-        EfaNodePool(c, "bad2", **{**P5, "capacity_type": "spot", "capacity_reservation_ids": ["cr-1"]})
+    # and reservations on spot
+    assert rejected(c, lambda: EfaNodePool(c, "bad2", **{**P5, "capacity_type": "spot",
+                                                           "capacity_reservation_ids": ["cr-0123456789abcdef2"]}))
 
 
 def test_what_a_pool_gives_the_pods_placed_on_it():
@@ -93,12 +92,17 @@ def test_pool_rules_have_codes_paths_and_fixes(crds):
     assert set(emitted(c, crds)) == {"Namespace/ml"}  # a pool with an error emits nothing
 
 
-def test_bad_props_are_a_config_error():
+def test_bad_props_are_recorded_and_what_is_built_on_the_pool_is_not_checked(crds):
     c = cluster()
-    with pytest.raises(ConfigError) as raised:
-        EfaNodePool(c, "p5", **{**P5, "max_nodes": 0, "consolidate_after": "soon", "zone": "us-west-2a"})
-    assert {(p.code, p.path) for p in raised.value.problems} == {
+    pool = EfaNodePool(c, "p5", **{**P5, "max_nodes": 0, "consolidate_after": "soon", "zone": "us-west-2a"})
+    assert pool.rejected
+    assert {(p.code, p.path) for p in c.diagnostics.errors and [f.problem for f in c.diagnostics.errors]} == {
         ("KT003", "max_nodes"), ("KT003", "consolidate_after"), ("KT001", "zone")}
+    # A flavor on the rejected pool is rejected in turn (KT011); the cluster's other pools go on.
+    [problem] = rejected(c, lambda: ResourceFlavor(c, "p5", pool=pool))
+    assert (problem.code, problem.path) == ("KT011", "pool") and "prod/nodepool/p5" in problem.message
+    CpuNodePool(c, "cpu", **CPU)
+    assert set(emitted(c, crds)) == {"Namespace/ml", "NodePool/cpu", "EC2NodeClass/cpu"}
 
 
 def test_a_fleets_own_instance_type_makes_a_pool(crds):
@@ -146,7 +150,6 @@ def test_a_pools_huge_pages_are_whole_2mi_pages(huge_pages, code):
     if code is None:
         assert EfaNodePool(c, "p5", **{**P5, "huge_pages": huge_pages}).huge_pages() == huge_pages
         return
-    with pytest.raises(ConfigError) as raised:  # the API server refuses a pod asking for part of a page
-        EfaNodePool(c, "p5", **{**P5, "huge_pages": huge_pages})
-    [problem] = raised.value.problems
+    # the API server refuses a pod asking for part of a page
+    [problem] = rejected(c, lambda: EfaNodePool(c, "p5", **{**P5, "huge_pages": huge_pages}))
     assert (problem.code, problem.path) == (code, "huge_pages") and problem.fix

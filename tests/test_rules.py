@@ -7,17 +7,22 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, kubetrain
-from kubetrain import App, Cluster, IndexedJob, TrainingJob
+from kubetrain import App, Cluster, IndexedJob, TrainingJob, TrainJob
 from kubetrain.diagnostics import diagnostics
 from kubetrain.rules.catalog import every_rule, markdown_table
 
-RUN = {"batch": {"global_size": 64, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
+RUN = {"batch": {"global_size": 64, "micro_size": 1}, "max_steps": 10, "optimizer": {"warmup_steps": 1},
+       "checkpoint": {"dir": "/ckpt/run"}}
 CKPT = {"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}
 P5 = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge",
       "resources": {"cpu": "96", "memory": "1000Gi", "accelerators": 8, "efa": 32}, "volumes": [CKPT],
       "workload": {"kind": "trainer", "run": RUN}}
 CPU = {"image": "img:1", "nodes": 2, "procs_per_node": 1, "resources": {"cpu": "2", "memory": "4Gi"},
        "volumes": [CKPT], "workload": {"kind": "trainer", "run": {**RUN, "batch": {"global_size": 4, "micro_size": 1}}}}
+
+
+def command(words: list[str], **fields: Any) -> dict[str, Any]:
+    return {**P5, "workload": {"kind": "command", "command": words, **fields}}
 
 
 def megatron(**parallelism: int) -> dict[str, Any]:
@@ -61,12 +66,29 @@ CASES = [
     ("KT104", {**P5, "procs_per_node": 4}, "procs_per_node", P5),
     ("KT105", with_env(CPU, WORLD_SIZE="4"), "env.WORLD_SIZE", with_env(CPU, MY_WORLD="4")),
     ("KT105", with_env(CPU, PET_NNODES="2"), "env.PET_NNODES", CPU),
+    ("KT105", with_env(P5, CUDA_VISIBLE_DEVICES="0"), "env.CUDA_VISIBLE_DEVICES",
+     with_env(CPU, CUDA_VISIBLE_DEVICES="")),
+    ("KT105", with_env(CPU, KUBETRAIN_RUN_CONFIG="/tmp/run.yaml"), "env.KUBETRAIN_RUN_CONFIG",
+     with_env(CPU, KUBETRAIN_NOTE="x")),
     ("KT106", with_env(P5, NCCL_ALGO="Ring"), "env.NCCL_ALGO", with_env(CPU, NCCL_ALGO="Ring")),
     ("KT106", with_env(P5, NCCL_SOCKET_IFNAME="eth0"), "env.NCCL_SOCKET_IFNAME",
      with_env(P5, NCCL_SOCKET_IFNAME="^lo,docker")),
+    # The EKS guides' must-not-set list: aws-ofi-nccl sets both itself, whatever value a user would force.
     ("KT106", with_env(P5, FI_EFA_USE_DEVICE_RDMA="0"), "env.FI_EFA_USE_DEVICE_RDMA",
-     with_env(P5, FI_EFA_USE_DEVICE_RDMA="1")),
+     with_env(CPU, FI_EFA_USE_DEVICE_RDMA="1")),
+    ("KT106", with_env(P5, FI_EFA_FORK_SAFE="1"), "env.FI_EFA_FORK_SAFE", P5),
+    ("KT106", with_env(P5, NCCL_NET="efa"), "env.NCCL_NET", with_env(P5, NCCL_NET="aws libfabric")),
+    ("KT106", with_env(P5, NCCL_NET="Socket"), "env.NCCL_NET", with_env(P5, NCCL_NET="OFI")),
+    ("KT106", {**with_env(P5, NCCL_NET="Libfabric"), "nccl": {"aws_ofi_nccl": "1.11.0", "nccl": "2.21.5"}},
+     "env.NCCL_NET", {**with_env(P5, NCCL_NET="AWS Libfabric"), "nccl": {"aws_ofi_nccl": "1.11.0", "nccl": "2.21.5"}}),
     ("KT107", {**P5, "resources": {**P5["resources"], "shm": "2000Gi"}}, "resources.shm", P5),
+    ("KT107", {**CPU, "volumes": [CKPT, {"name": "fast", "empty_dir": "memory", "size_limit": "3Gi",
+                                         "mount_path": "/fast"}]}, "volumes.1.size_limit",
+     {**CPU, "volumes": [CKPT, {"name": "fast", "empty_dir": "memory", "size_limit": "2Gi", "mount_path": "/fast"}]}),
+    ("KT108", {**run(CPU, data={"source": "tokens", "path": "/data/t.bin"}), "volumes": [
+        CKPT, {"name": "data", "empty_dir": "disk", "mount_path": "/data"}]}, "workload.run.data.path",
+     {**run(CPU, data={"source": "tokens", "path": "/data/t.bin"}), "volumes": [
+         CKPT, {"name": "data", "claim": "data", "mount_path": "/data"}]}),
     ("KT108", {**CPU, "volumes": []}, "workload.run.checkpoint.dir", CPU),
     ("KT108", {**CPU, "volumes": [{**CKPT, "read_only": True}]}, "workload.run.checkpoint.dir",
      # The deepest mount decides: a read-only /ckpt around a writable /ckpt/run is fine.
@@ -109,6 +131,39 @@ CASES = [
                                                                                  "nccl": "2.27.3"}},
      "env.NCCL_TUNER_PLUGIN", {**with_env(P5, NCCL_TUNER_PLUGIN="libnccl-ofi-tuner.so"),
                                "nccl": {"aws_ofi_nccl": "1.14.0", "nccl": "2.26.2"}}),
+    ("KT128", {**P5, "resources": {**P5["resources"], "efa": 0}}, "resources.efa",
+     {**P5, "nodes": 1, "resources": {**P5["resources"], "efa": 0}}),
+    ("KT129", with_env(P5, TORCH_NCCL_ASYNC_ERROR_HANDLING="0"), "env.TORCH_NCCL_ASYNC_ERROR_HANDLING",
+     with_env(P5, TORCH_NCCL_ASYNC_ERROR_HANDLING="3")),
+    ("KT129", with_env(P5, TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC="300"), "env.TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
+     with_env(P5, TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC="900")),
+    ("KT129", {**with_env(megatron(), TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC="900"), "workload": {
+        **megatron()["workload"], "command": ["pretrain_gpt.py", "--distributed-timeout-minutes", "30"]}},
+     "env.TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", with_env(megatron(), TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC="900")),
+    ("KT140", command(["torchrun", "--nproc_per_node=8", "train.py"]), "workload.command.0", command(["train.py"])),
+    ("KT140", command(["python", "train.py"]), "workload.command.0", command(["-m", "package.train"])),
+    ("KT140", command(["-m", "torch.distributed.run", "train.py"]), "workload.command.0",
+     command(["torchrun", "--nnodes=2", "--node_rank=$(PET_NODE_RANK)", "train.py"], launcher="none")),
+    ("KT141", command(["train.py", "--node_rank", "0"]), "workload.command.1",
+     command(["train.py", "--node_rank", "$(PET_NODE_RANK)"])),
+    ("KT141", command(["torchrun", "--nnodes=4", "train.py"], launcher="none"), "workload.command.1",
+     command(["torchrun", "--nnodes=2", "train.py"], launcher="none")),
+    ("KT142", {**megatron(), "workload": {**megatron()["workload"], "command": [
+        "pretrain_gpt.py", "--tensor-model-parallel-size", "4"]}}, "workload.parallelism.tensor",
+     {**megatron(), "workload": {**megatron()["workload"], "command": [
+         "pretrain_gpt.py", "--tensor-model-parallel-size=2", "--global-batch-size", "512"]}}),
+    ("KT142", {**megatron(), "workload": {**megatron()["workload"], "command": [
+        "megatron_gpt_pretraining.py", "model.micro_batch_size=4"]}}, "workload.parallelism.micro_batch", megatron()),
+    # Without a Parallelism the rules read the command's own flags.
+    ("KT121", command(["pretrain_gpt.py", "--tensor-model-parallel-size", "16"]), "workload.command",
+     command(["pretrain_gpt.py", "--tensor-model-parallel-size", "8"])),
+    ("KT122", command(["pretrain_gpt.py", "--micro-batch-size", "3", "--global-batch-size", "500"]),
+     "workload.command", command(["pretrain_gpt.py", "--micro-batch-size", "2", "--global-batch-size", "512"])),
+    ("KT143", run(CPU, metrics={"port": 23456}), "workload.run.metrics.port", run(CPU, metrics={"port": 23457})),
+    ("KT143", {**run(CPU, metrics={"port": 29500}), "target": TrainJob()}, "workload.run.metrics.port",
+     {**run(CPU, metrics={"port": 23456}), "target": TrainJob()}),
+    ("KT144", {**P5, "pod": {"node_selector": {"node.kubernetes.io/instance-type": "p4d.24xlarge"}}},
+     "pod.node_selector.node.kubernetes.io/instance-type", {**P5, "pod": {"node_selector": {"team": "llm"}}}),
     # The API server's rules, refused at the input (kubetrain.output.apiserver is the backstop: test_apiserver.py).
     ("KT130", pod(CPU, tolerations=[{"key": "a", "operator": "Exists", "value": "x"}]), "pod.tolerations.0.operator",
      pod(CPU, tolerations=[{"key": "a", "operator": "Exists"}])),
@@ -136,9 +191,6 @@ CASES = [
          {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}})),
     ("KT132", {**P5, "resources": {**P5["resources"], "hugepages_2mi": "5121Mi"}}, "resources.hugepages_2mi",
      {**P5, "resources": {**P5["resources"], "hugepages_2mi": "5120Mi"}}),
-    ("KT133", run(CPU, metrics={"port": 23456}), "workload.run.metrics.port", run(CPU, metrics={"port": 23457})),
-    ("KT133", {**run(CPU, metrics={"port": 29500}), "target": IndexedJob()}, "workload.run.metrics.port",
-     {**run(CPU, metrics={"port": 23456}), "target": IndexedJob()}),
     ("KT133", {**run(CPU, metrics={"port": 65280}), "procs_per_node": 300}, "workload.run.metrics.port",
      {**run(CPU, metrics={"port": 65000}), "procs_per_node": 300}),
     ("KT134", {**pod(CPU, labels={"job-name": "x"}), "target": IndexedJob()}, "pod.labels.job-name",
@@ -153,6 +205,16 @@ CASES = [
     ("KT201", {**run(CPU, batch={"global_size": 16, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 4}},
      "workload.run.batch.global_size",
      {**run(CPU, batch={"global_size": 12, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 4}}),
+    ("KT216", run(CPU, optimizer={"warmup_steps": 10}), "workload.run.optimizer.warmup_steps",
+     run(CPU, optimizer={"warmup_steps": 9})),
+    ("KT217", run(CPU, checkpoint={"dir": "/ckpt/run", "interval": 5, "local_dir": "/var/local", "local_interval": 5}),
+     "workload.run.checkpoint.local_interval",
+     run(CPU, checkpoint={"dir": "/ckpt/run", "interval": 5, "local_dir": "/var/local", "local_interval": 1})),
+    ("KT108", run(CPU, metrics={"tensorboard_dir": "/var/tb"}), "workload.run.metrics.tensorboard_dir",
+     run(CPU, metrics={"tensorboard_dir": "/ckpt/tb"})),
+    ("KT218", run(CPU, checkpoint={"dir": "/ckpt/run", "interval": 5, "local_dir": "/ckpt/local",
+                                   "local_interval": 1}), "workload.run.checkpoint.local_dir",
+     run(CPU, checkpoint={"dir": "/ckpt/run", "interval": 5, "local_dir": "/var/local", "local_interval": 1})),
 ]
 
 
@@ -184,6 +246,18 @@ def test_every_rule_is_documented_and_explained():
     # the areas with tests of their own.
     untested = {r.code for r in rules if r.code.startswith("KT1")} - tested - {"KT110"}
     assert not untested, f"rules without a breaking and a passing case here: {sorted(untested)}"
+
+
+def test_every_source_is_one_a_user_can_open():
+    # `kubetrain explain` prints the source: a page or a file of the upstream project (with its version where the
+    # project versions its docs), or a file of this repository, never a document that only its developers have.
+    for rule in every_rule():
+        for citation in rule.source.split("; "):
+            if citation.startswith("https://"):
+                assert " " not in citation, (rule.code, citation)
+            else:
+                path = citation.split(" (")[0]
+                assert (ROOT / path).exists(), f"{rule.code}: {citation!r} is neither a URL nor a file of the repository"
 
 
 def test_readme_rule_table_is_the_registry():

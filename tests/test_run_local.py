@@ -89,6 +89,14 @@ def test_bad_override_is_reported_before_any_pod_starts(tmp_path):
         "no pod may start"
 
 
+def test_a_workdir_that_is_a_file_is_bad_input(tmp_path):
+    (tmp_path / "file").write_text("mine")
+    result = kubetrain("run-local", "dev/tiny-gpt", "--workdir", str(tmp_path / "file"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "cannot use --workdir" in result.stderr and "[KT301]" in result.stderr
+    assert (tmp_path / "file").read_text() == "mine"
+
+
 def test_set_is_refused_for_command_jobs(tmp_path):
     result = kubetrain("run-local", "dev/ddp-minimal", "--workdir", str(tmp_path), "--set", "max_steps=3")
     assert result.returncode == 2 and "this job runs its own command" in result.stderr

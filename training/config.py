@@ -10,21 +10,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from training.problems import (
     INVALID_VALUE,
     ConfigError,
     Problem,
+    ReportedLater,
+    Text,
     rule_violation,
     validate_model,
 )
 
 
-class StrictModel(BaseModel):
-    """Unknown fields are errors: a typo must never be silently ignored. NaN and infinity are no numbers."""
+class StrictModel(ReportedLater):
+    """Unknown fields are errors: a typo must never be silently ignored. NaN and infinity are no numbers.
+    Built with keywords in a fleet module, a mistake is reported by the job that takes the config."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -55,7 +59,7 @@ class DataConfig(StrictModel):
 
     source: Literal["synthetic", "tokens"] = Field(
         "synthetic", description="`synthetic`: a deterministic stream from the seed; `tokens`: a flat token file.")
-    path: str | None = Field(None, description="The token file (memory-mapped, `dtype`); required for `tokens`.")
+    path: Text | None = Field(None, description="The token file (memory-mapped, `dtype`); required for `tokens`.")
     dtype: Literal["uint16", "uint32"] = Field(
         "uint16", description="Integer type of the token file: uint16 holds vocabularies up to 65,536 tokens.")
     seq_len: int = Field(256, gt=0, le=1_048_576, description="Tokens per training sequence.")
@@ -114,13 +118,13 @@ class StrategyConfig(StrictModel):
 class CheckpointConfig(StrictModel):
     """Distributed checkpoints (torch.distributed.checkpoint) for exact resume."""
 
-    dir: str = Field("/checkpoints", description="Folder shared by all ranks; must be on a persistent volume.")
+    dir: Text = Field("/checkpoints", description="Folder shared by all ranks; must be on a persistent volume.")
     interval: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(
         100, description="Save every this many steps; `auto`: from the measured save cost and "
                          "resilience.mtbf_s (Young/Daly), announced in a `checkpoint_interval` event.")
     keep: int = Field(3, ge=1, description="Keep the newest this many complete checkpoints.")
     async_save: bool = Field(False, description="Save in the background so training blocks only for the copy.")
-    local_dir: str | None = Field(None, description="Node-local folder of the fast tier (an emptyDir or the "
+    local_dir: Text | None = Field(None, description="Node-local folder of the fast tier (an emptyDir or the "
                                                     "instance store), saved often, each rank its own state; "
                                                     "unset: only the durable tier in `dir`.")
     local_interval: Annotated[int, Field(gt=0)] | None = Field(
@@ -148,17 +152,39 @@ class CheckpointConfig(StrictModel):
         return self
 
 
+# The tracking URI schemes MLflow's client resolves (mlflow.tracking._tracking_service.utils); `+driver`
+# suffixes (postgresql+psycopg2) name a SQLAlchemy driver.
+_MLFLOW_STORES = {"http", "https", "file", "databricks", "databricks-uc", "uc", "sqlite", "postgresql", "mysql",
+                  "mssql"}
+
+
 class MetricsConfig(StrictModel):
     """Where metrics go besides rank 0's JSON lines (which always stay)."""
 
     port: int = Field(9400, ge=0, le=65535 - 255,
                       description="Prometheus endpoint: each rank serves /metrics on port + its local rank "
                                   "(a pod with 8 ranks uses 8 ports); 0 disables it.")
-    tensorboard_dir: str | None = Field(None, description="Rank 0 writes TensorBoard event files here (a volume); "
-                                                          "needs the `tensorboard` extra.")
-    mlflow_tracking_uri: str | None = Field(None, description="Rank 0 logs params and metrics to this MLflow "
-                                                              "server or store; needs the `mlflow` extra.")
-    mlflow_experiment: str = Field("kubetrain", min_length=1, description="MLflow experiment of the run.")
+    tensorboard_dir: Text | None = Field(None, pattern=r"^/", description="Rank 0 writes TensorBoard event files "
+                                                                        "here (an absolute path on a volume); needs "
+                                                                        "the `tensorboard` extra.")
+    mlflow_tracking_uri: Text | None = Field(None, description="Rank 0 logs params and metrics to this MLflow "
+                                                              "server or store (http(s)://host, databricks, or a "
+                                                              "file:, sqlite:, postgresql: ... store); needs the "
+                                                              "`mlflow` extra.")
+
+    @field_validator("mlflow_tracking_uri")
+    @classmethod
+    def _tracking_uri(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        url = urlsplit(value)
+        scheme = url.scheme.split("+")[0]
+        if value.startswith("/") or (scheme in _MLFLOW_STORES and (url.netloc or scheme not in ("http", "https"))):
+            return value
+        raise rule_violation(INVALID_VALUE, f"{value!r} is not an MLflow tracking URI",
+                             "use the server's URL (http://mlflow.mlflow:5000), databricks, or a store URI such as "
+                             "file:/mnt/mlruns or postgresql://user@host/db")
+    mlflow_experiment: Text = Field("kubetrain", min_length=1, description="MLflow experiment of the run.")
 
 
 class ResilienceConfig(StrictModel):

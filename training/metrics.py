@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-# Peak dense bf16 FLOP/s per accelerator, for MFU (domain-facts section 10; torchtitan's H100 figure).
+# Peak dense bf16 FLOP/s per accelerator, for MFU (NVIDIA's data sheets; torchtitan's H100 figure).
 PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "B200": 2250e12}
 
 

@@ -105,6 +105,6 @@ class GPT(nn.Module):
 
 
 def flops_per_token(cfg: ModelConfig, seq_len: int, n_params: int) -> int:
-    """Training FLOPs per token, PaLM's definition as torchtitan uses it (domain-facts section 10)."""
+    """Training FLOPs per token, PaLM's definition as torchtitan uses it (PaLM, Chowdhery et al. 2022, appendix B)."""
     non_embedding = n_params - cfg.vocab_size * cfg.dim
     return 6 * non_embedding + 12 * cfg.n_layers * cfg.n_heads * (cfg.dim // cfg.n_heads) * seq_len

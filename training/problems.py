@@ -8,12 +8,15 @@ what is wrong and how to fix it. This module imports neither torch nor cdk8s.
 from __future__ import annotations
 
 import difflib
+import os
+import sys
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, BaseModel, ValidationError, model_validator
+from pydantic_core import PydanticCustomError, PydanticUndefined
 
 # Codes for problems found by the schema itself; rules carry their own codes (see README).
 UNKNOWN_FIELD = "KT001"
@@ -45,6 +48,23 @@ class ConfigError(Exception):
 
     def lines(self) -> list[str]:
         return [p.format(self.where) for p in self.problems]
+
+
+def _text(value: str) -> str:
+    """Strings that reach a file, a process's environment or its arguments: no NUL (the kernel ends a C string
+    there, so execve refuses it and a path is cut short) and no lone surrogates (not encodable as UTF-8, so
+    no YAML file or JSON request can carry them)."""
+    if "\x00" in value:
+        raise rule_violation(INVALID_VALUE, f"{value!r} contains a NUL byte", "remove the \\x00 character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise rule_violation(INVALID_VALUE, f"{value!r} is not valid Unicode text (a lone surrogate)",
+                             "write the text as UTF-8 characters") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_text)]
 
 
 def rule_violation(code: str, message: str, fix: str, field: str = "") -> PydanticCustomError:
@@ -79,7 +99,10 @@ def problems_from_validation_error(
             loc.append(ctx["field"])
         path = ".".join(filter(None, [prefix, *loc]))
         kind = detail["type"]
-        if kind.startswith("KT"):
+        if kind == _REJECTED:  # a typed sub-model the user built with a mistake: its own problems, under this path
+            problems += [Problem(p.code, ".".join(filter(None, [path, p.path])), p.message, p.fix)
+                         for p in ctx["problems"]]
+        elif kind.startswith("KT"):
             problems.append(Problem(kind, path, detail["msg"], ctx["fix"]))
         elif kind == "extra_forbidden":
             allowed = _field_names_at(model, detail["loc"][:-1]) if model else []
@@ -144,3 +167,119 @@ def _model_in(annotation: object) -> type[BaseModel] | None:
             if found:
                 return found
     return None
+
+
+# -- typed props that report like dicts ---------------------------------------------------------
+
+_REJECTED = "kubetrain_rejected"
+
+
+@dataclass
+class Rejection:
+    """Why a typed model built from keywords is invalid: its problems (paths relative to it), the keywords it
+    was given, and where in the user's code it was built. `claimed` once a parent model or a construct has
+    taken it over and reports its problems under its own name."""
+
+    model: str
+    problems: list[Problem]
+    fields: dict[str, Any]
+    origin: str
+    claimed: bool = field(default=False)
+
+    @property
+    def where(self) -> str:
+        return f"{self.model} built at {self.origin}"
+
+
+_UNCLAIMED: list[Rejection] = []
+
+
+def model_named(name: str) -> type[ReportedLater] | None:
+    """The typed model class of that name (a ValidationError names its model only by name)."""
+    pending: list[type[ReportedLater]] = [ReportedLater]
+    while pending:
+        cls = pending.pop()
+        if cls.__name__ == name:
+            return cls
+        pending += cls.__subclasses__()
+    return None
+
+
+def rejection_of(value: object) -> Rejection | None:
+    """The Rejection of a model built with a mistake, None for anything else."""
+    return getattr(value, "__dict__", {}).get(_REJECTED) if isinstance(value, ReportedLater) else None
+
+
+def unclaimed_rejections() -> list[Rejection]:
+    """Invalid models that nothing took over since the last call (built, then never given to a construct)."""
+    found = [r for r in _UNCLAIMED if not r.claimed]
+    _UNCLAIMED.clear()
+    return found
+
+
+class ReportedLater(BaseModel):
+    """A model whose keyword constructor does not raise on bad input.
+
+    `NodeResources(cpu="2", memroy="4Gi")` in a fleet module would otherwise stop the whole fleet with a
+    pydantic traceback at the user's call, before any construct could name the job it belongs to. Instead
+    the instance keeps its problems (a `Rejection`): a parent model that is given it reports them under the
+    field's path (`resources.memroy`), a construct that is given it reports them under its own name and
+    emits nothing, and synth reports every problem of the fleet in one round. Any other use of a rejected
+    instance raises a ConfigError with its problems. `model_validate` still raises, as pydantic's does.
+    """
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            rejection = Rejection(type(self).__name__, problems_from_validation_error(error, type(self)), data,
+                                  _caller())
+            for name, value in (("__pydantic_fields_set__", set()), ("__pydantic_extra__", None),
+                                ("__pydantic_private__", None)):
+                object.__setattr__(self, name, value)
+            # Plain defaults stay readable: a tagged union finds its tag (`kind`) and reaches this model's
+            # own validator, which reports the problems under the parent's field.
+            self.__dict__.update({name: info.default for name, info in type(self).model_fields.items()
+                                  if info.default is not PydanticUndefined and info.default_factory is None})
+            self.__dict__[_REJECTED] = rejection
+            _UNCLAIMED.append(rejection)
+
+    # Validation (model_validate, a dict in a parent's field) builds instances without calling __init__, as it
+    # does for BaseModel's own, so it still raises: only a keyword constructor in the user's code defers.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _refuse_rejected(cls, value: Any, handler: Any) -> Any:
+        rejection = rejection_of(value)
+        if rejection is not None:
+            rejection.claimed = True
+            raise PydanticCustomError(_REJECTED, "invalid", {"problems": rejection.problems})
+        return handler(value)
+
+    def __getattr__(self, name: str) -> Any:
+        rejection = self.__dict__.get(_REJECTED)
+        if rejection is not None and not name.startswith("__"):
+            rejection.claimed = True
+            raise ConfigError(rejection.where, rejection.problems)
+        return super().__getattr__(name)  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        rejection = self.__dict__.get(_REJECTED)
+        return f"{type(self).__name__}(<invalid: {len(rejection.problems)} problem(s)>)" if rejection else \
+            super().__repr__()
+
+
+_OWN_FILES = (os.path.join("training", "problems.py"), f"{os.sep}pydantic{os.sep}")
+
+
+def _caller() -> str:
+    """`file:line` of the user's code that built the model (the first frame outside pydantic and this module)."""
+    frame = sys._getframe(2)
+    while frame is not None and any(part in frame.f_code.co_filename for part in _OWN_FILES):
+        frame = frame.f_back
+    if frame is None:
+        return "?"
+    filename = frame.f_code.co_filename
+    relative = os.path.relpath(filename) if not os.path.relpath(filename).startswith("..") else filename
+    return f"{relative}:{frame.f_lineno}"

@@ -41,7 +41,7 @@ _EXPORTS = {
     "VolcanoQueue": "kubetrain.platform.volcano", "TopologyPlacement": "kubetrain.platform.queues",
     "DcgmExporter": "kubetrain.platform.monitoring", "TrainingPodMonitor": "kubetrain.platform.monitoring",
     "PodSecurity": "kubetrain.platform.security",
-    "synth": "kubetrain.output.manifests",
+    "synth": "kubetrain.output.manifests", "add_crds": "kubetrain.output.manifests",
     "PyTorchJob": "kubetrain.targets", "Target": "kubetrain.targets",
     "TrainJob": "kubetrain.targets.trainjob", "IndexedJob": "kubetrain.targets.indexed_job",
     "RunConfig": "training.config",

@@ -34,8 +34,9 @@ def _print_errors(lines: list[str], severity: str = "error") -> None:
 
 
 def run_synth(app_module: str = "apps", outdir: Path | None = None, strict: bool = False,
-              validate: bool = True) -> int:
-    """Build the fleet in `app_module` (its `build()` returns a cdk8s App), validate it and write it to `outdir`."""
+              validate: bool = True, crds: list[Path] | None = None) -> int:
+    """Build the fleet in `app_module` (its `build()` returns a cdk8s App), validate it (also against the CRDs
+    in the `crds` folders) and write it to `outdir`."""
     from kubetrain.fleet import FleetCodeError, build_fleet
     from kubetrain.output.manifests import refuse_unless_replaceable
     from kubetrain.output.manifests import synth as synth_app
@@ -49,7 +50,7 @@ def run_synth(app_module: str = "apps", outdir: Path | None = None, strict: bool
             fleet, found = build_fleet(app_module)
             _print_errors([f.format() for f in found.warnings if not strict], "warning")
             found.raise_errors(strict)
-            written = synth_app(fleet, outdir, validate=validate, progress=progress)
+            written = synth_app(fleet, outdir, validate=validate, progress=progress, crds=crds)
     except FleetCodeError as error:
         err.print(error.report(), markup=False, end="")
         err.print(f"synth failed; {outdir}/ was not changed", markup=False)
@@ -103,16 +104,19 @@ def synth(
     outdir: Annotated[Optional[Path], typer.Option(help="Output folder. Default: $CDK8S_OUTDIR, else dist.")] = None,
     strict: Annotated[bool, typer.Option(help="Treat warnings as errors.")] = False,
     validate: Annotated[bool, typer.Option(help="Validate every object strictly before writing.")] = True,
+    crds: Annotated[Optional[list[Path]], typer.Option(
+        help="Folder of CRD YAML files (repeatable): validates raw objects of kinds kubetrain ships no schema for, "
+             "or overrides the shipped schemas.")] = None,
 ) -> None:
     """Synthesize the fleet into one YAML file per Kubernetes object, validated strictly."""
-    raise typer.Exit(run_synth(app_module, outdir, strict, validate))
+    raise typer.Exit(run_synth(app_module, outdir, strict, validate, crds))
 
 
 @app.command()
 def validate(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="Files or folders of manifests. Default: dist.")] = None,
     crds: Annotated[Optional[list[Path]], typer.Option(
-        help="Folder of CRD YAML files: adds custom resource kinds, or overrides the shipped schemas.")] = None,
+        help="Folder of CRD YAML files (repeatable): adds custom resource kinds, or overrides the shipped schemas.")] = None,
     kubernetes_version: Annotated[Optional[str], typer.Option(
         help="Validate against this Kubernetes version. Default: each cluster's declared version.")] = None,
 ) -> None:
@@ -232,7 +236,10 @@ def cdk8s(ctx: typer.Context) -> None:
     node = wheel_node()
     # The CLI runs cdk8s.yaml's `python -m apps` through a shell: this interpreter and this node come first.
     path = os.pathsep.join([str(Path(sys.executable).parent), str(Path(node).parent), os.environ.get("PATH", "")])
-    raise typer.Exit(subprocess.call([node, str(cli), *ctx.args], env={**os.environ, "PATH": path}))
+    # The CLI's upgrade check asks the npm registry on every run and prints a stack trace where it cannot reach it
+    # (CI, air-gapped machines); the version is pinned by package-lock.json anyway.
+    env = {"CDK8S_CHECK_UPGRADE": "false", **os.environ, "PATH": path}
+    raise typer.Exit(subprocess.call([node, str(cli), *ctx.args], env=env))
 
 
 def main() -> None:

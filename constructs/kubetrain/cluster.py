@@ -9,11 +9,12 @@ from cdk8s_plus_33 import k8s
 from pydantic import Field, field_validator
 
 from constructs import Construct
-from kubetrain.diagnostics import diagnostics
+from kubetrain.diagnostics import DefinitionError, diagnostics
 from kubetrain.names import Dns1123Label
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
 from kubetrain.platform.instances import BUILTIN_CATALOG, InstanceType
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import K8S_NAMES
 from kubetrain.strict import StrictProps
 from training.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
 
@@ -25,18 +26,18 @@ NAMESPACE_NOT_OWNED = register(
     rationale="Every object kubetrain emits lives in a namespace the cluster definition creates and owns, so "
               "Argo CD's project can allow exactly those and nothing lands in a namespace nobody reviews.",
     fix="use one of the cluster's namespaces, or add the namespace to Cluster(namespaces=[...])",
-    source="kubetrain")
+    source="README.md (Writing a job)")
 DUPLICATE_ID = register(
     "KT010", "error", "two objects with one id, or one kind and name",
     rationale="cdk8s needs every construct id in a scope to be unique, and two objects of one kind, namespace "
               "and name would overwrite each other in dist/.",
-    fix="give one of them another id or name", source="cdk8s; Kubernetes object names")
+    fix="give one of them another id or name", source=K8S_NAMES)
 NAME_TAKEN = register(
     "KT110", "error", "name already taken in the namespace",
     rationale="A job claims its own name and the names of the objects derived from it (its ConfigMap, the "
               "operator's Services); two claims on one name in one namespace would overwrite each other.",
     fix="give one of them another name (the same name in two namespaces is fine)",
-    source="kubetrain")
+    source="README.md (Writing a job)")
 
 
 def _check_version(value: str) -> str:
@@ -77,6 +78,10 @@ class ClusterProps(StrictProps):
         if platform:
             raise rule_violation(INVALID_VALUE, f"{', '.join(platform)} belongs to the control plane",
                                  "create a namespace of your own for training, e.g. ml")
+        if "default" in value:
+            raise rule_violation(INVALID_VALUE, "the default namespace is every cluster's catch-all: kubetrain would "
+                                 "own it and Argo CD would manage (and try to prune) it",
+                                 "create a namespace of your own for training, e.g. ml")
         return value
 
 
@@ -88,7 +93,13 @@ class Cluster(cdk8s.Chart):
     """
 
     def __init__(self, scope: Construct, id: str, **props: Any):
-        validated = validate_model(ClusterProps, {"name": id, **props}, where=id)
+        try:
+            validated = validate_model(ClusterProps, {"name": id, **props}, where=id)
+        except ConfigError as error:
+            # Everything else lives inside a cluster, so the fleet stops here: with every problem found so far.
+            found = diagnostics(scope)
+            found.report(id, error.problems)
+            raise DefinitionError(found.errors) from None
         try:
             super().__init__(scope, id, disable_resource_name_hashes=True,
                              labels={"app.kubernetes.io/managed-by": "kubetrain", "kubetrain.dev/cluster": id})
@@ -132,6 +143,10 @@ class Cluster(cdk8s.Chart):
             scope: Construct = self
         else:
             scope = self.namespace_scope(namespace if namespace in self.props.namespaces else self.default_namespace)
+        problem = bad_construct_id(id)
+        if problem is not None:
+            Construct.__init__(construct, scope, f"#{len(self.node.find_all())}")
+            return [problem]
         try:
             Construct.__init__(construct, scope, id)
             return []
@@ -161,6 +176,14 @@ class Cluster(cdk8s.Chart):
         if not problems:
             self._claims.update({(namespace, name): owner for name in names})
         return problems
+
+
+def bad_construct_id(id: object) -> Problem | None:
+    """KT003 for an id cdk8s cannot take (it would crash in jsii): ids are non-empty strings."""
+    if isinstance(id, str) and id:
+        return None
+    return Problem(INVALID_VALUE, "id", f"a construct id must be a non-empty string, not {id!r}",
+                   'name the construct, e.g. TrainingJob(cluster, "gpt", ...)')
 
 
 def construct_id_problem(error: Exception, field: str = "name") -> Problem | None:

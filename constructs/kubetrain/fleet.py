@@ -15,16 +15,17 @@ import sys
 import traceback
 
 import cdk8s
+from pydantic import ValidationError
 
 from kubetrain.diagnostics import Diagnostics, diagnostics
 from kubetrain.rules.registry import register
-from training.problems import ConfigError, Problem
+from training.problems import ConfigError, Problem, model_named, problems_from_validation_error, unclaimed_rejections
 
 FLEET_MODULE = register(
     "KT020", "error", "the fleet module cannot be loaded",
     rationale="synth imports the module named by --app (default: apps) and calls its build(), which must "
               "return the cdk8s App it defined.",
-    fix="name an importable module (apps, or apps.dev) whose build() returns an App", source="kubetrain")
+    fix="name an importable module (apps, or apps.dev) whose build() returns an App", source="README.md (Commands)")
 
 
 class FleetCodeError(Exception):
@@ -72,13 +73,32 @@ def build_fleet(module_name: str) -> tuple[cdk8s.App, Diagnostics]:
     if not callable(build):
         raise _bad(module_name, f"module {module_name!r} has no build() function",
                    "define build() returning the App (see apps/__init__.py)")
+    unclaimed_rejections()  # models rejected before this build are not this fleet's
     try:
         app = build()
     except ConfigError:
         raise
+    except ValidationError as error:  # `Model.model_validate(...)` in the fleet's code: bad input, not a crash
+        raise ConfigError(_user_frame(error), problems_from_validation_error(error, model_named(error.title))) \
+            from None
     except Exception as error:  # noqa: BLE001
         raise FleetCodeError(module_name, error) from None
     if not isinstance(app, cdk8s.App):
         raise _bad(module_name, f"build() returned {type(app).__name__}, not a cdk8s App",
                    "end build() with `return app`")
-    return app, diagnostics(app)
+    found = diagnostics(app)
+    # A typed model built with a mistake and never given to a construct (or given to one outside any
+    # construct's props): its problems are reported where it was built.
+    for rejection in unclaimed_rejections():
+        found.report(rejection.where, rejection.problems)
+    return app, found
+
+
+def _user_frame(error: BaseException) -> str:
+    """`file:line` of the innermost frame of the fleet's own code in `error`'s traceback."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if f"{os.sep}site-packages{os.sep}" not in f.filename and "kubetrain" + os.sep not in f.filename
+              and "<frozen" not in f.filename]
+    if not frames:
+        return error.title if isinstance(error, ValidationError) else "the fleet"
+    return f"{os.path.relpath(frames[-1].filename)}:{frames[-1].lineno}"

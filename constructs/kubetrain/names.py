@@ -1,4 +1,5 @@
-"""Kubernetes name rules, as plain checks and as pydantic types, with messages that say what a valid name looks like.
+"""Kubernetes name rules (and paths in a pod), as plain checks and as pydantic types, with messages that say what a
+valid one looks like.
 
 The checks are apimachinery's (k8s.io/apimachinery v0.33, pkg/util/validation/validation.go): each returns
 None for a valid value, else what is wrong. The pydantic types below refuse input with them (KT003); the
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from pathlib import PurePosixPath
 from typing import Annotated
 
 from pydantic import AfterValidator
@@ -212,3 +214,44 @@ LabelKey = Annotated[str, AfterValidator(_qualified_name)]
 AnnotationKey = Annotated[str, AfterValidator(_annotation_key)]
 LabelValue = Annotated[str, AfterValidator(_label_value)]
 ImageRef = Annotated[str, AfterValidator(_image)]
+
+
+def _absolute(path: str) -> str:
+    if not PurePosixPath(path).is_absolute():
+        raise rule_violation(INVALID_VALUE, f"{path!r} is not an absolute path", "start the path with '/'")
+    if any(part in (".", "..") for part in path.split("/")):
+        raise rule_violation(INVALID_VALUE, f"{path!r} has '.' or '..' segments",
+                             "write the path without them, as it resolves")
+    return path
+
+
+AbsolutePath = Annotated[str, AfterValidator(_absolute)]
+"""A path in a container or on a file system: relative ones would depend on a working directory."""
+
+
+def _port_name(value: str) -> str:
+    """IANA_SVC_NAME, as the API server checks a port's name (port_name_problem)."""
+    if value.isdigit():
+        raise rule_violation(INVALID_VALUE, f"{value!r} is a port number; this field names a container port",
+                             "use the port's name (kubetrain's trainer names its first metrics port 'metrics')")
+    if port_name_problem(value):
+        raise rule_violation(INVALID_VALUE, f"{value!r} is not a port name",
+                             "use 1-15 lowercase letters, digits and '-', with at least one letter, e.g. metrics")
+    return value
+
+
+PortName = Annotated[str, AfterValidator(_port_name)]
+"""A container port's name (IANA_SVC_NAME), where Kubernetes and Prometheus refer to a port by name."""
+
+_PROMETHEUS_DURATION = re.compile(r"^(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?"
+                                  r"(([0-9]+)ms)?$")
+
+
+def _prometheus_duration(value: str) -> str:
+    if not value or not _PROMETHEUS_DURATION.match(value) or not any(c in "123456789" for c in value):
+        raise rule_violation(INVALID_VALUE, f"{value!r} is not a positive Prometheus duration",
+                             "write units from largest to smallest, e.g. 30s, 1m30s, 500ms")
+    return value
+
+
+PrometheusDuration = Annotated[str, AfterValidator(_prometheus_duration)]

@@ -9,12 +9,13 @@ letting it be capped or rounded behind the user's back.
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from typing import Annotated
 
 from pydantic import AfterValidator
 
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from training.problems import INVALID_VALUE, rule_violation
 
 _SUFFIXES = {
@@ -30,22 +31,27 @@ MAX_QUANTITY = Decimal(2**63 - 1)
 EXAMPLES = "examples: 500m, 4, 16Gi"
 
 
+# Exact arithmetic: a quantity keeps every digit, whatever its exponent (the API server's inf.Dec does too).
+EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
+def exact_quantity(text: str) -> Decimal:
+    """The exact value of a quantity in the API server's grammar, of any sign and size (as
+    `resource.ParseQuantity` reads it); ValueError when it does not parse."""
+    match = _QUANTITY.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a Kubernetes quantity ({EXAMPLES})")
+    number = Decimal(match.group("number"))
+    suffix = match.group("suffix") or ""
+    if suffix[:1] in ("e", "E"):
+        return number.scaleb(int(suffix[1:]), EXACT)
+    return EXACT.multiply(number, _SUFFIXES[suffix])
+
+
 def parse_quantity(text: str | int | float) -> Decimal:
     """The quantity's value in base units (cores, bytes); ValueError when it is not a quantity
     the API server can hold."""
-    match = _QUANTITY.match(str(text).strip())
-    if not match:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity ({EXAMPLES})")
-    try:
-        number = Decimal(match.group("number"))
-    except InvalidOperation:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity ({EXAMPLES})") from None
-    suffix = match.group("suffix") or ""
-    scale = Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _SUFFIXES[suffix]
-    # Bound the magnitude before multiplying, so "1e9999" never reaches Decimal's overflow trap.
-    if number and number.adjusted() + scale.adjusted() > 19:
-        raise ValueError(f"{text!r} is larger than the API server can hold (2^63-1)")
-    value = number * scale
+    value = exact_quantity(str(text).strip())
     if value < 0:
         raise ValueError(f"{text!r} is negative")
     if value > MAX_QUANTITY:
@@ -88,7 +94,7 @@ HUGE_PAGES = register(
     rationale="Huge pages are reserved in pages of their size: the API server refuses a hugepages-2Mi request that "
               "is not a multiple of 2Mi (and a hugepages-1Gi one not a multiple of 1Gi), so the pod is never created.",
     fix="use a multiple of the page size, e.g. 5120Mi for 2Mi pages",
-    source="Kubernetes 1.33 pkg/apis/core/validation/validation.go (validateResourceQuantityHugePageValue)")
+    source=K8S_CORE_VALIDATION)
 
 
 def huge_pages_problem(resource: str, amount: str | float) -> str | None:
@@ -116,3 +122,43 @@ def check_huge_pages_2mi(text: str) -> str:
 
 HugePages2Mi = Annotated[str, AfterValidator(check_huge_pages_2mi)]
 PositiveByteQuantity = Annotated[str, AfterValidator(check_positive_byte_quantity)]
+Quantity = Annotated[str, AfterValidator(check_quantity)]
+ByteQuantity = Annotated[str, AfterValidator(check_byte_quantity)]
+
+
+def format_bytes(value: Decimal | int) -> str:
+    """A byte count as people write it in a pod spec: the largest binary unit that keeps one decimal."""
+    for unit in ("Ti", "Gi", "Mi", "Ki"):
+        scaled = Decimal(value) / _SUFFIXES[unit]
+        if scaled >= 1:
+            return f"{scaled:.1f}".removesuffix(".0") + unit
+    return f"{value:f}"
+
+
+# Resource names without a domain prefix are Kubernetes' own (k8s.io/api core/v1 ResourceName constants);
+# every other one (nvidia.com/gpu, vpc.amazonaws.com/efa) carries its vendor's domain.
+STANDARD_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "storage", "pods"})
+_DOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
+_RESOURCE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def check_resource_name(name: str) -> str:
+    """Pydantic validator: a resource name the API server accepts (its own, hugepages-<size>, or domain/name)."""
+    domain, _, short = name.rpartition("/")
+    if domain:
+        ok = bool(_DOMAIN.match(domain)) and len(short) <= 63 and bool(_RESOURCE.match(short))
+    elif short.startswith("hugepages-"):
+        try:
+            ok = parse_quantity(short.removeprefix("hugepages-")) > 0
+        except ValueError:
+            ok = False
+    else:
+        ok = short in STANDARD_RESOURCES
+    if not ok:
+        raise rule_violation(INVALID_VALUE, f"{name!r} is not a resource name",
+                             f"use {', '.join(sorted(STANDARD_RESOURCES))}, hugepages-2Mi, or a vendor's "
+                             "domain/name (nvidia.com/gpu, vpc.amazonaws.com/efa, aws.amazon.com/neuron)")
+    return name
+
+
+ResourceName = Annotated[str, AfterValidator(check_resource_name)]

@@ -10,18 +10,35 @@ from pathlib import Path
 from typing import Any
 
 from constructs import Construct
+from kubetrain.cluster import bad_construct_id, construct_id_problem
+from kubetrain.diagnostics import diagnostics
 from kubetrain.gitops.delivery import finalize_paths
 from kubetrain.gitops.props import ArgoCdProps
 from kubetrain.output.manifests import add_render_step
-from training.problems import validate_model
+from kubetrain.strict import as_fields
+from training.problems import ConfigError, validate_model
 
 _ATTRIBUTE = "_kubetrain_argocd"
 
 
 class ArgoCd(Construct):
-    def __init__(self, scope: Construct, id: str, props: ArgoCdProps | dict[str, Any]):
-        validated = props if isinstance(props, ArgoCdProps) else validate_model(ArgoCdProps, props, where=id)
-        super().__init__(scope, id)
+    def __init__(self, scope: Construct, id: str, props: ArgoCdProps | dict[str, Any] | None = None, **kwargs: Any):
+        id_problem = bad_construct_id(id)
+        try:
+            super().__init__(scope, "argocd#invalid-id" if id_problem else id)
+        except RuntimeError as error:  # the id of a cluster, say: KT010, not a jsii crash
+            id_problem = construct_id_problem(error, "id")
+            if id_problem is None:
+                raise
+            super().__init__(scope, f"argocd#{len(scope.node.children)}")
+        try:
+            validated = validate_model(ArgoCdProps, {**as_fields(props), **kwargs}, where=str(id) or "argocd")
+            problems = [id_problem] if id_problem else []
+        except ConfigError as error:
+            problems = error.problems
+        if problems:  # recorded: synth reports them with the rest of the fleet's problems
+            diagnostics(scope).report(str(id) or "argocd", problems)
+            return
         self.props = validated
         app = scope.node.root
         setattr(app, _ATTRIBUTE, validated)

@@ -34,6 +34,7 @@ from kubetrain.gitops import waves
 from kubetrain.gitops.health import argocd_cm_patch
 from kubetrain.gitops.props import ArgoCdProps
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import ARGO_APP, ARGO_WAVES
 from training.problems import ConfigError, Problem
 
 SYNC_OPTIONS_ANNOTATION = "argocd.argoproj.io/sync-options"
@@ -47,19 +48,19 @@ NO_DESTINATION = register(
               "API server is; a destination for a cluster the fleet does not define is a typo that would "
               "leave the real cluster without delivery.",
     fix="give ArgoCdProps.destinations one entry per Cluster, keyed by the cluster's name",
-    source="Argo CD Application spec.destination")
+    source=ARGO_APP)
 NO_WAVE = register(
     "KT502", "error", "an object kind without a sync wave",
     rationale="Argo CD applies objects wave by wave and waits for each wave to be healthy; a kind kubetrain "
               "does not know could be a workload that must wait for its queue, or a definition others need "
               "first, so it is not guessed.",
     fix="add the kind's (group, kind) to kubetrain.gitops.waves.WAVES in the wave it belongs to",
-    source="Argo CD sync waves")
+    source=ARGO_WAVES)
 FOLDER_TAKEN = register(
     "KT503", "error", "a cluster has the name of the Argo CD folder",
     rationale="dist/<folder>/ holds the Argo CD objects; a cluster of that name would share the folder.",
     fix="rename the cluster, or set ArgoCdProps.folder to another name",
-    source="kubetrain")
+    source="README.md (GitOps delivery)")
 
 # Fields that Kueue or the operators write on objects kubetrain emits, per (group, kind): Argo CD must
 # neither report them as drift nor (with RespectIgnoreDifferences) put them back. Kueue flips `suspend`

@@ -19,8 +19,11 @@ class Destination(StrictProps):
     """Where one cluster's Application syncs to: the API server URL or the name of a cluster registered in
     Argo CD (exactly one), and the namespace for objects that name none."""
 
-    server: str | None = Field(None, description="API server URL, e.g. https://kubernetes.default.svc.")
-    name: str | None = Field(None, description="Name of a cluster registered in Argo CD (its cluster secret).")
+    server: str | None = Field(None, pattern=r"^https://[^\s/:]+(:[0-9]{1,5})?(/\S*)?$",
+                               description="API server URL, e.g. https://kubernetes.default.svc (API servers "
+                                           "serve HTTPS only).")
+    name: str | None = Field(None, pattern=r"^\S(.*\S)?$",
+                             description="Name of a cluster registered in Argo CD (its cluster secret).")
     namespace: Dns1123Label | None = Field(
         None, description="Default namespace of the Application. Default: the cluster's first namespace.")
 
@@ -45,7 +48,28 @@ class Retry(StrictProps):
     def _duration(cls, value: str) -> str:
         if not _DURATION.match(value):
             raise rule_violation(INVALID_VALUE, f"{value!r} is not a duration", "write it as Go does: 10s, 3m, 1h30m")
+        if not go_duration_seconds(value) > 0:
+            raise rule_violation(INVALID_VALUE, f"{value!r} is no backoff at all", "give a positive duration, e.g. 10s")
         return value
+
+    @model_validator(mode="after")
+    def _longest_after_first(self) -> Retry:
+        if go_duration_seconds(self.max_duration) < go_duration_seconds(self.duration):
+            raise rule_violation(INVALID_VALUE, f"max_duration {self.max_duration} is shorter than the first backoff "
+                                 f"{self.duration}", "make max_duration at least duration", field="max_duration")
+        return self
+
+
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+
+
+def go_duration_seconds(text: str) -> float:
+    """Seconds of a Go duration that matches _DURATION (10s, 1h30m, 1.5s)."""
+    return sum(float(number) * _UNITS[unit] for number, _, unit in re.findall(r"([0-9]+(\.[0-9]+)?)(ms|s|m|h)", text))
+
+
+# git check-ref-format's rules: what no branch or tag name can hold.
+_BAD_REF = re.compile(r"(^[/.-])|([/.]$)|\.\.|//|@\{|\.lock(/|$)|/\.|[\x00-\x20\x7f~^:?*\[\\]")
 
 
 class ArgoCdProps(StrictProps):
@@ -72,6 +96,14 @@ class ArgoCdProps(StrictProps):
         if not _REPO_URL.match(value):
             raise rule_violation(INVALID_VALUE, f"{value!r} is not a Git URL Argo CD can clone",
                                  "use https://host/org/repo.git or git@host:org/repo.git")
+        return value
+
+    @field_validator("revision")
+    @classmethod
+    def _revision(cls, value: str) -> str:
+        if value != "HEAD" and _BAD_REF.search(value):
+            raise rule_violation(INVALID_VALUE, f"{value!r} is not a branch, tag or commit name git accepts",
+                                 "give a branch (main), a tag (v1.2.0) or a commit SHA, without spaces or ~^:?*[\\")
         return value
 
     @field_validator("path_prefix")

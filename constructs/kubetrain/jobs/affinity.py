@@ -15,6 +15,7 @@ from referencing import Registry, Resource
 from kubetrain.output.apiserver.pods import validate_affinity
 from kubetrain.output.apiserver.report import Report
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from training.problems import INVALID_VALUE, rule_violation
 
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
@@ -29,7 +30,7 @@ AFFINITY = register(
               "The API server refuses such a pod (or the scheduler never places it) after the job was merged.",
     fix="give every term an expression: In/NotIn with values, Exists/DoesNotExist without, Gt/Lt one integer; "
         "weights 1-100; a topologyKey in every pod (anti-)affinity term",
-    source="Kubernetes 1.33 pkg/apis/core/validation/validation.go (validateAffinity, ValidateNodeSelector)")
+    source=K8S_CORE_VALIDATION)
 
 
 @cache

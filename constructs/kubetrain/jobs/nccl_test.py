@@ -24,9 +24,10 @@ from constructs import Construct
 from kubetrain.cluster import Cluster
 from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
 from kubetrain.jobs.spec import EFA_HUGEPAGES_DEFAULT
-from kubetrain.platform.efa import efa_environment
 from kubetrain.objects import api_object
+from kubetrain.platform.efa import efa_environment
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import NCCL_TESTS
 from kubetrain.strict import StrictProps
 from kubetrain.targets.mpijob import longest_names, max_name_length
 from training.problems import ConfigError, Problem, validate_model
@@ -38,7 +39,7 @@ NOT_A_GPU_POOL = register(
     rationale="nccl-tests measures NCCL collectives between GPUs; across nodes it tells something only where EFA "
               "carries the traffic.",
     fix="name a GPU instance type with EFA interfaces (p4d, p5, p5e, p5en, p6-b200, g5/g6e large sizes)",
-    source="nccl-tests; domain-facts 6", targets=("mpijob",))
+    source=NCCL_TESTS, targets=("mpijob",))
 
 
 class NcclTestProps(StrictProps):
@@ -52,7 +53,8 @@ class NcclTestProps(StrictProps):
     nodes: int = Field(2, ge=2, le=1024, description="Workers, one per node; two already cross EFA.")
     collective: Literal["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf"] = Field(
         "all_reduce_perf", description="The nccl-tests binary.")
-    max_bytes: str = Field("16G", pattern=r"^[0-9]+[KMG]?$", description="Largest message (nccl-tests' -e).")
+    max_bytes: str = Field("16G", pattern=r"^([1-9][0-9]*[KMG]|[1-9][0-9]{1,})$",
+                           description="Largest message (nccl-tests' -e, at least the first size, 8 bytes).")
     binary_dir: str = Field("/opt/nccl-tests/build", pattern=r"^/", description="Where the image keeps the binaries.")
     shm: ByteQuantity = Field("8Gi", description="Memory-backed /dev/shm of each worker.")
 

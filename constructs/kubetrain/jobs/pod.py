@@ -14,7 +14,7 @@ from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, TRIT
 from kubetrain.platform.efa import efa_environment
 from kubetrain.quantity import parse_quantity
 
-# Hangs and collective failures (domain-facts section 10): a timed-out or failed NCCL collective
+# Hangs and collective failures (torch.distributed's ProcessGroupNCCL environment variables): a timed-out or failed NCCL collective
 # aborts the process instead of hanging it, and first dumps the flight recorder's trace of the
 # last collectives of every rank. The timeout itself is the run config's
 # resilience.collective_timeout_s (the process group's timeout); rule KT113 keeps the training
@@ -30,13 +30,20 @@ CONFIG_HASH_ANNOTATION = "kubetrain.dev/config-sha256"
 ACCELERATOR_TAINTS = {"nvidia.com/gpu": "nvidia.com/gpu", "aws.amazon.com/neuron": "aws.amazon.com/neuron"}
 
 
-def container_env(job: JobSpec) -> dict[str, str]:
-    """Defaults first, the user's `env` last: a user's value always wins (the rules judge it)."""
+def launcher_env(job: JobSpec) -> dict[str, str]:
+    """What kubetrain's launcher sets and reads itself (the run config's path, the metrics' job label, torchrun's
+    rendezvous for the target): a job's own `env` must not change it (KT105)."""
     env: dict[str, str] = {}
     if job.trainer:
         env |= CONFIG_ENV | {"KUBETRAIN_JOB": job.props.name}  # the metrics' job label
     if job.launched_by_torchrun:
         env |= LAUNCH_ENV | job.props.target.launch_env(job)
+    return env
+
+
+def container_env(job: JobSpec) -> dict[str, str]:
+    """Defaults first, the user's `env` last: a user's value always wins where the rules allow it."""
+    env = launcher_env(job)
     if job.uses_gpus:
         # Triton's JIT cache on the node's disk (an emptyDir), not on shared storage or the image layer.
         env |= {"TRITON_CACHE_DIR": TRITON_CACHE_DIR} | NCCL_FAULT_ENV

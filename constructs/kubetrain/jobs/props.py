@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import AfterValidator, Discriminator, Field, InstanceOf, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, InstanceOf, Tag, field_validator, model_validator
 
 from kubetrain.names import (
+    AbsolutePath,
     AnnotationKey,
     Dns1035Label,
     Dns1123Label,
@@ -28,25 +29,15 @@ from kubetrain.platform.node_pools import NodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano import VolcanoQueue
-from kubetrain.quantity import HugePages2Mi, check_byte_quantity, check_quantity
+from kubetrain.quantity import ByteQuantity, HugePages2Mi, Quantity
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from kubetrain.strict import StrictProps
 from kubetrain.targets.base import Target
 from training.config import RunConfig
-from training.problems import INVALID_VALUE, rule_violation
+from training.problems import INVALID_VALUE, Text, rule_violation
 
-Quantity = Annotated[str, AfterValidator(check_quantity)]
-ByteQuantity = Annotated[str, AfterValidator(check_byte_quantity)]
 MAX_REPLICAS = 2**31 - 1  # replica counts are int32 in every operator's API
-
-
-def _absolute(path: str) -> str:
-    if not PurePosixPath(path).is_absolute():
-        raise ValueError(f"{path!r} is not an absolute path")
-    return path
-
-
-AbsolutePath = Annotated[str, AfterValidator(_absolute)]
 
 
 # -- resources ----------------------------------------------------------------------------------
@@ -79,6 +70,17 @@ class NodeResources(StrictProps):
 class _Volume(StrictProps):
     name: Dns1123Label = Field(..., description="Volume name inside the pod.")
     mount_path: AbsolutePath = Field(..., description="Where it appears in the pod.")
+
+    @field_validator("mount_path")
+    @classmethod
+    def _not_over_the_system(cls, value: str) -> str:
+        # runc refuses mounts on / and inside /proc and /sys; over /dev a volume hides the container's devices.
+        parts = PurePosixPath(value).parts
+        if len(parts) == 1 or parts[1] in ("proc", "sys", "dev"):
+            raise rule_violation(INVALID_VALUE, f"{value} is the container's root or a system folder: the container "
+                                 "runtime refuses to mount there", "mount the volume at a folder of its own, e.g. "
+                                 "/data")
+        return value
 
     # What the rules need to know about where the data lives.
     persistent: ClassVar[bool] = False  # survives the pod
@@ -184,7 +186,7 @@ TOLERATION = register(
               "effect. The API server refuses the pod otherwise, after the job was merged.",
     fix="give the taint's key (or operator Exists alone to tolerate every taint), no value with Exists, and "
         "toleration_seconds only with effect NoExecute",
-    source="Kubernetes 1.33 pkg/apis/core/validation/validation.go (ValidateTolerations)")
+    source=K8S_CORE_VALIDATION)
 
 
 class Toleration(StrictProps):
@@ -226,6 +228,14 @@ class SecurityContext(StrictProps):
     fs_group: int | None = Field(None, ge=0, le=2**31 - 1, description="Group that owns mounted volumes' files.")
     run_as_non_root: bool | None = Field(None)
 
+    @model_validator(mode="after")
+    def _root_or_not(self) -> SecurityContext:
+        if self.run_as_non_root and self.run_as_user == 0:
+            raise rule_violation(INVALID_VALUE, "run_as_user 0 is root, and run_as_non_root forbids it: the kubelet "
+                                 "refuses to start the container", "give run_as_user a non-zero uid, or drop "
+                                 "run_as_non_root", field="run_as_user")
+        return self
+
 
 class PodSettings(StrictProps):
     """Everything else about the pods. Defaults are the safe choice; each field documents it."""
@@ -233,8 +243,8 @@ class PodSettings(StrictProps):
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Added to every pod; the "
                                                "operator's and the Job controller's own labels are not the job's to "
                                                "set (KT134).")
-    annotations: dict[AnnotationKey, str] = Field(default_factory=dict, description="Added to every pod; at most "
-                                                  "256 KiB in all (KT135).")
+    annotations: dict[AnnotationKey, Text] = Field(default_factory=dict, description="Added to every pod; at most "
+                                                   "256 KiB in all (KT135).")
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict,
                                                       description="Added to the instance type's selector.")
     affinity: dict[str, Any] | None = Field(None, description="Kubernetes Affinity, as in a pod spec (camelCase); "
@@ -252,6 +262,16 @@ class PodSettings(StrictProps):
                                                    description="Time to finish a checkpoint on SIGTERM. Default: 30.")
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = Field(None)
     image_pull_secrets: list[Dns1123Subdomain] = Field(default_factory=list, description="Secret names.")
+
+    @field_validator("priority_class")
+    @classmethod
+    def _not_a_system_class(cls, value: str | None) -> str | None:
+        # The API server's Priority admission plugin admits system-node-critical and system-cluster-critical only
+        # in kube-system, and reserves the system- prefix for them.
+        if value is not None and value.startswith("system-"):
+            raise rule_violation(INVALID_VALUE, f"{value!r} is a system priority class, admitted only in "
+                                 "kube-system", "use a PriorityClass of your own for training (e.g. training-high)")
+        return value
 
     @field_validator("affinity")
     @classmethod
@@ -294,7 +314,7 @@ class Command(StrictProps):
     """
 
     kind: Literal["command"] = "command"
-    command: list[str] = Field(..., min_length=1, description="The script and its arguments, e.g. "
+    command: list[Text] = Field(..., min_length=1, description="The script and its arguments, e.g. "
                                                               "['pretrain_gpt.py', '--tensor-model-parallel-size', '2'].")
     launcher: Literal["torchrun", "none"] = Field("torchrun", description="How the command is started in each pod.")
     working_dir: AbsolutePath | None = Field(None, description="Working directory. Default: the image's.")
@@ -346,7 +366,7 @@ class TrainingJobProps(StrictProps):
                                                         "instance catalog; enables capacity checks.")
     resources: NodeResources
     workload: Workload = Field(..., description="What runs: Trainer(run=...) or Command(command=[...]).")
-    env: dict[EnvName, str] = Field(default_factory=dict, description="Extra environment; overrides defaults.")
+    env: dict[EnvName, Text] = Field(default_factory=dict, description="Extra environment; overrides defaults.")
     volumes: list[Volume] = Field(default_factory=list, description="Volumes to mount (checkpoints, data, caches).")
     pod: PodSettings = Field(default_factory=PodSettings, description="Labels, scheduling, security, networking.")
     target: InstanceOf[Target] = Field(default_factory=_default_target,

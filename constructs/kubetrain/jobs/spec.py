@@ -9,7 +9,8 @@ from functools import cached_property
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from kubetrain.jobs.props import Command, NodeResources, Trainer, TrainingJobProps, Volume
+from kubetrain.jobs.command_flags import parallel_flags
+from kubetrain.jobs.props import Command, NodeResources, Parallelism, Trainer, TrainingJobProps, Volume
 
 if TYPE_CHECKING:
     from kubetrain.platform.instances import InstanceType
@@ -119,6 +120,25 @@ class JobSpec:
     @property
     def uses_gpus(self) -> bool:
         return bool(self.resources.accelerators) and self.accelerator_resource == "nvidia.com/gpu"
+
+    @cached_property
+    def parallelism(self) -> Parallelism | None:
+        """A command job's parallel layout: its `Parallelism`, else what its own Megatron-LM or NeMo flags set
+        (micro_batch and global_batch None when the flags leave them out). None without either."""
+        if self.command is None or self.command.parallelism is not None:
+            return self.command.parallelism if self.command else None
+        found = parallel_flags(self.command.command)
+        if not found:
+            return None
+        values = {field: value for field, (value, _) in found.items()}
+        return Parallelism.model_construct(**{"tensor": 1, "pipeline": 1, "context": 1, "micro_batch": None,
+                                              "global_batch": None, **values})
+
+    def parallelism_path(self, field: str = "") -> str:
+        """Where a parallelism problem points: the Parallelism's field, or the command that sets it by flag."""
+        if self.command is not None and self.command.parallelism is None:
+            return "workload.command"
+        return ".".join(filter(None, ["workload.parallelism", field]))
 
     @property
     def checkpoint_dir(self) -> str | None:

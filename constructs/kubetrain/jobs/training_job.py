@@ -24,6 +24,7 @@ from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
 from kubetrain.objects import api_object
+from kubetrain.platform.construct import rejected_references
 from kubetrain.platform.security import check_pod_security
 from kubetrain.rules.jobs import check_job, pod_security_check
 from kubetrain.strict import as_fields
@@ -54,6 +55,7 @@ class TrainingJob(Construct):
             return
         namespace, problems = scope.check_namespace(validated.namespace)
         where = f"{scope.props.name}/{namespace}/{validated.name}"
+        problems += rejected_references(validated)  # a pool or queue that could not be read: nothing to check against
         if not problems:
             instance_type = validated.instance_type or (validated.pool.instance_type.name
                                                         if validated.pool and validated.pool.instance_type else None)

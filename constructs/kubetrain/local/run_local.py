@@ -42,7 +42,7 @@ CANNOT_RUN = register(
     rationale="run-local runs what was committed, on this machine's CPUs: the job must be in dist/, need no GPUs, "
               "and use volumes that map to local folders; trainer jobs need torch installed.",
     fix="name a job that `kubetrain synth` wrote, as CLUSTER/JOB; run GPU jobs in the cluster",
-    source="kubetrain")
+    source="README.md (The training runtime)")
 
 
 @dataclass
@@ -137,7 +137,11 @@ def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[s
         _check_resources(container, where)
         _check_run_config(replica.template, container, job_file, steps, overrides, where)
         containers.append(container)
-    bin_dir = _launcher_shims(workdir)
+    try:
+        bin_dir = _launcher_shims(workdir)
+    except OSError as error:  # a file where the folder would be, or a folder this user cannot write
+        raise _fail(where, f"cannot use --workdir {workdir}: {error.strerror or error}",
+                    "give --workdir a folder you can write (it is created when missing)") from None
     pods = []
     for replica, container in zip(plan.replicas, containers):
         mounts = _materialize_volumes(replica.template["spec"].get("volumes", []), container, job_file,

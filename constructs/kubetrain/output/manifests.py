@@ -22,8 +22,9 @@ import cdk8s
 from kubetrain.output.emit import dump_manifest
 from kubetrain.output.progress import Progress, phase
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
-from kubetrain.rules.registry import get as get_rule
+from kubetrain.rules.registry import get as rule_named
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import CRDS, KV, PRUNING, cite
 from training.problems import ConfigError, Problem
 
 CLUSTER_SCOPED_FOLDER = "_cluster"
@@ -45,6 +46,22 @@ def add_render_step(app: cdk8s.App, step: RenderStep) -> None:
     ones under new paths (`manifest_path(chart, obj)`); steps run in the order they were added. What a step
     leaves is validated like every other object, so synth and validate still agree."""
     _RENDER_STEPS.setdefault(app, []).append(step)
+
+
+_CRD_FOLDERS: weakref.WeakKeyDictionary[cdk8s.App, list[Path]] = weakref.WeakKeyDictionary()
+
+
+def add_crds(app: cdk8s.App, *folders: str | Path) -> None:
+    """Validate `app`'s objects also against the CRDs in `folders` (their YAML files), as `kubetrain synth
+    --crds DIR` does: kinds kubetrain ships no schema for (a PrometheusRule, a VolumeSnapshot added as a raw
+    `ApiObject`), or newer versions of shipped ones. Their CEL rules are evaluated too. A relative folder
+    is relative to the working directory synth runs in."""
+    _CRD_FOLDERS.setdefault(app, []).extend(Path(folder) for folder in folders)
+
+
+def crd_folders(app: cdk8s.App) -> list[Path]:
+    """The folders `add_crds` gave `app`."""
+    return list(_CRD_FOLDERS.get(app, []))
 
 
 def render_objects(app: cdk8s.App) -> dict[Path, dict[str, Any]]:
@@ -70,13 +87,28 @@ def render(app: cdk8s.App) -> dict[Path, str]:
     return {path: dump_manifest(obj) for path, obj in render_objects(app).items()}
 
 
-def check_objects(objects: dict[Path, dict[str, Any]], progress: Callable[[int], None] | None = None) -> None:
-    """Validate the rendered objects in memory exactly as `kubetrain validate` validates files (KT602)."""
+def check_objects(objects: dict[Path, dict[str, Any]], progress: Callable[[int], None] | None = None,
+                  crds: list[Path] | None = None) -> None:
+    """Validate the rendered objects in memory exactly as `kubetrain validate` validates files (KT602, and
+    KT604 for the CRDs' CEL rules), with the CRDs of the folders in `crds` besides the shipped schemas."""
+    schemas = crd_schemas(crds or [])
     manifests = [Manifest(str(path), obj, Path("/", *path.parts[:-1])) for path, obj in objects.items()]
-    findings = validate_objects(manifests, Schemas(), progress=progress)
+    findings = validate_objects(manifests, schemas, progress=progress)
     if findings:
         raise ConfigError("synth", [Problem(finding.code, "", finding.format(with_code=False),
-                                            (get_rule(finding.code) or INVALID_OBJECT).fix) for finding in findings])
+                                            rule_named(finding.code).fix) for finding in findings])
+
+
+def crd_schemas(folders: list[Path]) -> Schemas:
+    """The shipped schemas and the CRDs of `folders`; a folder that is not one, or a file in it that is not
+    a CRD, is bad input (KT605)."""
+    problems = [Problem(UNREADABLE_CRDS.code, "", f"{folder} is not a folder", UNREADABLE_CRDS.fix)
+                for folder in folders if not folder.is_dir()]
+    schemas = Schemas([folder for folder in folders if folder.is_dir()])
+    problems += [Problem(UNREADABLE_CRDS.code, "", line, UNREADABLE_CRDS.fix) for line in schemas.unreadable]
+    if problems:
+        raise ConfigError("crds", problems)
+    return schemas
 
 
 MARKER = ".kubetrain-synth"
@@ -89,19 +121,27 @@ INVALID_OBJECT = register(
               "same check `kubetrain validate` makes: what synth writes, the API server accepts whole.",
     fix="fix the field the message names (a JSON patch of the escape hatch, or a raw object in the fleet); if "
         "kubetrain's own output is wrong, report it",
-    source="Kubernetes OpenAPI schemas; the operators' CRDs")
+    source=cite(KV, PRUNING))
 UNWRITABLE = register(
     "KT603", "error", "the output folder cannot be written",
     rationale="synth stages its output beside the output folder and swaps it in; without write access there "
               "(or with a full disk) nothing is written and the old folder stays as it was.",
     fix="choose a folder you can write, or free space",
-    source="kubetrain")
+    source="README.md (Commands)")
+UNREADABLE_CRDS = register(
+    "KT605", "error", "a CRD folder given to synth cannot be read",
+    rationale="`kubetrain synth --crds DIR` and `kubetrain.add_crds(app, DIR)` add the CRDs in DIR's YAML files to "
+              "the schemas objects are validated against; a folder that does not exist, or a file that is not a "
+              "CustomResourceDefinition (a Helm template, a kustomization), would leave kinds unchecked.",
+    fix="name a folder that holds only CustomResourceDefinition YAML files (render Helm charts first, e.g. "
+        "`helm template` or `helm show crds`)",
+    source=CRDS)
 NOT_SYNTH_OUTPUT = register(
     "KT601", "error", "the output folder holds more than synth's output",
     rationale="synth replaces its output folder whole; a folder with anything else in it (the project root, "
               "a .git, your files) would be destroyed.",
     fix="choose an empty or new folder, or the folder synth wrote before (it carries a .kubetrain-synth marker)",
-    source="kubetrain")
+    source="README.md (Commands)")
 
 
 def replaceable(outdir: Path) -> str | None:
@@ -167,14 +207,15 @@ def refuse_unless_replaceable(outdir: Path) -> None:
 
 
 def synth(app: cdk8s.App, outdir: str | Path, validate: bool = True,
-          progress: Progress | None = None) -> dict[Path, str]:
-    """Render the app, validate every object (unless told not to), and swap the result into `outdir`.
+          progress: Progress | None = None, crds: list[Path] | None = None) -> dict[Path, str]:
+    """Render the app, validate every object (unless told not to; against the shipped schemas, the CRDs of
+    `crds` and those `add_crds` gave the app), and swap the result into `outdir`.
     Returns what was written. Nothing is written when anything is wrong."""
     refuse_unless_replaceable(Path(outdir))  # before the work, so a wrong --outdir fails fast
     phase(progress, "rendering")
     objects = render_objects(app)
     if validate:
-        check_objects(objects, phase(progress, "validating", len(objects)))
+        check_objects(objects, phase(progress, "validating", len(objects)), [*(crds or []), *crd_folders(app)])
     advance = phase(progress, "writing", len(objects))
     files = {}
     for path, obj in objects.items():

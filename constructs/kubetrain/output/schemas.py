@@ -4,8 +4,10 @@ The API server prunes fields that a CRD's structural schema does not declare, so
 custom resource is dropped silently. `strict_schema` turns a CRD's `openAPIV3Schema` into a JSON
 Schema that rejects what would be pruned. `generate` does that for every kind in `SOURCES` (pinned
 to the operator versions kubetrain targets) and writes one compact JSON file per kind plus
-`PROVENANCE.json` (project, version, source file, sha256); `scripts/generate_schemas.py` runs it,
-and a test regenerates from the upstream files when they are present and compares.
+`PROVENANCE.json` (project, version, source file, sha256, and how many CEL rules the schema carries);
+`scripts/generate_schemas.py` runs it, and a test regenerates from the upstream files when they are
+present and compares. Only descriptions are dropped: `default`s and the `x-kubernetes-validations`
+rules stay at their schema nodes, where output/cel_rules.py evaluates them.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class Source:
     api_versions: tuple[str, ...]  # the served versions kubetrain emits
 
 
-# The operator versions kubetrain targets (shared/domain-facts.md); one entry per CRD file.
+# The operator versions kubetrain targets (README: compatibility); one entry per CRD file.
 SOURCES: tuple[Source, ...] = (
     Source("kubeflow.org_pytorchjobs.yaml", "kubeflow/trainer", "v1.9.4", ("kubeflow.org/v1",)),
     Source("kubeflow.org_mpijobs.v2beta1.yaml", "kubeflow/mpi-operator", "v0.8.0", ("kubeflow.org/v2beta1",)),
@@ -97,6 +99,17 @@ def crd_schemas(text: str) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
+def count_rules(node: Any) -> int:
+    """The x-kubernetes-validations rules anywhere in a schema."""
+    if isinstance(node, list):
+        return sum(count_rules(item) for item in node)
+    if not isinstance(node, dict):
+        return 0
+    own = node.get("x-kubernetes-validations")
+    return (len(own) if isinstance(own, list) else 0) + sum(
+        count_rules(value) for key, value in node.items() if key != "x-kubernetes-validations")
+
+
 def schema_file(api_version: str, kind: str) -> str:
     return f"{api_version.replace('/', '_')}_{kind}.json"
 
@@ -115,7 +128,7 @@ def generate(crds: Path, out: Path) -> list[str]:
             (out / name).write_text(json.dumps(schema, sort_keys=True, separators=(",", ":")) + "\n")
             provenance[name] = {"apiVersion": api_version, "kind": kind, "project": source.project,
                                 "version": source.version, "source": source.file,
-                                "sha256": hashlib.sha256(data).hexdigest()}
+                                "sha256": hashlib.sha256(data).hexdigest(), "rules": count_rules(schema)}
             written.append(name)
     (out / PROVENANCE).write_text(json.dumps(provenance, indent=1, sort_keys=True) + "\n")
     return [*written, PROVENANCE]

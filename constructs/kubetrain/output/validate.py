@@ -3,8 +3,11 @@
 Built-in kinds are checked against the Kubernetes OpenAPI schemas that `kubernetes-validate`
 ships (its strict variant: unknown fields are errors). Custom resources are checked against the
 strict schemas kubetrain ships (generated from the operators' CRDs, see schemas.py), or against
-the CRDs of a `--crds` folder, which add kinds or override shipped ones. Then every object, and what
-its controllers and operators create from it, gets the API server's own checks (kubetrain.output.apiserver).
+the CRDs of a `--crds` folder, which add kinds or override shipped ones; a custom resource that
+passes its schema is then checked against the schema's `x-kubernetes-validations` (CEL) rules, as the
+API server checks them on create (cel_rules.py). Then every object, and what its controllers and
+operators create from it, gets the API server's own checks, names per kind included
+(kubetrain.output.apiserver).
 
 Speed: every schema is compiled once per (Kubernetes version, kind) by jsonschema-rs, which checks
 an object in microseconds; only an object that fails is checked again with `jsonschema`, whose
@@ -31,6 +34,7 @@ from kubernetes_validate.utils import all_versions
 from referencing import Registry, Resource
 
 from kubetrain.output.apiserver import api_server_problems
+from kubetrain.output.cel_rules import RULE_FAILED, RULES_NOT_CHECKED, RulePlan
 from kubetrain.output.progress import Advance, Progress, phase
 from kubetrain.output.schemas import crd_schemas, shipped_schemas
 from training.config import StrictYamlLoader
@@ -49,7 +53,8 @@ class Finding:
     object: str
     path: str
     message: str
-    code: str = "KT602"  # the schemas' own; the API server's checks carry theirs (KT610-KT625)
+    code: str = "KT602"  # the rule synth reports it under: schema findings KT602, CEL rules KT604, the API server's
+    # own checks KT610-KT625
 
     def format(self, with_code: bool = True) -> str:
         line = f"{self.file}: {self.object}: {self.path or '(object)'}: {self.message}"
@@ -104,14 +109,21 @@ def _registries(schema_version: str) -> tuple[Registry, jsonschema_rs.Registry]:
             jsonschema_rs.Registry([(_DEFINITIONS_ID, definitions)]))
 
 
+NOT_CHECKED = ("some validation rules were not checked because the object was invalid; correct the existing "
+               "errors to complete validation")  # the API server's words
+
+
 @dataclass
 class _Validator:
     """A compiled validator for one kind, with `jsonschema` kept for the messages of failing objects."""
 
     schema: dict[str, Any]
     schema_version: str
+    custom: bool = False  # a CRD's schema, whose x-kubernetes-validations rules are evaluated too
     fast: Any = field(init=False)
     _slow: jsonschema.Validator | None = field(default=None, init=False)
+    _rules: RulePlan | None = field(default=None, init=False)
+    _rules_built: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.fast = jsonschema_rs.Draft202012Validator(self.schema, registry=_registries(self.schema_version)[1])
@@ -123,6 +135,17 @@ class _Validator:
             self._slow = jsonschema.Draft202012Validator(self.schema, registry=_registries(self.schema_version)[0])
         found = sorted(self._slow.iter_errors(body), key=lambda e: list(map(str, e.absolute_path)))
         return [(_field_path(e.absolute_path), e.message) for e in found] or [("", "invalid")]
+
+    def rule_failures(self, body: Any, schema_valid: bool) -> list[tuple[str, str, str]]:
+        """(path, message, code) for each CEL rule `body` fails; rules are compiled on the kind's first object.
+        Like the API server, rules are not evaluated on an object the schema already refuses (KT606)."""
+        if not self._rules_built:
+            self._rules, self._rules_built = (RulePlan.build(self.schema) if self.custom else None), True
+        if self._rules is None:
+            return []
+        if not schema_valid:
+            return [("", NOT_CHECKED, RULES_NOT_CHECKED.code)]
+        return [(path, message, RULE_FAILED.code) for path, message in self._rules.failures(body)]
 
 
 class Schemas:
@@ -153,7 +176,7 @@ class Schemas:
             schema = json.loads(custom.read_text()) if isinstance(custom, Path) else json.loads(json.dumps(custom))
             # The CRD says only `metadata: {type: object}`; check it as the API server does.
             schema.setdefault("properties", {})["metadata"] = _OBJECT_META
-            return _Validator(schema, schema_version)
+            return _Validator(schema, schema_version, custom=True)
         folder = _definitions(schema_version)[0]
         # kubernetes-validate's file naming: rbac.authorization.k8s.io/v1 -> rbac-v1, v1 -> v1
         group, _, version = api_version.rpartition("/")
@@ -270,13 +293,17 @@ def validate_objects(manifests: list[Manifest], schemas: Schemas, kubernetes_ver
     folder's namespaces), else `kubernetes_version`, else the newest supported."""
     versions = {} if kubernetes_version else _cluster_versions(manifests)
     default = kubernetes_version or supported_kubernetes_versions()[-1]
+    by_folder: dict[Path | None, str] = {}  # a folder's objects share its version: look it up once
     findings: list[Finding] = []
     for i, m in enumerate(manifests, 1):
-        findings.extend(_validate_one(m, schemas, _version_for(m, versions, default)))
+        version = by_folder.get(m.folder)
+        if version is None:
+            version = by_folder[m.folder] = _version_for(m, versions, default)
+        findings.extend(_validate_one(m, schemas, version))
         if progress and i % 256 == 0:
             progress(256)
     findings += [Finding(m.file, m.label, path, message, code) for m, code, path, message in api_server_problems(
-        manifests, lambda m: _version_for(m, versions, default), {(f.file, f.object) for f in findings})]
+        manifests, lambda m: by_folder[m.folder], {(f.file, f.object) for f in findings})]
     return findings
 
 
@@ -309,7 +336,11 @@ def _validate_one(m: Manifest, schemas: Schemas, kubernetes_version: str) -> Ite
     if validator is None:
         folders = f" or the CRDs in {', '.join(map(str, schemas.crd_folders))}" if schemas.crd_folders else ""
         yield Finding(m.file, m.label, "", f"unknown kind {api_version} {kind}: not in Kubernetes "
-                      f"{kubernetes_version}, kubetrain's shipped schemas{folders}; pass --crds with its CRD")
+                      f"{kubernetes_version}, kubetrain's shipped schemas{folders}; add the folder of its CRD: "
+                      "`--crds DIR` (kubetrain synth and validate) or `kubetrain.add_crds(app, DIR)` in the fleet")
         return
-    for path, message in validator.errors(body):
+    errors = validator.errors(body)
+    for path, message in errors:
         yield Finding(m.file, m.label, path, message)
+    for path, message, code in validator.rule_failures(body, schema_valid=not errors):
+        yield Finding(m.file, m.label, path, message, code)

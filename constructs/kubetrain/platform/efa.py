@@ -1,7 +1,7 @@
 """The NCCL/EFA profile of an image, the environment derived from it, and the judgement of a job's own.
 
-Two sources disagree (shared/domain-facts.md section 8): the seeds' EKS guide has a must-set and a
-must-not-set list written for old images; aws-ofi-nccl (>= 1.7) sets the EFA provider, device RDMA
+Two sources disagree: AWS's EKS distributed-training guides have a must-set and a must-not-set list
+written for old images; aws-ofi-nccl (>= 1.7) sets the EFA provider, device RDMA
 and fork safety itself and says that forcing NCCL's algorithm or protocol disables its tuner. A
 profile names the versions the image ships, and each piece of guidance is honoured where it applies:
 
@@ -9,7 +9,7 @@ profile names the versions the image ships, and each piece of guidance is honour
     FI_PROVIDER=efa                  set for aws-ofi-nccl < 1.7 (needed <= 1.5) and when no profile says
                                      which plugin the image has (harmless from 1.7 on)
     FI_EFA_USE_HUGE_PAGE=0           not set: EFA pods get 2 MiB huge pages, which the provider uses (KT118)
-    NCCL_TIMEOUT, TORCH_DISTRIBUTED_TIMEOUT   not set: torch and NCCL read neither (domain-facts 11);
+    NCCL_TIMEOUT, TORCH_DISTRIBUTED_TIMEOUT   not set: torch and NCCL read neither (NCCL's env docs);
                                      KT116 names the setting that works
     NCCL_NVLS_ENABLE=0               set for NCCL < 2.18.5; a tuning choice from there on
     PYTORCH_CUDA_ALLOC_CONF          expandable_segments:True (both sources agree)
@@ -28,9 +28,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import CUDA_ENV, EFA_ENV, EKS_EFA, NCCL_ENV, PG, TUNER, cite
+from kubetrain.strict import StrictProps
 from training.problems import INVALID_VALUE, Problem, rule_violation
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
@@ -53,14 +55,13 @@ def _check_version(value: str) -> str:
     return value
 
 
-class NcclProfile(BaseModel):
+class NcclProfile(StrictProps):
     """The communication stack of a job's image. Frozen and strict like every input."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     aws_ofi_nccl: str = Field(..., description="aws-ofi-nccl version in the image, e.g. '1.14.0'.")
     nccl: str = Field(..., description="NCCL version in the image, e.g. '2.26.2'.")
-    host_network: bool = Field(False, description="Run pods on the host's network (the seed guide's choice). Off "
+    host_network: bool = Field(False, description="Run pods on the host's network (AWS's EKS guides' choice). Off "
                                                   "by default: AWS's reference manifests use the pod network, and "
                                                   "hostNetwork needs a namespace at Pod Security 'privileged'.")
     tuner_plugin: str = Field("libnccl-ofi-tuner.so", description="The tuner library as the image installs it; "
@@ -110,47 +111,53 @@ def efa_environment(profile: NcclProfile | None) -> dict[str, str]:
 
 # -- the job's own environment ------------------------------------------------------------------------------
 
-SEED_GUIDE = "seed guide 03, Launching Distributed Training on EKS"
 BREAKS_EFA = register(
     "KT106", "error", "environment value that breaks EFA jobs",
     rationale="Forcing NCCL's algorithm or protocol disables the aws-ofi-nccl tuner; pinning the socket interface "
               "to eth0 breaks p4d/p5, where it is not the EFA path; turning device RDMA or fork safety off routes "
               "GPU traffic through host memory or corrupts registered memory after a fork.",
     fix="remove the variable (kubetrain sets an interface exclusion list; aws-ofi-nccl >= 1.7 sets the rest)",
-    source=f"{SEED_GUIDE}; aws-ofi-nccl documentation; domain-facts 8")
+    source=cite(EFA_ENV, EKS_EFA, NCCL_ENV))
 PROVIDER_NOT_EFA = register(
     "KT126", "error", "FI_PROVIDER other than efa on an EFA job",
     rationale="libfabric then never opens the EFA device and NCCL runs over TCP.",
     fix="remove FI_PROVIDER (the plugin or kubetrain sets efa) or set it to efa",
-    source=f"{SEED_GUIDE}; domain-facts 8")
+    source=EFA_ENV)
 DEBUG_SWITCH = register(
     "KT115", "error", "debugging switch that cripples a GPU job",
     rationale="CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch; NCCL_P2P_DISABLE=1 cuts NVLink out of "
               "every collective inside the node. Both are for debugging, not training.",
-    fix="remove the variable (or set it to 0)", source=SEED_GUIDE)
+    fix="remove the variable (or set it to 0)", source=cite(NCCL_ENV, CUDA_ENV))
 UNREAD_TIMEOUT = register(
     "KT116", "warning", "timeout variable that nothing reads",
     rationale="torch reads neither NCCL_TIMEOUT nor TORCH_DISTRIBUTED_TIMEOUT and NCCL has no NCCL_TIMEOUT; "
               "the collective timeout is init_process_group(timeout=...).",
     fix="remove it; set run.resilience.collective_timeout_s (kubetrain's trainer) or the program's own flag "
         "(Megatron-LM: --distributed-timeout-minutes)",
-    source="domain-facts 11 (timeout variables)")
+    source=cite(NCCL_ENV, PG))
 TUNER_NOT_NEEDED = register(
     "KT127", "warning", "NCCL_TUNER_PLUGIN named for an aws-ofi-nccl that does not need it",
     rationale="Only aws-ofi-nccl 1.13-1.15 need their tuner named; other versions load it themselves, and a name "
               "that is wrong for the image makes NCCL fall back to its default tuning.",
     fix="remove NCCL_TUNER_PLUGIN (kubetrain names the tuner where the profile's version needs it)",
-    source="aws-ofi-nccl documentation; domain-facts 8")
+    source=TUNER)
 
 # name -> (what setting it does, the values that are harmless)
 _EFA_BREAKERS: dict[str, tuple[str, frozenset[str]]] = {
     "NCCL_ALGO": ("forcing NCCL's algorithm disables the aws-ofi-nccl tuner", frozenset()),
     "NCCL_PROTO": ("forcing NCCL's protocol disables the aws-ofi-nccl tuner", frozenset()),
-    "FI_EFA_USE_DEVICE_RDMA": ("turning device RDMA off routes GPU traffic through host memory; aws-ofi-nccl "
-                               ">= 1.7 enables it where the instance supports it", frozenset({"1"})),
-    "FI_EFA_FORK_SAFE": ("turning fork safety off can corrupt registered memory after a fork (data loaders); "
-                         "aws-ofi-nccl >= 1.7 sets it itself", frozenset({"1"})),
+    # AWS's EKS guides list both as must-not-set: aws-ofi-nccl >= 1.7 sets them from what the instance supports,
+    # and a hand-set value overrides it (device RDMA forced on where the instance has none, fork safety off).
+    "FI_EFA_USE_DEVICE_RDMA": ("aws-ofi-nccl enables device RDMA itself where the instance supports it; forced "
+                               "on it breaks instances without GPUDirect RDMA, forced off it routes GPU traffic "
+                               "through host memory", frozenset()),
+    "FI_EFA_FORK_SAFE": ("aws-ofi-nccl sets fork safety itself; turned off, registered memory can be corrupted "
+                         "after a fork (data loaders)", frozenset()),
 }
+# NCCL_NET picks the network plugin by name (case-insensitive): the aws-ofi-nccl plugin answers to
+# "AWS Libfabric" in every version and also to "Libfabric" and "OFI" from 1.12; NCCL's own "IB" and
+# "Socket" never use EFA.
+_EFA_PLUGIN_NAMES = ("AWS Libfabric", "Libfabric", "OFI")
 _DEBUG_SWITCHES = {"CUDA_LAUNCH_BLOCKING": "synchronous kernel launches serialise every kernel",
                    "NCCL_P2P_DISABLE": "intra-node traffic goes through host memory instead of NVLink"}
 _UNREAD = ("NCCL_TIMEOUT", "TORCH_DISTRIBUTED_TIMEOUT")
@@ -171,6 +178,10 @@ def environment_problems(env: Mapping[str, str], *, gpus: bool, efa: bool,
             problems.append(Problem(BREAKS_EFA.code, path, f"pinning {value} breaks EFA instances, where eth0 is not "
                                     "the EFA path", f"remove it (kubetrain sets {SOCKET_EXCLUSIONS}) or use an "
                                     "exclusion list"))
+        elif efa and name == "NCCL_NET" and value.lower() not in _plugin_names(profile):
+            problems.append(Problem(BREAKS_EFA.code, path, f"NCCL_NET={raw} is not the name of the aws-ofi-nccl "
+                                    "plugin: NCCL refuses to start, or (Socket) runs over TCP",
+                                    "remove NCCL_NET (NCCL loads the plugin it finds) or set it to 'AWS Libfabric'"))
         elif efa and name == "FI_PROVIDER" and value != "efa":
             problems.append(Problem(PROVIDER_NOT_EFA.code, path, f"FI_PROVIDER={raw} keeps libfabric off EFA",
                                     PROVIDER_NOT_EFA.fix))
@@ -184,3 +195,10 @@ def environment_problems(env: Mapping[str, str], *, gpus: bool, efa: bool,
             problems.append(Problem(UNREAD_TIMEOUT.code, path, f"{name} is read by neither torch nor NCCL: it "
                                     "changes nothing", UNREAD_TIMEOUT.fix))
     return problems
+
+
+def _plugin_names(profile: NcclProfile | None) -> set[str]:
+    """NCCL_NET values that select aws-ofi-nccl in the image, lowercase."""
+    if profile is not None and profile.plugin_version < (1, 12, 0):
+        return {"aws libfabric"}
+    return {name.lower() for name in _EFA_PLUGIN_NAMES}

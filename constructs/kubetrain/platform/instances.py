@@ -1,7 +1,7 @@
 """The instance catalog: what one EC2 node gives a pod, for the capacity rules and node pools.
 
 Figures from AWS's instance-type pages as summarised in Karpenter's generated instance-type
-reference and aws-ofi-nccl's platform code (shared/domain-facts.md section 6). A fleet adds its
+reference and aws-ofi-nccl's platform code (https://karpenter.sh/docs/reference/instance-types/). A fleet adds its
 own types without editing the library: `Cluster(..., instance_types=[InstanceType(...)])`.
 """
 
@@ -10,7 +10,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, model_validator
+
+from kubetrain.strict import StrictProps
+from training.problems import INVALID_VALUE, rule_violation
 
 GIB = 2**30
 MIB = 2**20
@@ -30,12 +33,11 @@ EVICTION_MIB = 100
 _CPU_RESERVED = [(1, Decimal("0.06")), (1, Decimal("0.01")), (2, Decimal("0.005"))]  # then 0.25 % a core
 
 
-class InstanceType(BaseModel):
+class InstanceType(StrictProps):
     """One EC2 instance type. Frozen and strict like every user-facing input."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(..., description="EC2 name, e.g. p5.48xlarge.")
+    name: str = Field(..., pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$", description="EC2 name, e.g. p5.48xlarge: "
+                                                                                  "family, '.', size.")
     vcpus: int = Field(..., gt=0)
     memory_gib: float = Field(..., gt=0, description="Memory in GiB as EC2 lists it (not what pods get: see "
                                                      "allocatable_memory()).")
@@ -56,6 +58,15 @@ class InstanceType(BaseModel):
                                                             "('estimate: ...' when it is one).")
     max_pods: int = Field(DEFAULT_MAX_PODS, gt=0, description="The kubelet's maxPods on these nodes (it sizes the "
                                                               "kube-reserved memory).")
+
+    @model_validator(mode="after")
+    def _accelerators_have_a_resource(self) -> InstanceType:
+        if bool(self.accelerator_resource) != bool(self.accelerators):
+            raise rule_violation(INVALID_VALUE, f"{self.name} has {self.accelerators} accelerators and accelerator "
+                                 f"resource {self.accelerator_resource}", "give both (accelerators and "
+                                 "accelerator_resource) for an accelerated type, neither for a CPU type",
+                                 field="accelerators")
+        return self
 
     @property
     def uses_efa(self) -> bool:
@@ -80,7 +91,7 @@ _GPU, _NEURON = "nvidia.com/gpu", "aws.amazon.com/neuron"
 
 
 # Expected inter-node all-reduce bus bandwidth. No published figure is pinned in the project's sources
-# (domain-facts 6 lists line rates only), so these are estimates: nccl-tests' bus bandwidth of a ring
+# (EC2 publishes line rates only), so these are estimates: nccl-tests' bus bandwidth of a ring
 # all-reduce across nodes is bounded by the node's network line rate (Gbps / 8 = GB/s), and AWS's
 # GPUDirect RDMA types reach roughly 80 % of it at large messages. Replace them with your own
 # measurements (InstanceType.model_copy(update=...)) once the NCCL test has run on your fleet.
@@ -101,7 +112,7 @@ def _cpu(family: str, sizes: dict[str, tuple[int, float]]) -> list[InstanceType]
     return [InstanceType(name=f"{family}.{size}", vcpus=v, memory_gib=m) for size, (v, m) in sizes.items()]
 
 
-# Peak dense bf16 (domain-facts 6): A100 312, H100/H200 989, B200 ~2250 TFLOP/s; L40S 362 (NVIDIA's
+# Peak dense bf16 (NVIDIA's data sheets; torchtitan uses 989 for H100): A100 312, H100/H200 989, B200 ~2250 TFLOP/s; L40S 362 (NVIDIA's
 # datasheet, without sparsity); A10G and T4 unknown or no bf16 (None: no MFU reported).
 BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
     _gpu("p4d.24xlarge", 96, 1152, 8, "A100", 40, 4, True, 400, 312e12),

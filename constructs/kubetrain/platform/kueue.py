@@ -7,7 +7,7 @@
     queue.job_labels()                                          # {"kueue.x-k8s.io/queue-name": "training"}
     queue.pod_annotations(TopologyPlacement(level="topology.k8s.aws/network-node-layer-3"))
 
-Facts: domain-facts sections 5 and 11. A queued job carries the queue label and never `suspend:
+Facts: Kueue v0.19 (https://kueue.sigs.k8s.io/docs/). A queued job carries the queue label and never `suspend:
 false` (Kueue sets suspend on creation; an explicit false under Argo CD's self-heal would resume a job
 Kueue holds): `queued_job_problems(manifest)` is rule KT422.
 """
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import Field, InstanceOf, model_validator
+from pydantic import Field, InstanceOf, field_validator, model_validator
 
 from kubetrain.cluster import Cluster
 from kubetrain.names import Dns1123Label, Dns1123Subdomain
@@ -27,16 +27,19 @@ from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, Nod
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import KARPENTER_NODECLASS, KUEUE_JOBS, KUEUE_KEP, cite
 from kubetrain.strict import StrictProps
-from training.problems import Problem, rule_violation
+from training.problems import INVALID_VALUE, Problem, rule_violation
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
-# EKS labels nodes with their place in EC2's network hierarchy, broadest first (domain-facts 11).
+# EKS labels nodes with their place in EC2's network hierarchy, broadest first (EKS user guide, "Place
+# distributed AI/ML workloads with network topology labels").
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 EKS_NETWORK_LEVELS = ("topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
-                      "topology.k8s.aws/network-node-layer-3", "kubernetes.io/hostname")
+                      "topology.k8s.aws/network-node-layer-3", HOSTNAME_LABEL)
 _RESOURCE_ORDER = ("cpu", "memory", "nvidia.com/gpu", "aws.amazon.com/neuron", EFA_RESOURCE, HUGE_PAGES_RESOURCE)
 
 SUSPEND_SET = register(
@@ -45,7 +48,7 @@ SUSPEND_SET = register(
               "says suspend: false starts pods before admission (and Argo CD's self-heal keeps resetting it); "
               "suspend: true fights Kueue's resume.",
     fix="leave suspend out of queued jobs (or ignoreDifferences on it with RespectIgnoreDifferences=true)",
-    source="domain-facts 11 (Kueue job webhook)")
+    source=KUEUE_JOBS)
 
 
 TOPOLOGY_ON_DYNAMIC_POOL = register(
@@ -56,7 +59,7 @@ TOPOLOGY_ON_DYNAMIC_POOL = register(
               "design relies on existing capacity or ProvisioningRequests, which Karpenter does not serve).",
     fix="keep the pool's nodes up (EfaNodePool(static_nodes=N), e.g. over a capacity reservation), or drop the "
         "Topology from this flavor",
-    source="Kueue KEP-2724 (topology-aware scheduling) discussion; Karpenter NodePool replicas")
+    source=cite(KUEUE_KEP, KARPENTER_NODECLASS))
 
 
 class TopologyProps(StrictProps):
@@ -64,6 +67,19 @@ class TopologyProps(StrictProps):
     levels: list[str] = Field(list(EKS_NETWORK_LEVELS), min_length=1,
                               description="Node labels from the broadest level to the narrowest; default EKS's "
                                           "network-node-layer-1..3 and kubernetes.io/hostname.")
+
+    @field_validator("levels")
+    @classmethod
+    def _levels_as_kueue_requires(cls, levels: list[str]) -> list[str]:
+        # The Topology CRD's rules on spec.levels (Kueue v0.19): unique, and the hostname only last.
+        for i, level in enumerate(levels):
+            if level in levels[:i]:
+                raise rule_violation(INVALID_VALUE, f"{level!r} is already level {levels.index(level)}: Kueue "
+                                     "requires unique levels", "list each node label once", field=str(i))
+            if level == HOSTNAME_LABEL and i != len(levels) - 1:
+                raise rule_violation(INVALID_VALUE, f"{HOSTNAME_LABEL} can only be the lowest (last) level",
+                                     f"move {HOSTNAME_LABEL} to the end, or drop it", field=str(i))
+        return levels
 
 
 class Topology(PlatformConstruct):

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import Field, InstanceOf
 
 from kubetrain.cluster import Cluster
-from kubetrain.names import Dns1035Label, Dns1123Label, ImageRef, LabelKey, LabelValue
+from kubetrain.names import Dns1035Label, Dns1123Label, ImageRef, LabelKey, LabelValue, PortName, PrometheusDuration
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.node_pools import NODEPOOL_LABEL, NodePool
@@ -28,6 +28,7 @@ from kubetrain.platform.security import (
     record_namespace_level,
 )
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import DCGM
 from kubetrain.strict import StrictProps
 from training.problems import Problem
 
@@ -39,7 +40,7 @@ PRIVILEGED_REASON = ("DCGM exporter: reads the kubelet's pod-resources socket th
 NOT_A_GPU_POOL = register(
     "KT432", "error", "DCGM exporter on a pool without NVIDIA GPUs",
     rationale="The DCGM exporter only runs where NVIDIA GPUs and their driver are; on other nodes its pods crash "
-              "in a loop.", fix="list only pools of NVIDIA GPU instance types", source="domain-facts 6")
+              "in a loop.", fix="list only pools of NVIDIA GPU instance types", source=DCGM)
 
 
 class DcgmExporterProps(StrictProps):
@@ -50,7 +51,7 @@ class DcgmExporterProps(StrictProps):
     pools: list[InstanceOf[NodePool]] = Field(..., min_length=1, description="The GPU pools to run on.")
     image: ImageRef = Field("nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04",
                             description="Pin the release that supports your nodes' GPU driver.")
-    interval: str = Field("30s", pattern=r"^[0-9]+(ms|s|m)$", description="Scrape interval.")
+    interval: PrometheusDuration = Field("30s", description="Scrape interval.")
     prometheus_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Labels your "
                                                           "Prometheus selects monitors by, e.g. {'release': "
                                                           "'kube-prometheus-stack'}.")
@@ -137,10 +138,11 @@ class DcgmExporter(PlatformConstruct):
 class TrainingPodMonitorProps(StrictProps):
     name: Dns1123Label = Field(..., description="PodMonitor name; default the id.")
     namespace: Dns1123Label | None = Field(None, description="The training namespace; default the cluster's first.")
-    port: str = Field("metrics", description="Name of the training container's metrics port.")
-    path: str = Field("/metrics")
-    interval: str = Field("30s", pattern=r"^[0-9]+(ms|s|m)$")
-    prometheus_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    port: PortName = Field("metrics", description="Name of the training container's metrics port.")
+    path: str = Field("/metrics", pattern=r"^/", description="HTTP path of the metrics, from '/'.")
+    interval: PrometheusDuration = Field("30s", description="Scrape interval.")
+    prometheus_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict,
+                                                          description="Labels your Prometheus selects monitors by.")
 
 
 class TrainingPodMonitor(PlatformConstruct):

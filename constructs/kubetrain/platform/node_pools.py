@@ -6,7 +6,7 @@
     TrainingJob(cluster, "gpt", pool=gpu, ...)  # selector, tolerations, GPUs, EFA, huge pages, /dev/shm derived
 
 Each pool is a `NodePool` (karpenter.sh/v1) and its own `EC2NodeClass` (karpenter.k8s.aws/v1), both
-cluster-scoped. Facts: domain-facts sections 6 and 7. Pools scale to zero: Karpenter creates nodes only
+cluster-scoped. Facts: Karpenter v1 (https://karpenter.sh/docs/concepts/). Pools scale to zero: Karpenter creates nodes only
 for pending pods, and `consolidationPolicy` removes them (an EFA pool only when empty, so a running job's
 nodes are never consolidated away) after `consolidate_after`.
 
@@ -17,20 +17,31 @@ Interface for jobs (read-only): `name`, `instance_type` / `instance_types`, `zon
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from kubetrain.cluster import Cluster
 from kubetrain.names import Dns1123Label
+from kubetrain.platform.aws_ids import (
+    AvailabilityZone,
+    CapacityReservationId,
+    IamRoleName,
+    PlacementGroupName,
+    SecurityGroupId,
+    SubnetId,
+    region_of_zone,
+)
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.instances import InstanceType
-from kubetrain.quantity import HugePages2Mi, parse_quantity
+from kubetrain.quantity import HugePages2Mi, format_bytes, parse_quantity
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import EKS_EFA, KARPENTER_GPU, KARPENTER_NODECLASS, KARPENTER_TYPES, TAINTS, cite
 from kubetrain.strict import StrictProps
-from training.problems import Problem, rule_violation
+from training.problems import INVALID_VALUE, Problem, rule_violation
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"  # Karpenter labels every node with its pool
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -44,42 +55,46 @@ POD_DOES_NOT_FIT = register(
               "than one node of its pool can allocate stays Pending forever: Karpenter finds no instance type "
               "for it. Allocatable is the instance less kube-reserved and the eviction threshold.",
     fix="request at most the pool's allocatable figures, or choose a larger instance type",
-    source="EKS/Karpenter kube-reserved formulas (platform/instances.py); domain-facts 6")
+    source=cite(KARPENTER_TYPES, "constructs/kubetrain/platform/instances.py"))
 TAINT_NOT_TOLERATED = register(
     "KT402", "error", "pod does not tolerate the pool's taints",
     rationale="Accelerator pools are tainted (nvidia.com/gpu, aws.amazon.com/neuron) so that only pods that need "
               "them land there; a pod without the toleration is never scheduled on the pool.",
-    fix="use the pool's tolerations() (a job placed on the pool gets them)", source="domain-facts 6")
+    fix="use the pool's tolerations() (a job placed on the pool gets them)", source=cite(TAINTS, KARPENTER_GPU))
 EFA_MISMATCH = register(
     "KT403", "error", "EFA requested where the pool has none, or not requested where it has",
     rationale="Karpenter attaches EFA interfaces only when a pending pod requests vpc.amazonaws.com/efa; a pod on "
               "an EFA pool without the request gets no EFA and NCCL falls back to TCP sockets, and a request on a "
               "pool without EFA can never be met.",
     fix="request exactly the instance's EFA interfaces on EFA pools, none elsewhere",
-    source="domain-facts 6, 7")
+    source=cite(EKS_EFA, KARPENTER_NODECLASS))
 EFA_POOL_SPANS_ZONES = register(
     "KT404", "error", "EFA pool not confined to one zone and subnet",
     rationale="EFA traffic does not cross availability zones, and a job's nodes should share a cluster placement "
               "group; an EFA pool spanning zones (or subnets) can split one job's nodes where they cannot talk.",
     fix="give the EFA pool exactly one zone and one subnet (make one pool per zone)",
-    source="domain-facts 7 (EFA pools in practice)")
+    source=EKS_EFA)
 MIXED_INSTANCE_TYPES = register(
     "KT405", "error", "pool mixes instance types with different accelerator or EFA counts",
     rationale="A job on a pool requests the instance's accelerators and EFA interfaces; with types that differ in "
               "them, no single request fits every node the pool may create.",
-    fix="split the pool, one per accelerator/EFA shape", source="kubetrain")
+    fix="split the pool, one per accelerator/EFA shape", source="README.md (The platform)")
 WRONG_INSTANCE_TYPE = register(
     "KT406", "error", "instance type unknown, or of the wrong kind for the pool",
     rationale="A pool's instance types come from the cluster's catalog: an accelerator pool needs accelerator types "
               "(and an EFA pool EFA types), a CPU pool CPU types.",
     fix="use a type of the catalog that fits the pool, or register yours with Cluster(instance_types=[...])",
-    source="platform/instances.py")
+    source="constructs/kubetrain/platform/instances.py")
 CAPACITY_RESERVATION = register(
     "KT407", "error", "capacity reservations and capacity type disagree",
     rationale="Karpenter launches into capacity reservations only for capacity type 'reserved', and a 'reserved' "
               "pool needs at least one reservation to select.",
     fix="with capacity_type='reserved' list capacity_reservation_ids (cr-...); otherwise list none",
-    source="domain-facts 7 (capacityReservationSelectorTerms)")
+    source=KARPENTER_NODECLASS)
+
+
+# Karpenter's EC2NodeClass CEL rules on amiSelectorTerms[].alias (karpenter.k8s.aws_ec2nodeclasses.yaml, v1.9).
+AMI_ALIAS_FAMILIES = ("al2", "al2023", "bottlerocket", "windows2019", "windows2022", "windows2025")
 
 
 class NodePoolProps(StrictProps):
@@ -88,12 +103,14 @@ class NodePoolProps(StrictProps):
     name: Dns1123Label = Field(..., description="NodePool and EC2NodeClass name; defaults to the construct id.")
     instance_types: list[str] = Field(..., min_length=1, description="Catalog names, e.g. ['p5.48xlarge'].")
     capacity_type: Literal["on-demand", "spot", "reserved"] = Field("on-demand")
-    capacity_reservation_ids: list[str] = Field(default_factory=list,
+    capacity_reservation_ids: list[CapacityReservationId] = Field(default_factory=list,
                                                 description="cr-... ids, only with capacity_type='reserved'.")
-    zones: list[str] = Field(..., min_length=1, description="Availability zones, e.g. ['us-west-2a'].")
-    subnet_ids: list[str] = Field(..., min_length=1, description="subnet-... ids the nodes launch in.")
-    security_group_ids: list[str] = Field(..., min_length=1, description="sg-... ids of the nodes.")
-    role: str = Field(..., description="IAM role of the nodes (Karpenter creates the instance profile).")
+    zones: list[AvailabilityZone] = Field(..., min_length=1, description="Availability zones of one region, e.g. "
+                                                                      "['us-west-2a'].")
+    subnet_ids: list[SubnetId] = Field(..., min_length=1, description="subnet-... ids the nodes launch in.")
+    security_group_ids: list[SecurityGroupId] = Field(..., min_length=1, description="sg-... ids of the nodes.")
+    role: IamRoleName = Field(..., description="Name of the nodes' IAM role (Karpenter creates the instance "
+                                               "profile), not its ARN.")
     ami_alias: str = Field("al2023@latest", description="amiSelectorTerms alias; pin a version (al2023@v2025...) "
                                                         "for reproducible nodes. Karpenter picks the NVIDIA or "
                                                         "Neuron variant of AL2023 for accelerator types.")
@@ -111,6 +128,31 @@ class NodePoolProps(StrictProps):
     expire_after: str = Field("720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                               description="Node lifetime (Karpenter's default 720h). 'Never' keeps long runs' "
                                           "nodes from expiring under them.")
+
+    @field_validator("ami_alias")
+    @classmethod
+    def _alias_format(cls, alias: str) -> str:
+        # EC2NodeClass rules on amiSelectorTerms[].alias: family@version, a family with an alias, and
+        # Windows only at 'latest'.
+        parts = alias.split("@")
+        fix = "write family@version, e.g. al2023@latest or al2023@v20250505 (one of " + \
+              ", ".join(AMI_ALIAS_FAMILIES) + ")"
+        if not re.fullmatch(r"[a-zA-Z0-9]+@.+", alias, re.DOTALL):
+            raise rule_violation(INVALID_VALUE, f"{alias!r} is not in the format 'family@version'", fix)
+        if parts[0] not in AMI_ALIAS_FAMILIES:
+            raise rule_violation(INVALID_VALUE, f"AMI family {parts[0]!r} has no Karpenter alias", fix)
+        if parts[0].startswith("windows") and parts[1] != "latest":
+            raise rule_violation(INVALID_VALUE, f"{alias!r}: Windows aliases may only specify version 'latest'",
+                                 f"use {parts[0]}@latest")
+        return alias
+
+    @model_validator(mode="after")
+    def _one_region(self) -> NodePoolProps:
+        regions = sorted({region_of_zone(zone) for zone in self.zones})
+        if len(regions) > 1:
+            raise rule_violation(INVALID_VALUE, f"zones span regions {', '.join(regions)}: a cluster's nodes are "
+                                 "in one region", "list zones of the cluster's region only", field="zones")
+        return self
 
     @model_validator(mode="after")
     def _static_within_limit(self) -> NodePoolProps:
@@ -134,7 +176,8 @@ class EfaNodePoolProps(NodePoolProps):
     """An accelerator pool with EFA: one zone, one subnet, an EFA security group, instance store as RAID0."""
 
     max_nodes: int = Field(..., ge=1)
-    placement_group: str | None = Field(None, description="Name of a cluster placement group (Karpenter >= 1.11).")
+    placement_group: PlacementGroupName | None = Field(None, description="Name of a cluster placement group "
+                                                                         "(Karpenter >= 1.11).")
     huge_pages: HugePages2Mi = Field("5120Mi", description="2 MiB huge pages each pod requests (the EFA driver's; "
                                                            "AWS's NCCL-test manifests use 5120Mi): whole 2Mi pages.")
     shm_fraction: float = Field(0.125, gt=0, lt=0.5, description="/dev/shm of a pod on the pool as a share of the "
@@ -381,15 +424,17 @@ def pool_placement_problems(pool: NodePool, requests: Mapping[str, str | int], t
     memory = amounts.get("memory", Decimal(0)) + amounts.get(HUGE_PAGES_RESOURCE, Decimal(0))
     # Karpenter launches whichever of the pool's types fits the pod, so the pod must fit the roomiest one.
     largest = max(pool.instance_types, key=lambda i: (i.allocatable_memory(), i.allocatable_cpu()))
-    checks = [("cpu", amounts.get("cpu", Decimal(0)), max(i.allocatable_cpu() for i in pool.instance_types), "cores"),
-              ("memory", memory, largest.allocatable_memory(), "bytes (memory and huge pages)")]
+    checks = [("cpu", amounts.get("cpu", Decimal(0)), max(i.allocatable_cpu() for i in pool.instance_types),
+               lambda cores: f"{cores.normalize():f} cores"),
+              ("memory", memory, largest.allocatable_memory(), format_bytes)]
     if t.accelerator_resource:
         checks.append((t.accelerator_resource, amounts.get(t.accelerator_resource, Decimal(0)),
-                       Decimal(t.accelerators), "accelerators"))
-    for name, wanted, has, unit in checks:
+                       Decimal(t.accelerators), lambda count: f"{count:f} accelerators"))
+    for name, wanted, has, show in checks:
         if wanted > has:
-            problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{name}", f"asks for {wanted:f} {unit}; the "
-                                    f"largest node of pool {pool.name} ({largest.name}) can allocate {has:f}",
+            what = " of memory and huge pages" if name == "memory" else ""
+            problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{name}", f"asks for {show(wanted)}{what}; the "
+                                    f"largest node of pool {pool.name} ({largest.name}) can allocate {show(has)}",
                                     POD_DOES_NOT_FIT.fix))
     for other in ("nvidia.com/gpu", "aws.amazon.com/neuron"):
         if other != t.accelerator_resource and amounts.get(other):

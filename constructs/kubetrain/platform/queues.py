@@ -11,7 +11,9 @@ from typing import Literal
 from pydantic import Field
 
 from kubetrain.cluster import Cluster
+from kubetrain.names import LabelKey
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import KUEUE_JOBS, KUEUE_TAS, VOLCANO, cite
 from kubetrain.strict import StrictProps
 from training.problems import Problem
 
@@ -22,7 +24,7 @@ TWO_QUEUE_SYSTEMS = register(
     rationale="Kueue and Volcano both decide when a gang of pods may start; with both, a job admitted by one can "
               "be held by the other, and quotas are counted twice or not at all.",
     fix="use one queue system per cluster (Kueue or Volcano), for every queue of that cluster",
-    source="domain-facts 5")
+    source=cite("README.md (The platform)", KUEUE_JOBS, VOLCANO))
 PLACEMENT_LEVEL = register(
     "KT421", "error", "topology placement the queue cannot honour",
     rationale="Kueue's topology-aware scheduling places a job's pods within one level of a Topology that its "
@@ -30,15 +32,23 @@ PLACEMENT_LEVEL = register(
               "(required) or silently ignored.",
     fix="name a level of the flavors' Topology (e.g. topology.k8s.aws/network-node-layer-3), or give the "
         "flavors a Topology",
-    source="domain-facts 11 (Kueue topology-aware scheduling)")
+    source=KUEUE_TAS)
 
 _SYSTEM_ATTRIBUTE = "_kubetrain_queue_system"
+
+
+OTHER_SCHEDULER = register(
+    "KT424", "error", "queued job names another scheduler than its queue's",
+    rationale="A Volcano queue admits a gang through its PodGroup and places it with the volcano scheduler; pods "
+              "that name another scheduler are placed one by one outside the gang, or never.",
+    fix="leave pod.scheduler_name unset (the queue sets it)", source=VOLCANO)
 
 
 class TopologyPlacement(StrictProps):
     """Where a job's pods must (required) or should (preferred) share one topology domain."""
 
-    level: str = Field(..., description="A node label of the Topology, e.g. topology.k8s.aws/network-node-layer-3.")
+    level: LabelKey = Field(..., description="A node label of the Topology, e.g. "
+                                             "topology.k8s.aws/network-node-layer-3.")
     mode: Literal["required", "preferred"] = "required"
 
 

@@ -18,14 +18,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kubetrain.cluster import Cluster
 from kubetrain.names import Dns1123Label
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import PSS
 from kubetrain.strict import StrictProps
-from training.problems import Problem
+from training.problems import INVALID_VALUE, Problem, rule_violation
 
 Level = Literal["privileged", "baseline", "restricted"]
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
@@ -47,7 +48,7 @@ POD_SECURITY = register(
               "them at synth, with the field to change.",
     fix="drop the privilege; a pod that truly needs it (a node agent) belongs in a namespace of its own "
         "labelled privileged",
-    source="Kubernetes Pod Security Standards; domain-facts 8 (no /dev/infiniband host mounts)")
+    source=PSS)
 
 
 def pod_security_labels(level: Level, audit: Level = "restricted") -> dict[str, str]:
@@ -140,6 +141,14 @@ class PodSecurityProps(StrictProps):
                                                      "both allowed; restricted also needs non-root images).")
     audit: Literal["baseline", "restricted"] = Field("restricted", description="Audited and warned about.")
     namespaces: list[Dns1123Label] | None = Field(None, description="Default: every namespace of the cluster.")
+
+    @model_validator(mode="after")
+    def _audit_at_least_enforced(self) -> PodSecurityProps:
+        if self.level == "restricted" and self.audit == "baseline":
+            raise rule_violation(INVALID_VALUE, "audit is baseline under an enforced restricted level: every pod it "
+                                 "would report is refused already", "audit at the enforced level or above "
+                                 "(audit='restricted')", field="audit")
+        return self
 
 
 class PodSecurity(PlatformConstruct):

@@ -5,7 +5,7 @@
     data = S3Bucket(cluster, "datasets", namespace="ml", bucket_name="corp-datasets", region="us-west-2")
 
 Each construct is one PersistentVolumeClaim in a namespace (plus its StorageClass or static
-PersistentVolume, cluster-scoped). Facts: domain-facts sections 9 and 11.
+PersistentVolume, cluster-scoped). Facts: the AWS CSI drivers' parameter docs (FSx for Lustre, EFS, Mountpoint for S3).
 
 Interface for jobs (read-only): `claim_name`, `namespace`, `read_only`, `supports_rename`, `persistent`,
 `shared`, `volume()` (the pod's volume entry), `volume_mount(path)`, and the rules
@@ -15,18 +15,29 @@ must not go on any claim here (`shared`): the job rules' KT117.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from kubetrain.cluster import Cluster
-from kubetrain.names import Dns1123Label
+from kubetrain.names import AbsolutePath, Dns1123Label
+from kubetrain.platform.aws_ids import (
+    REGION,
+    FileSystemId,
+    FsxMountName,
+    Region,
+    SecurityGroupId,
+    SubnetId,
+    bucket_name_problem,
+)
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.quantity import PositiveByteQuantity
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import DCP, FSX_CAPACITY, FSX_CSI, FSX_PERF, MOUNTPOINT, VOLUMES, cite
 from kubetrain.strict import StrictProps
-from training.problems import Problem, rule_violation
+from training.problems import INVALID_VALUE, Problem, rule_violation
 
 FSX_CAPACITY = register(
     "KT410", "error", "FSx for Lustre capacity not valid for the deployment type",
@@ -34,25 +45,32 @@ FSX_CAPACITY = register(
               "(SCRATCH_2, PERSISTENT_1, PERSISTENT_2); SCRATCH_1 1200 GiB, 2400 GiB, then multiples of 3600 GiB. "
               "Another size fails at provisioning, long after the pull request merged.",
     fix="use 1200, 2400 or a multiple of 2400 GiB (SCRATCH_1: a multiple of 3600)",
-    source="domain-facts 9; Amazon FSx for Lustre storage capacity")
+    source=cite(FSX_CAPACITY, FSX_CSI))
 FSX_THROUGHPUT = register(
     "KT411", "error", "FSx for Lustre throughput not valid for the deployment type",
     rationale="perUnitStorageThroughput (MB/s per TiB) takes fixed values: PERSISTENT_1 50, 100, 200 (SSD) or "
               "12, 40 (HDD); PERSISTENT_2 125, 250, 500, 1000; scratch file systems take none.",
-    fix="choose one of the deployment type's values (or none for SCRATCH_*)", source="domain-facts 9")
+    fix="choose one of the deployment type's values (or none for SCRATCH_*)", source=cite(FSX_PERF, FSX_CSI))
 CHECKPOINT_VOLUME = register(
     "KT412", "error", "checkpoints on a volume that cannot hold them",
     rationale="A checkpoint must outlive the pod, be writable, and support what torch DCP does: it writes its "
               ".metadata to a temporary file and renames it. Mountpoint for S3 cannot rename files on "
               "general-purpose buckets, so DCP checkpoints fail there.",
     fix="write checkpoints to FSx for Lustre or EFS (or an S3 directory bucket) mounted read-write",
-    source="domain-facts 11 (Mountpoint for S3, DCP)")
+    source=cite(MOUNTPOINT, DCP))
 DATASET_READ_WRITE = register(
     "KT413", "warning", "dataset mounted read-write",
     rationale="Training reads its data; a read-write mount lets one buggy rank corrupt the dataset for every job "
               "that shares it.",
-    fix="mount the dataset's claim read-only (read_only=True)", source="kubetrain")
+    fix="mount the dataset's claim read-only (read_only=True)", source="README.md (The platform)")
 
+CLAIM_IN_ANOTHER_NAMESPACE = register(
+    "KT414", "error", "claim in another namespace than the pod",
+    rationale="A pod mounts PersistentVolumeClaims of its own namespace only: a claim defined in another namespace "
+              "leaves the pod Pending with 'persistentvolumeclaim not found'.",
+    fix="define the storage in the job's namespace (namespace= on FsxLustre, Efs or S3Bucket), or run the job there",
+    source=VOLUMES)
+PosixId = Annotated[int, Field(ge=0, le=2**31 - 1)]
 _FSX_THROUGHPUT = {"PERSISTENT_1": {50, 100, 200, 12, 40}, "PERSISTENT_2": {125, 250, 500, 1000}}
 
 
@@ -70,11 +88,12 @@ class FsxLustreProps(ClaimProps):
     capacity_gib: int = Field(1200, gt=0, description="Storage capacity (see KT410 for the valid steps).")
     throughput: int | None = Field(None, description="perUnitStorageThroughput, MB/s per TiB (PERSISTENT_*); "
                                                      "default 125 for PERSISTENT_2, 200 for PERSISTENT_1.")
-    file_system_id: str | None = Field(None, pattern=r"^fs-[0-9a-f]+$")
-    dns_name: str | None = None
-    mount_name: str | None = None
-    subnet_id: str | None = Field(None, pattern=r"^subnet-[0-9a-z]+$")
-    security_group_ids: list[str] = Field(default_factory=list)
+    file_system_id: FileSystemId | None = Field(None, description="An existing file system (a static volume).")
+    dns_name: str | None = Field(None, description="Its DNSName: <file_system_id>.fsx.<region>.amazonaws.com.")
+    mount_name: FsxMountName | None = Field(None, description="Its MountName (8 characters; 'fsx' for SCRATCH_1).")
+    subnet_id: SubnetId | None = Field(None, description="Where a new file system is created.")
+    security_group_ids: list[SecurityGroupId] = Field(default_factory=list,
+                                                      description="The new file system's security groups.")
 
     @model_validator(mode="after")
     def _consistent(self) -> FsxLustreProps:
@@ -83,6 +102,11 @@ class FsxLustreProps(ClaimProps):
             raise rule_violation("KT002", "a static FSx volume needs file_system_id, dns_name and mount_name",
                                  "give all three (or none, and subnet_id for a new file system)",
                                  field="file_system_id")
+        dns = re.compile(rf"^{re.escape(self.file_system_id or '')}\.fsx\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
+        if self.dns_name and not ((match := dns.match(self.dns_name)) and REGION.match(match.group(1))):
+            raise rule_violation(INVALID_VALUE, f"{self.dns_name!r} is not the DNS name of {self.file_system_id}",
+                                 f"use the file system's DNSName, {self.file_system_id}.fsx.<region>.amazonaws.com",
+                                 field="dns_name")
         if not any(static) and not (self.subnet_id and self.security_group_ids):
             raise rule_violation("KT002", "a new FSx file system needs subnet_id and security_group_ids",
                                  "give them, or file_system_id, dns_name and mount_name of an existing one",
@@ -109,25 +133,44 @@ class EfsProps(ClaimProps):
     """EFS through access points: a StorageClass (provisioningMode efs-ap) and a claim; each claim gets its
     own access point and directory."""
 
-    file_system_id: str = Field(..., pattern=r"^fs-[0-9a-f]+$")
+    file_system_id: FileSystemId
     directory_perms: str = Field("700", pattern=r"^[0-7]{3,4}$")
-    gid_range: tuple[int, int] | None = Field(None, description="gidRangeStart/End for the access points' POSIX "
-                                                                "ids (both or neither).")
-    base_path: str | None = Field(None, description="Directory the access points are created under.")
+    gid_range: tuple[PosixId, PosixId] | None = Field(None, description="gidRangeStart/End for the access points' "
+                                                                        "POSIX ids (both or neither).")
+    base_path: AbsolutePath | None = Field(None, description="Directory the access points are created under.")
+
+    @model_validator(mode="after")
+    def _gid_range_ordered(self) -> EfsProps:
+        if self.gid_range and self.gid_range[0] > self.gid_range[1]:
+            raise rule_violation(INVALID_VALUE, f"gid_range starts at {self.gid_range[0]}, after its end "
+                                 f"{self.gid_range[1]}", "give (start, end) with start <= end", field="gid_range")
+        return self
 
 
 class S3BucketProps(ClaimProps):
     """An S3 bucket through Mountpoint (static provisioning only: a PV and a PVC, storageClassName '')."""
 
-    bucket_name: str = Field(..., pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](--[a-z0-9-]+--x-s3)?$")
-    region: str | None = None
-    prefix: str | None = Field(None, description="Only keys under this prefix (ends with '/').")
+    bucket_name: str = Field(..., description="The bucket's name (S3's naming rules; a directory bucket's ends "
+                                              "with --<zone id>--x-s3).")
+    region: Region | None = Field(None, description="The bucket's region, e.g. us-west-2. Default: Mountpoint "
+                                                    "finds it.")
+    prefix: str | None = Field(None, pattern=r"^[^/].*/$",
+                               description="Only keys under this prefix: relative, ending with '/', e.g. 'data/'.")
     bucket_type: Literal["general-purpose", "directory"] = Field(
         "general-purpose", description="Directory buckets (S3 Express One Zone) support rename through Mountpoint.")
     read_only: bool = Field(True, description="Mountpoint mounts read-only by default here; read-write allows "
                                               "new files and deletes, never changes to existing files.")
     capacity: PositiveByteQuantity = Field("1Ti", description="Nominal size (S3 ignores it; Kubernetes needs a "
                                                               "positive one).")
+
+    @model_validator(mode="after")
+    def _bucket_name_of_its_type(self) -> S3BucketProps:
+        problem = bucket_name_problem(self.bucket_name, self.bucket_type == "directory")
+        if problem:
+            raise rule_violation(INVALID_VALUE, f"{self.bucket_name!r} is not a valid {self.bucket_type} bucket "
+                                 f"name: {problem}", "use the bucket's exact name (S3's bucket naming rules), and "
+                                 "bucket_type 'directory' only for S3 Express One Zone buckets", field="bucket_name")
+        return self
 
 
 class Claim(PlatformConstruct):
@@ -293,3 +336,11 @@ def dataset_volume_problems(claim: Claim, path: str = "volumes") -> list[Problem
         return []
     return [Problem(DATASET_READ_WRITE.code, path, f"dataset claim {claim.claim_name} is mounted read-write",
                     DATASET_READ_WRITE.fix)]
+
+
+def claim_namespace_problems(claim: Claim, namespace: str, path: str) -> list[Problem]:
+    """KT414 when a pod of `namespace` would mount `claim` of another namespace."""
+    if claim.rejected or claim.namespace == namespace:
+        return []
+    return [Problem(CLAIM_IN_ANOTHER_NAMESPACE.code, path, f"claim {claim.claim_name} is in namespace "
+                    f"{claim.namespace}, the pod in {namespace}", CLAIM_IN_ANOTHER_NAMESPACE.fix)]

@@ -5,7 +5,7 @@
     queue.scheduling_policy(min_available=4)  # PyTorchJob runPolicy.schedulingPolicy (the operator's PodGroup)
     queue.pod_group("gpt", "ml", min_member=4)  # a PodGroup, for targets whose operator makes none
 
-Facts: domain-facts sections 1 and 5. The training operator must run with
+Facts: Volcano v1.15 (https://volcano.sh/en/docs/) and the training operator v1.9. The training operator must run with
 `--gang-scheduler-name=volcano` to create PodGroups from `schedulingPolicy`.
 """
 
@@ -20,6 +20,7 @@ from kubetrain.cluster import Cluster
 from kubetrain.names import Dns1123Subdomain
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
+from kubetrain.quantity import Quantity, ResourceName
 from kubetrain.strict import StrictProps
 from training.problems import Problem
 
@@ -30,7 +31,9 @@ GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 class VolcanoQueueProps(StrictProps):
     name: Dns1123Subdomain
     weight: int = Field(1, ge=1, description="Share of the cluster against other queues.")
-    capability: dict[str, str] = Field(default_factory=dict, description="Upper bound on the queue's resources.")
+    capability: dict[ResourceName, Quantity] = Field(default_factory=dict,
+                                                     description="Upper bound on the queue's resources, e.g. "
+                                                                 "{'nvidia.com/gpu': '64'}.")
     reclaimable: bool = Field(False, description="Whether other queues may reclaim what this one borrowed. Off: "
                                                  "a training gang is not preempted halfway.")
 

@@ -8,20 +8,22 @@ them, so `kubetrain explain` and the README's table cover them too.
 from __future__ import annotations
 
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import K8S_NAMES, PRUNING, cite
 
 TRAINER = "training/config.py"
 
 register("KT001", "error", "unknown field",
          rationale="A misspelled field would otherwise be ignored (and the API server prunes unknown fields "
                    "silently): the run would use a default the author never chose.",
-         fix="remove the field or correct its name (the message suggests the closest one)", source="kubetrain")
+         fix="remove the field or correct its name (the message suggests the closest one)",
+         source=cite("README.md (Rules)", PRUNING))
 register("KT002", "error", "required field missing",
          rationale="Some settings have no safe default (batch sizes, max_steps, the image).",
-         fix="add the field", source="kubetrain")
+         fix="add the field", source="README.md (Rules)")
 register("KT003", "error", "invalid value",
          rationale="A value of the wrong type, out of range, or not what Kubernetes accepts (names, quantities, "
                    "image references) fails later, on the cluster or at pod start, where it costs a run.",
-         fix="change the value as the message says", source="kubetrain; Kubernetes API conventions")
+         fix="change the value as the message says", source=cite("README.md (Rules)", K8S_NAMES))
 register("KT004", "error", "run config file unreadable",
          rationale="The pod reads the mounted run config: it must be UTF-8 YAML, a mapping, with each key once "
                    "(YAML would otherwise keep the last of two keys silently).",
@@ -32,7 +34,8 @@ register("KT005", "error", "malformed --set override",
          fix="write overrides as dotted.key=value, e.g. max_steps=30", source=TRAINER)
 register("KT006", "error", "malformed KUBETRAIN_FAULT",
          rationale="Fault drills are parsed before training starts so a typo does not run a drill-less job.",
-         fix="write faults as KIND:step=N[:rank=R], separated by ';' (see training/faults.py)", source=TRAINER)
+         fix="write faults as KIND:step=N[:rank=R], separated by ';' (see training/faults.py)",
+         source="training/faults.py")
 register("KT201", "error", "global batch not a multiple of micro batch x world size",
          rationale="Gradient accumulation is derived as global / (micro x world); it must be a whole number at "
                    "every world size the job can run at.",

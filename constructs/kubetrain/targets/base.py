@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from kubetrain.names import dns_1123_subdomain_problem
 from kubetrain.rules.registry import register
-from training.problems import Problem
+from kubetrain.rules.sources import PYTORCHJOB, TRAINER, cite
+from training.problems import Problem, ReportedLater
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
@@ -120,7 +121,7 @@ class LocalPlan:
     per_pod_backoff: bool = False
 
 
-class Target(BaseModel, ABC):
+class Target(ReportedLater, ABC):
     """Base of every launch target. Subclasses are pydantic models: their fields are the operator's options."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -147,6 +148,10 @@ class Target(BaseModel, ABC):
     def rendezvous_args(self, job: JobSpec) -> list[str]:
         """torchrun flags that find the peers under this operator (beyond those it reads from PET_*)."""
 
+    @abstractmethod
+    def rendezvous_port(self, job: JobSpec) -> int:
+        """The port the first pod's torchrun listens on for its peers (the rendezvous endpoint)."""
+
     def launch_env(self, job: JobSpec) -> dict[str, str]:
         """Variables the target itself must set for torchrun (for operators that set none)."""
         return {}
@@ -162,11 +167,6 @@ class Target(BaseModel, ABC):
     def derived_names(self, job: JobSpec) -> list[str]:
         """Names the target's objects take in the job's namespace, besides the job's own name."""
         return []
-
-    def listening_ports(self, job: JobSpec) -> dict[int, str]:
-        """Ports the operator adds to the workload's container or its launcher listens on, and what for: the
-        job's own ports must keep off them (KT133)."""
-        return {}
 
     @abstractmethod
     def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
@@ -219,5 +219,5 @@ NOT_ON_THIS_TARGET = register(
     "KT701", "error", "the job needs what its target cannot do",
     rationale="Targets differ: only PyTorchJob has elastic membership, and operators that inject only torchrun's "
               "PET_* variables need torchrun to read them.",
-    fix="choose a target that has the feature, or drop the feature", source="domain-facts 1 and 2",
+    fix="choose a target that has the feature, or drop the feature", source=cite(PYTORCHJOB, TRAINER),
     targets=("trainjob", "indexed-job"))

@@ -1,6 +1,6 @@
 """An Indexed batch/v1 Job and a headless Service: distributed training with no operator installed.
 
-The seed guides' first option. Kubernetes gives each of the `nodes` pods a completion index
+The plainest option (no operator). Kubernetes gives each of the `nodes` pods a completion index
 (`JOB_COMPLETION_INDEX`) and, through the headless Service named like the job (the pods'
 `subdomain`), a stable DNS name `<job>-<index>.<job>`; pod 0 hosts torchrun's c10d rendezvous.
 Nothing injects torchrun's variables, so the target sets them itself: PET_NNODES,
@@ -42,15 +42,15 @@ class IndexedJob(Target):
         return {"PET_NNODES": str(job.props.nodes), "PET_NPROC_PER_NODE": str(job.props.procs_per_node),
                 "PET_RDZV_ENDPOINT": f"{job.name}-0.{job.name}:{RENDEZVOUS_PORT}"}
 
+    def rendezvous_port(self, job: JobSpec) -> int:
+        return RENDEZVOUS_PORT
+
     def rendezvous_args(self, job: JobSpec) -> list[str]:
         return []  # all from the PET_* variables of launch_env
 
     def max_name_length(self, job: JobSpec) -> tuple[int, str]:
         suffix = f"-{job.props.nodes - 1}"
         return 63 - len(suffix), f"{job.name}{suffix}"
-
-    def listening_ports(self, job: JobSpec) -> dict[int, str]:
-        return {RENDEZVOUS_PORT: "torchrun's rendezvous on pod 0 (PET_RDZV_ENDPOINT)"}
 
     def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
         return JOB_CONTROLLER_LABELS

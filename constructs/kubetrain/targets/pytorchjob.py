@@ -8,16 +8,15 @@ Elastic: `nodes` Workers and an elasticPolicy; there is no Master, because ranks
 each rendezvous, not by pod index. The operator points PET_RDZV_ENDPOINT at the first worker and
 sets PET_NNODES=min:max, but sets PET_NPROC_PER_NODE only when there is a Master.
 Pods and Services are named `<job>-<master|worker>-<i>`; a Service name is a 63-character label.
-(shared/domain-facts.md sections 1 and 11.)
+(kubeflow/trainer v1.9.4: pkg/controller.v1/pytorch, pkg/webhooks/pytorch.)
 
 What the operator creates (`pytorchjob_objects`, for the output check): per replica, pods named
 `<job>-<type>-<i>` from the replica's template, labelled `training.kubeflow.org/{job-name, operator-name,
 replica-type, replica-index}` (and `job-role: master` on the Master) over the template's labels, restartPolicy
 from the replica's (ExitCode becomes Never), and its defaulting adds the port `pytorchjob-port` (23456) to the
 `pytorch` container when it has none of that name; a headless Service per pod, named like it (a DNS-1035
-label). Its admission
-webhook wants a `pytorch` container in every replica and exactly one Master. (kubeflow/trainer v1.9
-pkg/controller.v1/common/pod.go, service.go; pkg/apis/kubeflow.org/v1/pytorch_defaults.go;
+label). Its admission webhook wants a `pytorch` container in every replica and exactly one Master.
+(kubeflow/trainer v1.9.4 pkg/controller.v1/common/pod.go, service.go; pkg/apis/kubeflow.org/v1/pytorch_defaults.go;
 pkg/webhooks/pytorch/pytorchjob_webhook.go.)
 """
 
@@ -69,6 +68,9 @@ class PyTorchJob(Target):
                 "PET_MASTER_PORT", "PET_NODE_RANK", "PET_NNODES", "PET_NPROC_PER_NODE", "PET_RDZV_ENDPOINT",
                 "PET_RDZV_BACKEND", "PET_MAX_RESTARTS"}
 
+    def rendezvous_port(self, job: JobSpec) -> int:
+        return MASTER_PORT  # the master's (or, elastic, the first worker's) PET_*_PORT
+
     def rendezvous_args(self, job: JobSpec) -> list[str]:
         if job.props.elastic:
             # PET_RDZV_ENDPOINT and PET_NNODES=min:max come from the operator; nproc does not.
@@ -85,9 +87,6 @@ class PyTorchJob(Target):
         # One Service per replica, named like its pod: only the first few are listed; KT101
         # keeps the longest within the limit, and no job name can end in -master-0 or -worker-N.
         return []
-
-    def listening_ports(self, job: JobSpec) -> dict[int, str]:
-        return {MASTER_PORT: f"the operator's {PORT_NAME} (torchrun's rendezvous on the master)"}
 
     def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
         return OPERATOR_LABELS

@@ -10,11 +10,11 @@ The controller injects only PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK (the J
 index), PET_MASTER_ADDR (`<job>-node-0-0.<job>`) and PET_MASTER_PORT (29500) and rejects user env
 with those names, so the command is torchrun. `trainer`, `runtimeRef` and `initializer` are
 immutable: a changed job is a new object (create-once). Pods are `<job>-node-0-<i>`, a DNS label.
-(shared/domain-facts.md sections 2 and 11.)
+(kubeflow/trainer v2.3.0: pkg/runtime/framework/plugins/torch, pkg/webhooks.)
 
 What the operators create (for the output check): the Trainer controller makes a JobSet named like the
 TrainJob from the runtime's template, its torch plugin sets the `node` replicated Job's parallelism and
-completions to numNodes and adds containerPort 29500 to container `node` (kubeflow/trainer
+completions to numNodes and adds containerPort 29500 to container `node` (kubeflow/trainer v2.3.0
 pkg/runtime/framework/plugins/torch/torch.go); JobSet makes one Job per replica, `<jobset>-<replicatedJob>-<j>`,
 Indexed by default, labelled `jobset.sigs.k8s.io/*`, with the JobSet's name as its pods' subdomain, and its
 webhook refuses a JobSet whose Job names, or pod names plus the 5-character suffix, are not DNS-1035 labels
@@ -77,6 +77,9 @@ class TrainJob(Target):
     def injected_env(self, job: JobSpec) -> set[str]:
         return set(INJECTED)
 
+    def rendezvous_port(self, job: JobSpec) -> int:
+        return MASTER_PORT
+
     def rendezvous_args(self, job: JobSpec) -> list[str]:
         # PET_NNODES and PET_NPROC_PER_NODE are torchrun's defaults; node 0 hosts the rendezvous.
         return ["--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)"]
@@ -88,9 +91,6 @@ class TrainJob(Target):
 
     def derived_names(self, job: JobSpec) -> list[str]:
         return [self.runtime_name(job)]
-
-    def listening_ports(self, job: JobSpec) -> dict[int, str]:
-        return {MASTER_PORT: "the port the Trainer adds to container node (torchrun's rendezvous on node 0)"}
 
     def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
         return JOB_CONTROLLER_LABELS | JOBSET_LABELS | {ANCESTOR_LABEL}
