@@ -114,12 +114,20 @@ def api_server_problems(manifests: list[Manifest], version_of: Callable[[Manifes
     # Folders as strings: hashing Path objects per manifest costs more than the checks of a small object.
     folders = [str(m.folder) for m in manifests]
     roots = {folder: folder.rpartition("/")[0] for folder in set(folders)}
-    index: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for m, folder in zip(manifests, folders):
-        if isinstance(m.body, dict):
-            meta = m.body.get("metadata") or {}
-            if isinstance(meta, dict):
-                index[(roots[folder], m.body.get("kind"), meta.get("namespace") or "", meta.get("name"))] = m.body
+    by_kind: dict[str, dict[tuple[str, str, Any], dict[str, Any]]] = {}
+
+    def of_kind(kind: str) -> dict[tuple[str, str, Any], dict[str, Any]]:
+        """(cluster folder, namespace, name) -> object, for the kinds operators look up (a runtime, say): built
+        on the first look-up, so a fleet without such references pays nothing per object."""
+        index = by_kind.get(kind)
+        if index is None:
+            index = by_kind[kind] = {}
+            for m, folder in zip(manifests, folders):
+                if isinstance(m.body, dict) and m.body.get("kind") == kind and isinstance(m.body.get("metadata"), dict):
+                    meta = m.body["metadata"]
+                    index[(roots[folder], meta.get("namespace") or "", meta.get("name"))] = m.body
+        return index
+
     versions: dict[str, tuple[int, int]] = {}
     for m, folder in zip(manifests, folders):
         body = m.body
@@ -129,7 +137,8 @@ def api_server_problems(manifests: list[Manifest], version_of: Callable[[Manifes
         root, namespace = roots[folder], (body.get("metadata") or {}).get("namespace") or ""
 
         def sibling(kind: str, name: str, root: str = root, namespace: str = namespace) -> dict[str, Any] | None:
-            return index.get((root, kind, namespace, name)) or index.get((root, kind, "", name))
+            index = of_kind(kind)
+            return index.get((root, namespace, name)) or index.get((root, "", name))
 
         version = versions.get(folder)
         if version is None:
