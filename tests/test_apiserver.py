@@ -29,13 +29,33 @@ def job(cluster: str, kind: str, name: str) -> dict[str, Any]:
     return yaml.safe_load(dist_file(cluster, kind, name).read_text())
 
 
-PYTORCHJOB = job("prod", "PyTorchJob", "gpt-1b-fsdp")  # GPU, EFA, huge pages, tolerations of the p5 pool
-TINY = job("dev", "PyTorchJob", "tiny-gpt")
+def gpu_pytorchjob() -> dict[str, Any]:
+    """A PyTorchJob on prod's p5 pool as kubetrain renders it: GPUs, EFA, huge pages, the pool's tolerations and
+    affinity (the example fleet runs its GPU jobs as TrainJobs)."""
+    from kubetrain import App, Cluster, EfaNodePool, NodeResources, PyTorchJob, RunConfig, Trainer, TrainingJob
+    from kubetrain.output.manifests import render_objects
+
+    app = App()
+    cluster = Cluster(app, "prod", kubernetes_version="1.33", namespaces=["ml-prod"])
+    p5 = EfaNodePool(cluster, "p5", instance_types=["p5.48xlarge"], zones=["us-west-2a"],
+                     subnet_ids=["subnet-0abc1234"], security_group_ids=["sg-0efa1234"], role="KarpenterNodeRole-prod",
+                     max_nodes=16)
+    run = RunConfig.model_validate({"batch": {"global_size": 64, "micro_size": 4}, "max_steps": 10,
+                                    "checkpoint": {"dir": "/ckpt/run"}})
+    TrainingJob(cluster, "gpt-1b-fsdp", name="gpt-1b-fsdp", image="ghcr.io/kubetrain/kubetrain:0.1.0", pool=p5,
+                resources=NodeResources(cpu="184", memory="1800Gi"), nodes=2, procs_per_node=8, target=PyTorchJob(),
+                volumes=[{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}], workload=Trainer(run=run))
+    (pytorchjob,) = [obj for obj in render_objects(app).values() if obj["kind"] == "PyTorchJob"]
+    return pytorchjob
+
+
+PYTORCHJOB = gpu_pytorchjob()
+TINY = job("dev", "PyTorchJob", "tiny-gpt-pytorchjob")
 INDEXED = job("dev", "Job", "tiny-gpt-indexed")
 SERVICE = job("dev", "Service", "tiny-gpt-indexed")
-TRAINJOB = job("dev", "TrainJob", "tiny-gpt-trainjob")
-RUNTIME = yaml.safe_load(next((ROOT / "dist/dev/ml-dev").glob("TrainingRuntime.*.yaml")).read_text())
-CONFIG_MAP = yaml.safe_load(next((ROOT / "dist/dev/ml-dev").glob("ConfigMap.tiny-gpt-[0-9a-f]*-config.yaml"))
+TRAINJOB = job("dev", "TrainJob", "tiny-gpt")
+RUNTIME = yaml.safe_load(min((ROOT / "dist/dev/ml-dev").glob("TrainingRuntime.tiny-gpt-*.yaml")).read_text())
+CONFIG_MAP = yaml.safe_load(min((ROOT / "dist/dev/ml-dev").glob("ConfigMap.tiny-gpt-[0-9a-f]*-config.yaml"))
                             .read_text())
 MPIJOB = committed("prod/ml-prod/MPIJob.nccl-allreduce-p5.yaml")
 DAEMONSET = committed("prod/gpu-monitoring/DaemonSet.dcgm-exporter.yaml")
@@ -451,7 +471,16 @@ def test_kubetrain_validate_reports_every_broken_object_with_its_code_and_path(t
 
 def test_a_job_patch_is_checked_as_the_pods_the_operator_creates(tmp_path):
     from cdk8s import JsonPatch
-    from kubetrain import App, Cluster, NodeResources, RunConfig, Trainer, TrainingJob, TrainingJobProps
+    from kubetrain import (
+        App,
+        Cluster,
+        NodeResources,
+        PyTorchJob,
+        RunConfig,
+        Trainer,
+        TrainingJob,
+        TrainingJobProps,
+    )
     from kubetrain.output.manifests import synth
 
     from training.problems import ConfigError
@@ -462,7 +491,8 @@ def test_a_job_patch_is_checked_as_the_pods_the_operator_creates(tmp_path):
                                     "checkpoint": {"dir": "/ckpt/run"}})
     job = TrainingJob(cluster, "tiny", TrainingJobProps(
         name="tiny", image="img:1", nodes=2, procs_per_node=1, resources=NodeResources(cpu="1", memory="2Gi"),
-        volumes=[{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}], workload=Trainer(run=run)))
+        volumes=[{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}], workload=Trainer(run=run),
+        target=PyTorchJob()))
     job.patch(JsonPatch.add("/spec/pytorchReplicaSpecs/Worker/template/spec/tolerations",
                             [{"key": "nvidia.com/gpu", "operator": "Exists", "value": "true"}]))
     with pytest.raises(ConfigError) as raised:

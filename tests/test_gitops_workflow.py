@@ -1,5 +1,5 @@
-"""The pull-request workflow: it runs on changes to the fleet, posts `kubetrain diff` as Markdown, and fails
-on a stale dist/."""
+"""The pull-request workflow: it runs on changes to the fleet, posts `kubetrain diff` (priced) as Markdown, and
+fails on a stale dist/."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def test_gitops_workflow_posts_the_diff_and_checks_dist() -> None:
     assert steps[0]["with"]["fetch-depth"] == 0
     runs = "\n".join(step.get("run", "") for step in steps)
     assert 'kubetrain diff --base "origin/$BASE_REF" --format markdown > "$RUNNER_TEMP/kubetrain-diff.md"' in runs
+    assert "kubetrain cost" in runs  # the whole fleet's cost in the log; the comment holds the change's
     post = next(step for step in steps if step.get("uses", "").startswith("actions/github-script"))
     assert f"const marker = '{COMMENT_MARKER}';" in post["with"]["script"]
     assert "createComment" in post["with"]["script"] and "updateComment" in post["with"]["script"]

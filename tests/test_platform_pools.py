@@ -30,7 +30,7 @@ def test_efa_and_cpu_pools_emit_valid_karpenter_objects(crds):
 def test_reserved_capacity_selects_its_reservations(crds):
     c = cluster()
     EfaNodePool(c, "p5r", **{**P5, "capacity_type": "reserved", "capacity_reservation_ids": ["cr-0123456789abcdef1"],
-                             "placement_group": "p5-pg"})
+                             "reserved_nodes": 8, "placement_group": "p5-pg"})
     spec = emitted(c, crds)["EC2NodeClass/p5r"]["spec"]
     assert spec["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef1"}]
     assert spec["placementGroupSelector"] == {"name": "p5-pg"}
@@ -40,6 +40,19 @@ def test_reserved_capacity_selects_its_reservations(crds):
     # and reservations on spot
     assert rejected(c, lambda: EfaNodePool(c, "bad2", **{**P5, "capacity_type": "spot",
                                                            "capacity_reservation_ids": ["cr-0123456789abcdef2"]}))
+
+    # KT452: reserved_nodes belongs to a reserved pool, and its static nodes stay within it
+    for i, (bad, path) in enumerate((({"capacity_type": "reserved", "capacity_reservation_ids": ["cr-0123456789abcdef2"],
+                                       "reserved_nodes": 4, "static_nodes": 8}, "static_nodes"),
+                                     ({"reserved_nodes": 4}, "reserved_nodes"))):
+        assert [(p.code, p.path) for p in rejected(c, lambda: EfaNodePool(c, f"bad{i + 3}", **{**P5, **bad}))] == [
+            ("KT452", path)]
+    # KT449: a reserved pool that does not say how many instances its reservations hold is judged by max_nodes
+    assert [code for code, _, _ in codes(c)] == ["KT407", "KT407", "KT452", "KT452"]
+    unsized = EfaNodePool(c, "unsized", **{**P5, "capacity_type": "reserved",
+                                           "capacity_reservation_ids": ["cr-0123456789abcdef2"]})
+    assert unsized.emitted and [(code, path) for code, path, _ in codes(c)][-1] == ("KT449", "reserved_nodes")
+    assert unsized.capacity_nodes == 16
 
 
 def test_what_a_pool_gives_the_pods_placed_on_it():

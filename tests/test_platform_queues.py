@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from kubetrain.platform.kueue import ClusterQueue, LocalQueue, ResourceFlavor, Topology, queued_job_problems
+from kubetrain.platform.kueue import (
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    Quota,
+    ResourceFlavor,
+    Topology,
+    queued_job_problems,
+)
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.volcano import VolcanoQueue
-from platform_support import CPU, P5, cluster, codes, emitted
+from platform_support import CPU, P5, cluster, codes, emitted, rejected
 
 LAYER_3 = "topology.k8s.aws/network-node-layer-3"
 
@@ -33,7 +41,8 @@ def test_kueue_objects_are_valid_and_cover_every_resource_the_pools_give(crds):
     [group] = objects["ClusterQueue/training"]["spec"]["resourceGroups"]
     assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa", "hugepages-2Mi"]
     quotas = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in group["flavors"]}
-    assert quotas["p5"]["nvidia.com/gpu"] == "64" and quotas["p5"]["vpc.amazonaws.com/efa"] == "512"
+    # Quotas default to the pool at its most nodes: its 4 static nodes (a static pool keeps exactly those).
+    assert quotas["p5"]["nvidia.com/gpu"] == "64" and quotas["p5"]["vpc.amazonaws.com/efa"] == "128"
     assert quotas["cpu"]["nvidia.com/gpu"] == "0"
     assert objects["ClusterQueue/training"]["spec"]["cohortName"] == "org"
     assert objects["NodePool/p5"]["spec"]["replicas"] == 4
@@ -44,7 +53,8 @@ def test_kueue_objects_are_valid_and_cover_every_resource_the_pools_give(crds):
         "kueue.x-k8s.io/podset-required-topology": LAYER_3}
     assert queue.pod_annotations(TopologyPlacement(level=LAYER_3, mode="preferred")) == {
         "kueue.x-k8s.io/podset-preferred-topology": LAYER_3}
-    assert codes(c) == []
+    [(code, path, fix)] = codes(c)  # a cohort by name is one defined outside the fleet
+    assert (code, path) == ("KT450", "cohort") and "Cohort(cluster" in fix
 
 
 def test_placement_must_name_a_level_of_the_flavors_topology():
@@ -102,3 +112,34 @@ def test_quotas_name_the_queues_flavors():
     c = cluster()
     kueue(c, quotas={"p4d": {"nvidia.com/gpu": "8"}})
     assert [(code, path) for code, path, _ in codes(c)] == [("KT003", "quotas"), ("KT011", "cluster_queue")]
+
+
+def test_cohorts_quota_limits_and_fair_sharing_are_valid_kueue_objects(crds):
+    c = cluster()
+    gpu = EfaNodePool(c, "p5", **P5, static_nodes=16)
+    flavor = ResourceFlavor(c, "p5", pool=gpu, topology=Topology(c, "eks-network"))
+    root = Cohort(c, "org", flavors=[flavor], quotas={"p5": {"nvidia.com/gpu": 16}}, fair_sharing_weight="2")
+    team = Cohort(c, "team", parent=root, flavors=[flavor],
+                  quotas={"p5": {"nvidia.com/gpu": Quota(nominal="0", lending_limit="0", borrowing_limit="32")}})
+    ClusterQueue(c, "training", flavors=[flavor], cohort=team, when_can_borrow="TryNextFlavor",
+                 fair_sharing_weight="0.5", quotas={"p5": {"nvidia.com/gpu": Quota(nominal="64", borrowing_limit="16",
+                                                                                  lending_limit="32")}})
+    objects = emitted(c, crds)
+    assert objects["Cohort/org"]["spec"] == {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+        {"name": "p5", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "16"}]}]}], "fairSharing": {"weight": "2"}}
+    assert objects["Cohort/team"]["spec"]["parentName"] == "org"
+    assert objects["Cohort/team"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"] == [
+        {"name": "nvidia.com/gpu", "nominalQuota": "0", "borrowingLimit": "32", "lendingLimit": "0"}]
+    spec = objects["ClusterQueue/training"]["spec"]
+    assert (spec["cohortName"], spec["flavorFungibility"], spec["fairSharing"]) == (
+        "team", {"whenCanBorrow": "TryNextFlavor"}, {"weight": "0.5"})
+    gpus = next(r for r in spec["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == "nvidia.com/gpu")
+    assert gpus == {"name": "nvidia.com/gpu", "nominalQuota": "64", "borrowingLimit": "16", "lendingLimit": "32"}
+    assert codes(c) == []  # every cohort is an object of the fleet
+    outside = Cohort(c, "lab", parent="corp")
+    assert outside.emitted and codes(c) == [("KT450", "parent", OUTSIDE_FIX)]
+    assert [(p.code, p.path) for p in rejected(c, lambda: ClusterQueue(c, "bad", flavors=[flavor], cohort=gpu))] == [
+        ("KT003", "cohort")]
+
+
+OUTSIDE_FIX = "define the cohort in the fleet (Cohort(cluster, ...)) and pass the object, if it is yours"

@@ -7,7 +7,17 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, kubetrain
-from kubetrain import App, Cluster, IndexedJob, TrainingJob, TrainJob
+from kubetrain import (
+    App,
+    Cluster,
+    ClusterQueue,
+    CpuNodePool,
+    IndexedJob,
+    LocalQueue,
+    PyTorchJob,
+    ResourceFlavor,
+    TrainingJob,
+)
 from kubetrain.diagnostics import diagnostics
 from kubetrain.rules.catalog import every_rule, markdown_table
 
@@ -33,6 +43,12 @@ def megatron(**parallelism: int) -> dict[str, Any]:
 def findings(props: dict[str, Any], name: str = "job") -> list[tuple[str, str]]:
     app = App()
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    if props.get("queue") == "KUEUE":  # a Kueue LocalQueue over a CPU pool that holds the job
+        pool = CpuNodePool(cluster, "cpu", instance_types=["m5.4xlarge"], zones=["us-west-2a"],
+                           subnet_ids=["subnet-00000001"], security_group_ids=["sg-00000001"], role="NodeRole",
+                           max_nodes=4)
+        queue = ClusterQueue(cluster, "q", flavors=[ResourceFlavor(cluster, "cpu", pool=pool)])
+        props = {**props, "pool": pool, "queue": LocalQueue(cluster, "q", cluster_queue=queue)}
     TrainingJob(cluster, name, props)
     return [(f.problem.code, f.problem.path) for f in diagnostics(app).findings]
 
@@ -159,9 +175,10 @@ CASES = [
      command(["pretrain_gpt.py", "--tensor-model-parallel-size", "8"])),
     ("KT122", command(["pretrain_gpt.py", "--micro-batch-size", "3", "--global-batch-size", "500"]),
      "workload.command", command(["pretrain_gpt.py", "--micro-batch-size", "2", "--global-batch-size", "512"])),
-    ("KT143", run(CPU, metrics={"port": 23456}), "workload.run.metrics.port", run(CPU, metrics={"port": 23457})),
-    ("KT143", {**run(CPU, metrics={"port": 29500}), "target": TrainJob()}, "workload.run.metrics.port",
-     {**run(CPU, metrics={"port": 23456}), "target": TrainJob()}),
+    ("KT143", run(CPU, metrics={"port": 29500}), "workload.run.metrics.port", run(CPU, metrics={"port": 23456})),
+    ("KT143", {**run(CPU, metrics={"port": 23456}), "target": PyTorchJob()}, "workload.run.metrics.port",
+     {**run(CPU, metrics={"port": 29500}), "target": PyTorchJob()}),
+    ("KT703", {**CPU, "target": PyTorchJob(), "queue": "KUEUE"}, "target", {**CPU, "queue": "KUEUE"}),
     ("KT144", {**P5, "pod": {"node_selector": {"node.kubernetes.io/instance-type": "p4d.24xlarge"}}},
      "pod.node_selector.node.kubernetes.io/instance-type", {**P5, "pod": {"node_selector": {"team": "llm"}}}),
     # The API server's rules, refused at the input (kubetrain.output.apiserver is the backstop: test_apiserver.py).
@@ -195,8 +212,11 @@ CASES = [
      {**run(CPU, metrics={"port": 65000}), "procs_per_node": 300}),
     ("KT134", {**pod(CPU, labels={"job-name": "x"}), "target": IndexedJob()}, "pod.labels.job-name",
      {**pod(CPU, labels={"team": "x"}), "target": IndexedJob()}),
-    ("KT134", pod(CPU, labels={"training.kubeflow.org/replica-type": "x"}),
-     "pod.labels.training.kubeflow.org/replica-type", pod(CPU, labels={"example.com/replica": "x"})),
+    ("KT134", {**pod(CPU, labels={"training.kubeflow.org/replica-type": "x"}), "target": PyTorchJob()},
+     "pod.labels.training.kubeflow.org/replica-type", {**pod(CPU, labels={"example.com/replica": "x"}),
+                                                       "target": PyTorchJob()}),
+    ("KT134", pod(CPU, labels={"jobset.sigs.k8s.io/jobset-name": "x"}), "pod.labels.jobset.sigs.k8s.io/jobset-name",
+     pod(CPU, labels={"example.com/jobset": "x"})),
     ("KT134", pod(CPU, labels={"kubetrain.dev/job": "other"}), "pod.labels.kubetrain.dev/job", CPU),
     # kubetrain's own annotation (the run config's 64-hex hash) counts too
     ("KT135", pod(CPU, annotations={"example.com/blob": "x" * (262_144 - 100)}), "pod.annotations",
@@ -253,8 +273,8 @@ def test_every_source_is_one_a_user_can_open():
     # project versions its docs), or a file of this repository, never a document that only its developers have.
     for rule in every_rule():
         for citation in rule.source.split("; "):
-            if citation.startswith("https://"):
-                assert " " not in citation, (rule.code, citation)
+            if citation.startswith("https://"):  # a URL, then perhaps what to look for there in parentheses
+                assert " " not in citation.split(" (")[0], (rule.code, citation)
             else:
                 path = citation.split(" (")[0]
                 assert (ROOT / path).exists(), f"{rule.code}: {citation!r} is neither a URL nor a file of the repository"

@@ -16,6 +16,9 @@ import pytest
 from conftest import ROOT
 from test_training import TINY, train, write_config
 
+from training.config import ModelConfig
+from training.flops import flops_per_token
+
 torch = pytest.importorskip("torch", reason="the training runtime needs torch")
 
 
@@ -79,6 +82,10 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
         assert samples["kubetrain_restarts"][0].value == 0
         assert {s.labels["tier"] for s in samples["kubetrain_checkpoint_blocked_seconds"]} == {"local", "durable"}
         assert "kubetrain_skipped_steps" in samples and "kubetrain_rollbacks" in samples
+        # MFU's basis, the cost estimate's formula: FLOPs per token; a CPU has no peak, so no peak and no MFU.
+        assert samples["kubetrain_flops_per_token"][0].value == flops_per_token(
+            ModelConfig(**TINY["model"]), TINY["data"]["seq_len"])
+        assert not samples.get("kubetrain_peak_flops") and not samples.get("kubetrain_mfu")
 
 
 def read_tensorboard_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:

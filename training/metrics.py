@@ -8,16 +8,17 @@ from typing import Any
 
 import torch
 
-# Peak dense bf16 FLOP/s per accelerator, for MFU (NVIDIA's data sheets; torchtitan's H100 figure).
-PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "B200": 2250e12}
+from training.flops import chip_peak_flops
+
+
+def device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
 def peak_flops(device: torch.device) -> float | None:
-    """The accelerator's bf16 peak, or None when unknown (CPUs, unlisted GPUs): then no MFU is reported."""
-    if device.type != "cuda":
-        return None
-    name = torch.cuda.get_device_name(device)
-    return next((peak for chip, peak in PEAK_BF16_FLOPS.items() if chip in name), None)
+    """The accelerator's bf16 peak (training/flops.py), or None when unknown (CPUs, unlisted GPUs): then no
+    MFU is reported."""
+    return chip_peak_flops(device_name(device)) if device.type == "cuda" else None
 
 
 def emit(record: dict[str, Any]) -> None:

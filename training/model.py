@@ -14,6 +14,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from training.config import ModelConfig
+from training.flops import mlp_hidden
 
 
 def rotary_tables(seq_len: int, head_dim: int, device: torch.device, base: float = 10000.0) -> tuple[torch.Tensor, ...]:
@@ -49,7 +50,7 @@ class FeedForward(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         # SwiGLU has three matrices; 2/3 of the ratio keeps parameters equal to a plain MLP.
-        hidden = 64 * math.ceil(int(2 * cfg.mlp_ratio * cfg.dim / 3) / 64)
+        hidden = mlp_hidden(cfg)
         self.gate = nn.Linear(cfg.dim, hidden, bias=False)
         self.up = nn.Linear(cfg.dim, hidden, bias=False)
         self.down = nn.Linear(hidden, cfg.dim, bias=False)
@@ -103,8 +104,3 @@ class GPT(nn.Module):
                 x = block(x, cos, sin)
         return self.head(self.norm(x))
 
-
-def flops_per_token(cfg: ModelConfig, seq_len: int, n_params: int) -> int:
-    """Training FLOPs per token, PaLM's definition as torchtitan uses it (PaLM, Chowdhery et al. 2022, appendix B)."""
-    non_embedding = n_params - cfg.vocab_size * cfg.dim
-    return 6 * non_embedding + 12 * cfg.n_layers * cfg.n_heads * (cfg.dim // cfg.n_heads) * seq_len

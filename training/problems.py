@@ -87,19 +87,39 @@ def validate_model(model: type[M], raw: object, where: str, prefix: str = "") ->
         raise ConfigError(where, problems_from_validation_error(exc, model, prefix)) from None
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """Stands in, during validation, for an input object that could not be read itself (a construct whose own
+    props failed): the field refuses it, and its problem is this one instead of a type error."""
+
+    code: str
+    message: str
+    fix: str
+
+
 def problems_from_validation_error(
     error: ValidationError, model: type[BaseModel] | None = None, prefix: str = ""
 ) -> list[Problem]:
     """Turn pydantic's errors into Problems whose paths are relative to `prefix`."""
     problems = []
+    unreadable: set[int] = set()
     for detail in error.errors(include_url=False):
+        if isinstance(detail.get("input"), Unreadable):
+            if id(detail["input"]) not in unreadable:  # a union's members each refuse it: once is enough
+                unreadable.add(id(detail["input"]))
+                loc = [str(part) for part in detail["loc"]]
+                loc = loc[:next((i for i, part in enumerate(loc) if "[" in part), len(loc))]
+                stand_in = detail["input"]
+                problems.append(Problem(stand_in.code, ".".join(filter(None, [prefix, *loc])), stand_in.message,
+                                        stand_in.fix))
+            continue
         loc = [str(part) for part in detail["loc"]]
         ctx = detail.get("ctx") or {}
         if ctx.get("field"):
             loc.append(ctx["field"])
         path = ".".join(filter(None, [prefix, *loc]))
         kind = detail["type"]
-        if kind == _REJECTED:  # a typed sub-model the user built with a mistake: its own problems, under this path
+        if kind == REJECTED:  # a typed sub-model the user built with a mistake: its own problems, under this path
             problems += [Problem(p.code, ".".join(filter(None, [path, p.path])), p.message, p.fix)
                          for p in ctx["problems"]]
         elif kind.startswith("KT"):
@@ -171,7 +191,7 @@ def _model_in(annotation: object) -> type[BaseModel] | None:
 
 # -- typed props that report like dicts ---------------------------------------------------------
 
-_REJECTED = "kubetrain_rejected"
+REJECTED = "kubetrain_rejected"  # the error type that carries problems found before validation
 
 
 @dataclass
@@ -207,7 +227,7 @@ def model_named(name: str) -> type[ReportedLater] | None:
 
 def rejection_of(value: object) -> Rejection | None:
     """The Rejection of a model built with a mistake, None for anything else."""
-    return getattr(value, "__dict__", {}).get(_REJECTED) if isinstance(value, ReportedLater) else None
+    return getattr(value, "__dict__", {}).get(REJECTED) if isinstance(value, ReportedLater) else None
 
 
 def unclaimed_rejections() -> list[Rejection]:
@@ -241,7 +261,7 @@ class ReportedLater(BaseModel):
             # own validator, which reports the problems under the parent's field.
             self.__dict__.update({name: info.default for name, info in type(self).model_fields.items()
                                   if info.default is not PydanticUndefined and info.default_factory is None})
-            self.__dict__[_REJECTED] = rejection
+            self.__dict__[REJECTED] = rejection
             _UNCLAIMED.append(rejection)
 
     # Validation (model_validate, a dict in a parent's field) builds instances without calling __init__, as it
@@ -254,18 +274,18 @@ class ReportedLater(BaseModel):
         rejection = rejection_of(value)
         if rejection is not None:
             rejection.claimed = True
-            raise PydanticCustomError(_REJECTED, "invalid", {"problems": rejection.problems})
+            raise PydanticCustomError(REJECTED, "invalid", {"problems": rejection.problems})
         return handler(value)
 
     def __getattr__(self, name: str) -> Any:
-        rejection = self.__dict__.get(_REJECTED)
-        if rejection is not None and not name.startswith("__"):
+        rejection = self.__dict__.get(REJECTED)
+        if rejection is not None and name in type(self).model_fields:
             rejection.claimed = True
             raise ConfigError(rejection.where, rejection.problems)
         return super().__getattr__(name)  # type: ignore[misc]
 
     def __repr__(self) -> str:
-        rejection = self.__dict__.get(_REJECTED)
+        rejection = self.__dict__.get(REJECTED)
         return f"{type(self).__name__}(<invalid: {len(rejection.problems)} problem(s)>)" if rejection else \
             super().__repr__()
 

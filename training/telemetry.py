@@ -60,6 +60,11 @@ class PrometheusEndpoint:
             "mfu": gauge("kubetrain_mfu", "Model FLOPs utilization (GPUs with a known peak)."),
             "ettr": gauge("kubetrain_ettr", "Effective training time ratio since the job first started."),
         }
+        # The basis of kubetrain_mfu, the same as `kubetrain cost`'s estimate: achieved FLOP/s per device is
+        # kubetrain_tokens_per_second x kubetrain_flops_per_token / ranks, on a CPU too (which has no peak).
+        self.basis = {"flops_per_token": gauge("kubetrain_flops_per_token", "Training FLOPs per token (PaLM)."),
+                      "peak_flops": gauge("kubetrain_peak_flops", "Dense bf16 peak FLOP/s of this rank's device, "
+                                                                  "where known.")}
         self.skipped = counter("kubetrain_skipped_steps", "Optimizer steps skipped for non-finite gradients.")
         self.rollbacks = counter("kubetrain_rollbacks", "Rollbacks to a checkpoint after repeated bad steps.")
         self.checkpoints = counter("kubetrain_checkpoints", "Complete checkpoints saved.", ("tier",))
@@ -82,6 +87,10 @@ class PrometheusEndpoint:
             # The trainer's count restarts with the process, like a counter's value.
             self.skipped.labels(**labels).inc(record["skipped_steps"] - self._skipped_seen)
             self._skipped_seen = record["skipped_steps"]
+        elif event == "mfu_basis":
+            for field, metric in self.basis.items():
+                if record.get(field):
+                    metric.labels(**labels).set(record[field])
         elif event == "rollback":
             self.rollbacks.labels(**labels).inc()
         elif event == "checkpoint":

@@ -20,9 +20,10 @@ from training.data import ShardedLoader, TokenSource
 from training.distributed import World, all_gather_object, all_reduce_mean, broadcast_object
 from training.ettr import EttrClock, daly_interval_s, first_start
 from training.faults import FaultInjector
+from training.flops import flops_per_token
 from training.host_memory import keep_freed_memory
-from training.metrics import peak_flops
-from training.model import GPT, flops_per_token
+from training.metrics import device_name, peak_flops
+from training.model import GPT
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
 from training.parallel import autocast, gradient_sync, parallelize
 from training.telemetry import Telemetry
@@ -63,7 +64,7 @@ class Trainer:
                       if run.checkpoint.local_dir else None)
         self.tiers: list[CheckpointManager | LocalCheckpoints] = [self.checkpoints, *([self.local] if self.local else [])]
         self.tokens_per_step = run.batch.global_size * run.data.seq_len
-        self.flops_per_token = flops_per_token(run.model, run.data.seq_len, self.n_params)
+        self.flops_per_token = flops_per_token(run.model, run.data.seq_len)
         self.peak_flops = peak_flops(world.device)
         self.choosing_interval = run.checkpoint.interval == "auto"
         self.auto_saves = 0
@@ -83,6 +84,7 @@ class Trainer:
     def train(self, stop_after_step: int | None = None) -> dict[str, Any]:
         self.watchdog.start()
         self.resume()
+        self.report(self.mfu_basis())
         run, last = self.run, None
         mark, steps_since, saving = time.perf_counter(), 0, 0.0
         while self.step < run.max_steps and (stop_after_step is None or self.step < stop_after_step):
@@ -175,6 +177,16 @@ class Trainer:
             record["mfu"] = self.flops_per_token * tokens_per_s / self.world.world_size / self.peak_flops
         self.report(record)
         return record
+
+    def mfu_basis(self) -> dict[str, Any]:
+        """What the step records' `mfu` rests on, once per process: training/flops.py's FLOPs per token (the
+        formula `kubetrain cost` estimates with) and the device's peak, or why there is no MFU."""
+        device = device_name(self.world.device)
+        basis: dict[str, Any] = {"event": "mfu_basis", "flops_per_token": self.flops_per_token, "device": device,
+                                 "peak_flops": self.peak_flops}
+        if not self.peak_flops:
+            basis["note"] = f"no MFU: {device} has no known bf16 peak FLOP/s (training/flops.py)"
+        return basis
 
     def weights_digest(self) -> str:
         """A hash of the full weights, by parameter name: replicas must agree, and so must runs

@@ -1,4 +1,4 @@
-"""The `kubetrain` command line: synth, validate, run-local, diff, explain and rules.
+"""The `kubetrain` command line: synth, validate, run-local, diff, plan, cost, explain and rules.
 
 Bad input is the user's, not a crash: every command prints one line per problem naming where it
 is and how to fix it, exits 2, prints no traceback, and writes nothing. `validate` exits 1 when
@@ -218,6 +218,47 @@ def diff(
         _print_errors([str(error)])
         raise typer.Exit(EXIT_BAD_INPUT) from None
     out.print(render_markdown(report) if format == "markdown" else render_text(report), markup=False, end="")
+
+
+@app.command()
+def plan(
+    dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document for tools.")] = False,
+) -> None:
+    """Whether each job's queue can ever admit it and its pool can ever hold it: one row per job, then the pools.
+    Exit 1 when a job can never start."""
+    from kubetrain.admission.plan import PlanInputError, exit_code, plan_dist, render_json, render_text
+
+    try:
+        jobs, pools = plan_dist(dist)
+    except PlanInputError as error:
+        _print_errors([str(error)])
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    out.print((render_json if as_json else render_text)(jobs, pools), markup=False, end="")
+    raise typer.Exit(exit_code(jobs))
+
+
+@app.command()
+def cost(
+    dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON object per job.")] = False,
+) -> None:
+    """What every job's run costs: tokens, FLOPs, hours, GPU-hours and dollars, from dist/ and the price table."""
+    from kubetrain.cost.annotations import CostInputError
+    from kubetrain.cost.estimate import fleet_costs, pools
+    from kubetrain.cost.report import json_rows, render_text
+    from kubetrain.gitops.diff import DiffInputError, load_objects, read_worktree
+
+    if not dist.is_dir():
+        _print_errors([f"{dist} is not a folder: run kubetrain synth, or give --dist"])
+        raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        objects = [(key.cluster, obj) for key, obj in load_objects(read_worktree(dist), str(dist)).items()]
+        costs = fleet_costs(objects)
+    except (DiffInputError, CostInputError) as error:
+        _print_errors([str(error)])
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    out.print(json_rows(costs) if json_output else render_text(costs, pools(objects)), markup=False, end="")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -9,6 +9,7 @@ from cdk8s_plus_33 import k8s
 from pydantic import Field, field_validator
 
 from constructs import Construct
+from kubetrain.admission.synth import AdmissionRecord
 from kubetrain.diagnostics import DefinitionError, diagnostics
 from kubetrain.names import Dns1123Label
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
@@ -111,6 +112,9 @@ class Cluster(cdk8s.Chart):
         self.props = validated
         self.diagnostics = diagnostics(self)  # kept here: every lookup of the app through jsii costs a round trip
         self.instance_catalog = BUILTIN_CATALOG.with_types(validated.instance_types)
+        # Queues, pools and jobs keep their manifests here; their admission is judged on the whole fleet.
+        self.admission = AdmissionRecord(id, validated.namespaces)
+        self.diagnostics.defer(self.admission.findings)
         self._claims: dict[tuple[str, str], str] = {}  # (namespace, name) -> who claimed it
         self._scopes: dict[str, Construct] = {}
         for namespace in self.props.namespaces:

@@ -122,7 +122,16 @@ def check_huge_pages_2mi(text: str) -> str:
 
 HugePages2Mi = Annotated[str, AfterValidator(check_huge_pages_2mi)]
 PositiveByteQuantity = Annotated[str, AfterValidator(check_positive_byte_quantity)]
-Quantity = Annotated[str, AfterValidator(check_quantity)]
+
+
+def format_quantity(resource: str, amount: Decimal) -> str:
+    """An amount as a quantity: millicores for fractional cpu, whole base units otherwise (rounded down)."""
+    if resource == "cpu":
+        return f"{int(amount * 1000)}m" if amount % 1 else str(int(amount))
+    return str(int(amount))
+
+
+Quantity = Annotated[str, AfterValidator(check_quantity)]  # a props field holding a quantity, kept as written
 ByteQuantity = Annotated[str, AfterValidator(check_byte_quantity)]
 
 

@@ -5,7 +5,8 @@ kind, namespace, name); an object removed and another added with the same cluste
 `kubetrain.dev/job` label are one job's run replaced (create-once run names put a new name on every
 changed definition), shown as one change with its field paths. Field paths match list items by their
 `name` where they have one (containers, env, volumes), and look inside embedded YAML (a run config in a
-ConfigMap). On top, the training meaning per job: world size, GPUs, global batch, image, queue.
+ConfigMap). On top, the training meaning per job: world size, GPUs, global batch, image, queue; and every job
+whose admission verdict (`kubetrain plan`: fits, borrows, never) differs between the two revisions.
 
 Git is only read (`git rev-parse`, `git ls-tree`, `git cat-file --batch`); nothing is written.
 """
@@ -14,18 +15,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kubetrain.cost.annotations import CostInputError
+from kubetrain.cost.change import CostChange, markdown_lines, price_change, text_lines
 from kubetrain.gitops import waves
+from kubetrain.gitops.runs import RunShape, run_shape, with_runtime
 from kubetrain.output.validate import parse_documents
 
 JOB_LABEL = "kubetrain.dev/job"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 COMMENT_MARKER = "<!-- kubetrain-diff -->"
 _GITHUB_COMMENT_LIMIT = 60_000  # GitHub refuses comments over 65,536 characters
 _MISSING = object()
@@ -69,6 +72,8 @@ class Report:
     base: str
     changes: list[ObjectChange]
     training: list[str]
+    admission: list[str] = field(default_factory=list)  # jobs whose admission verdict changed
+    cost: CostChange = field(default_factory=CostChange)  # what the changed runs cost (kubetrain.cost.change)
 
     def count(self, change: str) -> int:
         return sum(1 for c in self.changes if c.change == change)
@@ -227,64 +232,18 @@ def compare(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]], base
 
 # -- the training meaning -----------------------------------------------------------------------------
 
-def _gpus(pod_spec: dict[str, Any]) -> int:
-    total = 0
-    for container in pod_spec.get("containers") or []:
-        limits = (container.get("resources") or {}).get("limits") or {}
-        total += int(str(limits.get("nvidia.com/gpu", 0)))
-    return total
-
-
-def _image(pod_spec: dict[str, Any]) -> str | None:
-    containers = pod_spec.get("containers") or []
-    return containers[0].get("image") if containers else None
-
-
-def _run_facts(obj: dict[str, Any]) -> dict[str, str]:
-    """World size, GPUs, image and queue of one run object, as far as its kind says."""
-    kind = waves.group_kind(obj)[1]
-    spec = obj.get("spec") or {}
-    pods: list[tuple[int, dict[str, Any]]] = []  # (replicas, pod spec)
-    per_pod: str | int | None = None
-    facts: dict[str, str] = {}
-    if kind in ("PyTorchJob", "MPIJob"):
-        replicas = spec.get("pytorchReplicaSpecs") or spec.get("mpiReplicaSpecs") or {}
-        for role, replica in replicas.items():
-            if kind == "MPIJob" and role == "Launcher":
-                continue
-            pods.append((int(replica.get("replicas", 1)), (replica.get("template") or {}).get("spec") or {}))
-        per_pod = spec.get("nprocPerNode") if kind == "PyTorchJob" else spec.get("slotsPerWorker", 1)
-        elastic = spec.get("elasticPolicy")
-        if elastic:
-            facts["nodes"] = f"{elastic.get('minReplicas', '?')}-{elastic.get('maxReplicas', '?')} (elastic)"
-        schedule_queue = ((spec.get("runPolicy") or {}).get("schedulingPolicy") or {}).get("queue")
-        if schedule_queue:
-            facts["queue"] = schedule_queue
-    elif kind == "TrainJob":
-        trainer = spec.get("trainer") or {}
-        nodes = int(trainer.get("numNodes", 1))
-        gpus = int(str(((trainer.get("resourcesPerNode") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)))
-        per_pod = trainer.get("numProcPerNode")
-        pods.append((nodes, {"containers": [{"image": trainer.get("image"),
-                                             "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}))
-    elif kind == "Job":
-        pods.append((int(spec.get("parallelism", 1)), (spec.get("template") or {}).get("spec") or {}))
-    elif kind == "JobSet":
-        for replicated in spec.get("replicatedJobs") or []:
-            job_spec = (replicated.get("template") or {}).get("spec") or {}
-            pods.append((int(replicated.get("replicas", 1)) * int(job_spec.get("parallelism", 1)),
-                         (job_spec.get("template") or {}).get("spec") or {}))
-    count = sum(n for n, _ in pods)
-    facts["pods"] = str(count)
-    if isinstance(per_pod, int) or (isinstance(per_pod, str) and per_pod.isdigit()):
-        facts["world size"] = str(count * int(per_pod))
-    facts["GPUs"] = str(sum(n * _gpus(pod) for n, pod in pods))
-    images = sorted({image for _, pod in pods if (image := _image(pod))})
-    if images:
-        facts["image"] = ", ".join(images)
-    queue = ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
-    if queue:
-        facts["queue"] = queue
+def _run_facts(shape: RunShape) -> dict[str, str]:
+    """World size, GPUs, image and queue of one run, as far as its kind says."""
+    facts = {"pods": str(shape.pods)}
+    if shape.elastic:
+        facts["nodes"] = f"{shape.elastic[0]}-{shape.elastic[1]} (elastic)"
+    if shape.procs_per_pod:
+        facts["world size"] = str(shape.pods * shape.procs_per_pod)
+    facts["GPUs"] = str(shape.accelerators if shape.accelerator_resource == "nvidia.com/gpu" else 0)
+    if shape.images:
+        facts["image"] = ", ".join(shape.images)
+    if shape.queue:
+        facts["queue"] = shape.queue
     return facts
 
 
@@ -314,7 +273,11 @@ def _jobs(objects: dict[Key, dict[str, Any]], wanted: set[tuple[str, str, str]])
         if not job or (key.cluster, key.namespace, job) not in wanted:
             continue
         if (key.group, key.kind) in waves.IMMUTABLE_RUNS:
-            jobs.setdefault((key.cluster, key.namespace, job), {}).update(_run_facts(obj))
+            shape = run_shape(obj)
+            if shape.runtime:  # a TrainJob's pod is in its TrainingRuntime
+                runtime = Key(key.cluster, key.group, "TrainingRuntime", key.namespace, shape.runtime)
+                shape = with_runtime(shape, objects.get(runtime))
+            jobs.setdefault((key.cluster, key.namespace, job), {}).update(_run_facts(shape))
         elif key.kind == "ConfigMap":
             jobs.setdefault((key.cluster, key.namespace, job), {}).update(_config_facts(obj))
     return jobs
@@ -373,9 +336,11 @@ def _summary(report: Report) -> str:
 def render_text(report: Report) -> str:
     if not report.changes:
         return f"kubetrain diff {report.base}..working tree: no changes\n"
-    lines = [f"kubetrain diff {report.base}..working tree: {_summary(report)}"]
+    lines = [f"kubetrain diff {report.base}..working tree: {_summary(report)}", *text_lines(report.cost)]
     if report.training:
         lines += ["training:", *(f"  {line}" for line in report.training)]
+    if report.admission:
+        lines += ["admission:", *(f"  {line}" for line in report.admission)]
     for change in report.changes:
         lines.append(f"{_VERB[change.change]} {_title(change)}")
         lines += [f"    {f.path}: {_value(f.old)} -> {_value(f.new)}" for f in change.fields]
@@ -396,9 +361,11 @@ def render_markdown(report: Report, details: bool = True) -> str:
     lines = [COMMENT_MARKER, f"### kubetrain diff: `{report.base}` → this change", ""]
     if not report.changes:
         return "\n".join([*lines, "No changes to the manifests.", ""])
-    lines += [f"**{_summary(report)}** objects.", ""]
+    lines += [f"**{_summary(report)}** objects.", "", *markdown_lines(report.cost)]
     if report.training:
         lines += ["#### Training impact", "", *(f"- {_code(line)}" for line in report.training), ""]
+    if report.admission:
+        lines += ["#### Admission (`kubetrain plan`)", "", *(f"- {_code(line)}" for line in report.admission), ""]
     lines += ["#### Objects", "", "| change | cluster | object | fields |", "|---|---|---|---|"]
     for change in report.changes:
         where = f"{change.key.namespace}/" if change.key.namespace else ""
@@ -436,4 +403,30 @@ def diff(dist: Path, base: str = "HEAD") -> Report:
     same = {path for path in old_files.keys() & new_files.keys() if old_files[path] == new_files[path]}
     old = load_objects({p: data for p, data in old_files.items() if p not in same}, base)
     new = load_objects({p: data for p, data in new_files.items() if p not in same}, "working tree")
-    return compare(old, new, base)
+    report = compare(old, new, base)
+    try:
+        report.cost = price_change(_by_cluster(old), _by_cluster(new), _loader(old_files, base),
+                                   _loader(new_files, "working tree"))
+    except CostInputError as error:
+        raise DiffInputError(str(error)) from None
+    report.admission = admission_changes(old_files, new_files)
+    return report
+
+
+def _by_cluster(objects: dict[Key, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    return [(key.cluster, obj) for key, obj in objects.items()]
+
+
+def _loader(files: dict[str, bytes], side: str) -> Callable[[Iterable[str]], list[tuple[str, dict[str, Any]]]]:
+    """Reads further files of one side on demand (the cost of a changed run reads its ConfigMap and pool)."""
+    return lambda paths: _by_cluster(load_objects({p: files[p] for p in paths if p in files}, side))
+
+
+def admission_changes(old_files: dict[str, bytes], new_files: dict[str, bytes]) -> list[str]:
+    """Jobs whose `kubetrain plan` verdict differs between the two revisions."""
+    from kubetrain.admission.plan import PlanInputError, verdict_changes
+
+    try:
+        return verdict_changes(old_files, new_files)
+    except PlanInputError as error:
+        raise DiffInputError(str(error)) from None

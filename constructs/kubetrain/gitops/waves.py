@@ -157,6 +157,9 @@ def references(obj: dict[str, Any]) -> list[Reference]:
                 found.append(Reference("kueue.x-k8s.io", "ResourceFlavor", None, flavor["name"]))
         if spec.get("cohortName"):
             found.append(Reference("kueue.x-k8s.io", "Cohort", None, spec["cohortName"]))
+    elif (group, kind) == ("kueue.x-k8s.io", "Cohort") and spec.get("parentName"):
+        # Its quotas name flavors only as keys: Kueue needs no ResourceFlavor to hold a Cohort's quota.
+        found.append(Reference("kueue.x-k8s.io", "Cohort", None, spec["parentName"]))
     elif (group, kind) == ("kueue.x-k8s.io", "ResourceFlavor") and spec.get("topologyName"):
         found.append(Reference("kueue.x-k8s.io", "Topology", None, spec["topologyName"]))
     elif (group, kind) == ("karpenter.sh", "NodePool"):

@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Discriminator, Field, InstanceOf, Tag, field_validator, model_validator
 
+from kubetrain.cost.props import ESTIMATE_INVALID, Estimate
 from kubetrain.names import (
     AbsolutePath,
     AnnotationKey,
@@ -349,9 +350,9 @@ class Elastic(StrictProps):
 # -- the job ------------------------------------------------------------------------------------
 
 def _default_target() -> Target:
-    from kubetrain.targets.pytorchjob import PyTorchJob
+    from kubetrain.targets.trainjob import TrainJob
 
-    return PyTorchJob()
+    return TrainJob()
 
 
 class TrainingJobProps(StrictProps):
@@ -370,7 +371,8 @@ class TrainingJobProps(StrictProps):
     volumes: list[Volume] = Field(default_factory=list, description="Volumes to mount (checkpoints, data, caches).")
     pod: PodSettings = Field(default_factory=PodSettings, description="Labels, scheduling, security, networking.")
     target: InstanceOf[Target] = Field(default_factory=_default_target,
-                                       description="The operator that runs it. Default: Kubeflow PyTorchJob.")
+                                       description="The operator that runs it. Default: Kubeflow Trainer v2's TrainJob "
+                                                   "(PyTorchJob() for elastic jobs or the training operator v1).")
     pool: InstanceOf[NodePool] | None = Field(None, description="The node pool the pods run on: the instance type, "
                                                                 "node selector and tolerations come from it, and "
                                                                 "the rules check the pods fit it.")
@@ -389,6 +391,22 @@ class TrainingJobProps(StrictProps):
                                                               "fails, before the pod fails; each resumes from the "
                                                               "newest checkpoint.")
     elastic: Elastic | None = Field(None, description="Default: not elastic; all `nodes` pods or none.")
+    estimate: Estimate | None = Field(None, description="What `kubetrain cost` assumes: MFU and ETTR (defaults "
+                                                        "cited in kubetrain/cost/props.py), and for a command job "
+                                                        "what it trains. Not part of the run's definition: "
+                                                        "changing it re-prices the run without re-running it.")
+
+    @model_validator(mode="after")
+    def _estimate_fits_the_workload(self) -> TrainingJobProps:
+        if self.estimate is None:
+            return self
+        if isinstance(self.workload, Trainer) and self.estimate.declares_work:
+            raise rule_violation(ESTIMATE_INVALID.code, "a trainer job's work comes from its run config (max_steps, "
+                                 "batch.global_size, data.seq_len, model)", ESTIMATE_INVALID.fix, field="estimate")
+        if isinstance(self.workload, Command) and not self.estimate.declares_work:
+            raise rule_violation(ESTIMATE_INVALID.code, "a command job's estimate must say what it trains",
+                                 ESTIMATE_INVALID.fix, field="estimate")
+        return self
 
     @model_validator(mode="after")
     def _one_source_of_the_instance(self) -> TrainingJobProps:

@@ -55,8 +55,10 @@ class JobSpec:
     @property
     def definition_hash(self) -> str:
         """8 hex digits of the definition's SHA-256: a changed job is a new run, never a patched one."""
-        # The resolved resources: a count the pool derives is part of the definition as if written out.
-        props = self.props.model_dump(mode="json", exclude={"target", "pool", "queue", "volumes", "resources"})
+        # The resolved resources: a count the pool derives is part of the definition as if written out. The
+        # estimate prices the run and changes nothing in it, so a new estimate is no new run.
+        props = self.props.model_dump(mode="json", exclude={"target", "pool", "queue", "volumes", "resources",
+                                                            "estimate"})
         definition = {"props": {**props, "resources": self.resources.model_dump(mode="json")},
                       "target": [type(self.props.target).__name__, self.props.target.model_dump(mode="json")],
                       "pool": self.props.pool.name if self.props.pool else None,

@@ -20,11 +20,13 @@ import cdk8s
 
 from constructs import Construct
 from kubetrain.cluster import Cluster
+from kubetrain.cost import annotations
 from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
 from kubetrain.objects import api_object
 from kubetrain.platform.construct import rejected_references
+from kubetrain.platform.instances import BUILTIN_CATALOG
 from kubetrain.platform.security import check_pod_security
 from kubetrain.rules.jobs import check_job, pod_security_check
 from kubetrain.strict import as_fields
@@ -75,9 +77,13 @@ class TrainingJob(Construct):
             return
         self.spec = spec
         self.props = validated
-        self._emit(spec, config_text, template)
+        manifests = self._emit(spec, config_text, template)
+        upstream = [c for c in (validated.pool, validated.queue) if c is not None]
+        if upstream:  # whether its queue admits it, and its pool holds it, is judged on the whole fleet
+            scope.admission.add_job(where, manifests, upstream)
 
-    def _emit(self, job: JobSpec, config_text: str | None, template: dict[str, Any]) -> None:
+    def _emit(self, job: JobSpec, config_text: str | None, template: dict[str, Any]) -> list[dict[str, Any]]:
+        """Hand the job's objects to cdk8s; returns the target's manifests."""
         labels = job.labels
         if config_text is not None:
             self.api_objects.append(api_object(self, "config", {
@@ -85,10 +91,14 @@ class TrainingJob(Construct):
                 "metadata": {"name": job.config_map_name, "namespace": job.namespace, "labels": labels},
                 "data": {CONFIG_FILE: config_text}}))
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
-        for i, manifest in enumerate(job.props.target.render(job, template)):
+        manifests = job.props.target.render(job, template)
+        if manifests and (cost := cost_annotations(job)):
+            manifests[0]["metadata"]["annotations"] = {**manifests[0]["metadata"].get("annotations", {}), **cost}
+        for i, manifest in enumerate(manifests):
             obj = api_object(self, f"{manifest['kind'].lower()}-{i}", manifest)
             self.api_objects.append(obj)
             self._main = self._main or obj
+        return manifests
 
     _main: cdk8s.ApiObject | None = None
 
@@ -106,6 +116,17 @@ class TrainingJob(Construct):
         """
         if self._main is not None:  # else the job has errors and emitted nothing; synth reports them
             self._main.add_json_patch(*patches)
+
+
+def cost_annotations(job: JobSpec) -> dict[str, str]:
+    """What `kubetrain cost` needs from the job beyond its manifests: its estimate, and its accelerators' peak
+    when the instance type is a fleet's own (the built-in catalog has the others)."""
+    found = {annotations.ESTIMATE: annotations.encode(job.props.estimate)} if job.props.estimate else {}
+    peak = job.instance.peak_bf16_flops if job.instance else None
+    builtin = BUILTIN_CATALOG.get(job.instance.name) if job.instance else None
+    if peak and (builtin is None or builtin.peak_bf16_flops != peak):
+        found[annotations.PEAK_FLOPS] = repr(peak)
+    return found
 
 
 _UNION_TAGS = {"trainer", "command", "ClaimVolume", "EmptyDirVolume", "ConfigMapVolume", "SecretVolume"}

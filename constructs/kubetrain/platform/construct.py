@@ -20,11 +20,12 @@ from constructs import Construct
 from kubetrain.cluster import Cluster
 from kubetrain.objects import api_object
 from kubetrain.rules.registry import register
+from kubetrain.strict import REJECTED_REFERENCE as REJECTED_REFERENCE_CODE
 from kubetrain.strict import as_fields
 from training.problems import INVALID_VALUE, ConfigError, Problem, rejection_of, validate_model
 
 REJECTED_REFERENCE = register(
-    "KT011", "error", "refers to a construct whose definition has errors",
+    REJECTED_REFERENCE_CODE, "error", "refers to a construct whose definition has errors",
     rationale="A construct takes others as objects (a job its pool and queue, a flavor its pool); when one of "
               "those could not be read, nothing built on it can be checked or emitted.",
     fix="fix the errors reported for the construct it names; this one is checked again then",
@@ -46,6 +47,7 @@ class PlatformConstruct(Construct):
         super().__init_subclass__(**kwargs)
         if "__init__" in cls.__dict__:
             cls.__init__ = _ends_when_rejected(cls.__dict__["__init__"])  # type: ignore[method-assign]
+    depends_on: tuple[PlatformConstruct, ...] = ()  # constructs whose objects this one's need (a flavor's pool)
 
     def __init__(self, scope: Cluster, id: str, props: BaseModel | Mapping[str, Any] | None, kwargs: dict[str, Any],
                  *, named: bool = True):
@@ -76,6 +78,7 @@ class PlatformConstruct(Construct):
             return False
         for i, manifest in enumerate(manifests or []):
             api_object(self, f"{manifest['kind'].lower()}-{i}", manifest)
+        self.cluster.admission.add_platform(manifests or [])
         self.emitted = True
         return True
 
@@ -98,14 +101,9 @@ def _ends_when_rejected(init: Callable[..., None]) -> Callable[..., None]:
 
 
 def rejected_references(value: Any, path: str = "") -> list[Problem]:
-    """What validated props hold that could not be read, with its path: KT011 for every rejected platform
-    construct they refer to, and the problems of a typed model built with a mistake where a field takes it
-    as an object without validating it again (a target: `InstanceOf`)."""
-    if isinstance(value, PlatformConstruct):
-        if not value.rejected:
-            return []
-        return [Problem(REJECTED_REFERENCE.code, path, f"{value.where} has errors of its own (reported with it)",
-                        REJECTED_REFERENCE.fix)]
+    """The problems of typed models built with a mistake that validated props hold where a field takes them as
+    objects without validating them again (a job's target: `InstanceOf`), with their paths. (A rejected
+    construct in props is refused by the props' own validation: KT011.)"""
     rejection = rejection_of(value)
     if rejection is not None:
         rejection.claimed = True

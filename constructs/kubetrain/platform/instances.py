@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from kubetrain.strict import StrictProps
+from training.flops import PEAK_BF16_FLOPS
 from training.problems import INVALID_VALUE, rule_violation
 
 GIB = 2**30
@@ -112,15 +113,15 @@ def _cpu(family: str, sizes: dict[str, tuple[int, float]]) -> list[InstanceType]
     return [InstanceType(name=f"{family}.{size}", vcpus=v, memory_gib=m) for size, (v, m) in sizes.items()]
 
 
-# Peak dense bf16 (NVIDIA's data sheets; torchtitan uses 989 for H100): A100 312, H100/H200 989, B200 ~2250 TFLOP/s; L40S 362 (NVIDIA's
-# datasheet, without sparsity); A10G and T4 unknown or no bf16 (None: no MFU reported).
+# Peak dense bf16 of each chip: training/flops.py (the runtime's MFU and the cost estimate read the same);
+# A10G and T4 have none there (None: no MFU reported, no hours estimated).
 BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
-    _gpu("p4d.24xlarge", 96, 1152, 8, "A100", 40, 4, True, 400, 312e12),
-    _gpu("p4de.24xlarge", 96, 1152, 8, "A100", 80, 4, True, 400, 312e12),
-    _gpu("p5.48xlarge", 192, 2048, 8, "H100", 80, 32, True, 3200, 989e12),
-    _gpu("p5e.48xlarge", 192, 2048, 8, "H200", 141, 32, True, 3200, 989e12),
-    _gpu("p5en.48xlarge", 192, 2048, 8, "H200", 141, 16, True, 3200, 989e12),
-    _gpu("p6-b200.48xlarge", 192, 2048, 8, "B200", 179, 8, True, 3200, 2250e12),
+    _gpu("p4d.24xlarge", 96, 1152, 8, "A100", 40, 4, True, 400, PEAK_BF16_FLOPS["A100"]),
+    _gpu("p4de.24xlarge", 96, 1152, 8, "A100", 80, 4, True, 400, PEAK_BF16_FLOPS["A100"]),
+    _gpu("p5.48xlarge", 192, 2048, 8, "H100", 80, 32, True, 3200, PEAK_BF16_FLOPS["H100"]),
+    _gpu("p5e.48xlarge", 192, 2048, 8, "H200", 141, 32, True, 3200, PEAK_BF16_FLOPS["H200"]),
+    _gpu("p5en.48xlarge", 192, 2048, 8, "H200", 141, 16, True, 3200, PEAK_BF16_FLOPS["H200"]),
+    _gpu("p6-b200.48xlarge", 192, 2048, 8, "B200", 179, 8, True, 3200, PEAK_BF16_FLOPS["B200"]),
     InstanceType(name="trn1.32xlarge", vcpus=128, memory_gib=512, accelerator_resource=_NEURON, accelerators=16,
                  accelerator="Trainium", accelerator_memory_gib=32, efa_interfaces=8, gpudirect_rdma=True,
                  network_gbps=800, peak_bf16_flops=None),
@@ -131,7 +132,7 @@ BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
         "xlarge": (4, 16, 1, 0), "2xlarge": (8, 32, 1, 0), "4xlarge": (16, 64, 1, 0), "8xlarge": (32, 128, 1, 1),
         "12xlarge": (48, 192, 4, 1), "16xlarge": (64, 256, 1, 1), "24xlarge": (96, 384, 4, 1),
         "48xlarge": (192, 768, 8, 1)}.items()),
-    *(_gpu(f"g6e.{size}", v, m, g, "L40S", 48, efa, False, None, 362e12) for size, (v, m, g, efa) in {
+    *(_gpu(f"g6e.{size}", v, m, g, "L40S", 48, efa, False, None, PEAK_BF16_FLOPS["L40S"]) for size, (v, m, g, efa) in {
         "xlarge": (4, 32, 1, 0), "2xlarge": (8, 64, 1, 0), "4xlarge": (16, 128, 1, 0),
         "8xlarge": (32, 256, 1, 1), "12xlarge": (48, 384, 4, 1), "16xlarge": (64, 512, 1, 1),
         "24xlarge": (96, 768, 4, 2), "48xlarge": (192, 1536, 8, 4)}.items()),

@@ -2,7 +2,10 @@
 
     topology = Topology(cluster, "eks-network")                 # EKS network-node-layer labels, then the host
     p5 = ResourceFlavor(cluster, "p5", pool=gpu_pool, topology=topology)
-    cq = ClusterQueue(cluster, "training", flavors=[p5, cpu])   # quotas default to each pool's max_nodes
+    org = Cohort(cluster, "org")                                # queues in it lend each other unused quota
+    cq = ClusterQueue(cluster, "training", flavors=[p5, cpu], cohort=org,
+                      quotas={"p5": {"nvidia.com/gpu": Quota(nominal="64", borrowing_limit="64")}})
+                                                                # other quotas: each pool at its most nodes
     queue = LocalQueue(cluster, "training", cluster_queue=cq, namespace="ml")
     queue.job_labels()                                          # {"kueue.x-k8s.io/queue-name": "training"}
     queue.pod_annotations(TopologyPlacement(level="topology.k8s.aws/network-node-layer-3"))
@@ -15,26 +18,23 @@ Kueue holds): `queued_job_problems(manifest)` is rule KT422.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, InstanceOf, field_validator, model_validator
+from pydantic import BeforeValidator, Field, InstanceOf, field_validator, model_validator
 
+from kubetrain.admission.requests import PREFERRED_TOPOLOGY, QUEUE_LABEL, REQUIRED_TOPOLOGY
 from kubetrain.cluster import Cluster
 from kubetrain.names import Dns1123Label, Dns1123Subdomain
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, NodePool
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
-from kubetrain.quantity import parse_quantity
+from kubetrain.quantity import Quantity, format_quantity, parse_quantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import KARPENTER_NODECLASS, KUEUE_JOBS, KUEUE_KEP, cite
 from kubetrain.strict import StrictProps
 from training.problems import INVALID_VALUE, Problem, rule_violation
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
-PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 # EKS labels nodes with their place in EC2's network hierarchy, broadest first (EKS user guide, "Place
 # distributed AI/ML workloads with network topology labels").
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -116,6 +116,7 @@ class ResourceFlavor(PlatformConstruct):
         self.name: str = self.props.name
         self.pool: NodePool = self.props.pool
         self.topology: Topology | None = self.props.topology
+        self.depends_on = (self.pool, *([self.topology] if self.topology else []))
         spec: dict[str, Any] = {"nodeLabels": self.pool.node_selector()}
         if self.pool.taints:
             spec["nodeTaints"] = self.pool.taints
@@ -129,9 +130,125 @@ class ResourceFlavor(PlatformConstruct):
         self._emit(problems, [{
             "apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": self.name}, "spec": spec}])
 
-    def default_quota(self) -> dict[str, Decimal]:
-        """The pool at its limit: what max_nodes nodes give pods."""
-        return {name: amount * self.pool.max_nodes for name, amount in self.pool.node_capacity().items()}
+    def default_quota(self) -> dict[str, str]:
+        """The pool at its most: what its capacity_nodes nodes give pods."""
+        nodes = self.pool.capacity_nodes
+        return {name: format_quantity(name, amount * nodes) for name, amount in self.pool.node_capacity().items()}
+
+
+class Quota(StrictProps):
+    """One flavor's quota of one resource (Kueue's ResourceQuota). A bare quantity is the nominal quota."""
+
+    nominal: Quantity = Field(..., description="What the queue (or cohort) holds of the resource, e.g. '64'.")
+    borrowing_limit: Quantity | None = Field(
+        None, description="At most this much more, borrowed from the cohort while its other members leave it "
+                          "unused. Default: no limit. Needs a cohort (a parent, on a Cohort).")
+    lending_limit: Quantity | None = Field(
+        None, description="At most this much of the nominal quota lent to the cohort; the rest is the queue's "
+                          "own. Default: all of it may be lent. Needs a cohort (a parent, on a Cohort).")
+
+    def manifest(self, resource: str) -> dict[str, str]:
+        out = {"name": resource, "nominalQuota": self.nominal}
+        if self.borrowing_limit is not None:
+            out["borrowingLimit"] = self.borrowing_limit
+        if self.lending_limit is not None:
+            out["lendingLimit"] = self.lending_limit
+        return out
+
+
+def _quotas(value: Any) -> Any:
+    """{flavor: {resource: quantity or Quota}}: a bare quantity is the nominal quota."""
+    if not isinstance(value, Mapping):
+        return value
+    return {flavor: {r: {"nominal": str(q)} if isinstance(q, (str, int)) else q for r, q in resources.items()}
+            if isinstance(resources, Mapping) else resources for flavor, resources in value.items()}
+
+
+Quotas = Annotated[dict[str, dict[str, Quota]], BeforeValidator(_quotas)]
+
+LIMITS_REFUSED = register(
+    "KT451", "error", "quota limits Kueue refuses",
+    rationale="Kueue's admission webhook refuses a borrowing or lending limit on a ClusterQueue without a cohort "
+              "(or a Cohort without a parent), where nothing can be borrowed or lent, and a ClusterQueue's lending "
+              "limit above its nominal quota.",
+    fix="give the queue a cohort (the Cohort a parent) or drop the limit; keep lending_limit at most nominal",
+    source="https://github.com/kubernetes-sigs/kueue/blob/v0.19.2/pkg/webhooks/clusterqueue_webhook.go (validateLimit, validateLendingLimit); "
+           "https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#borrowinglimit")
+OUTSIDE_COHORT = register(
+    "KT450", "warning", "cohort defined outside the fleet",
+    rationale="A cohort named by a string instead of a Cohort object of the fleet may have members and quota "
+              "that kubetrain cannot see, so whether a job fits by borrowing through it is unknown offline: "
+              "synth and `kubetrain plan` judge such jobs only against the queue's own quota and borrowing limits.",
+    fix="define the cohort in the fleet (Cohort(cluster, ...)) and pass the object, if it is yours",
+    source="https://kueue.sigs.k8s.io/docs/concepts/cohort/")
+
+
+def _check_limits(quotas: Mapping[str, Mapping[str, Quota]], has_cohort: bool, what: str, lending_at_most_nominal: bool):
+    """KT451: limits Kueue's webhook refuses."""
+    for flavor, resources in quotas.items():
+        for resource, quota in resources.items():
+            where = f"quotas.{flavor}.{resource}"
+            limits = [n for n in ("borrowing_limit", "lending_limit") if getattr(quota, n) is not None]
+            if limits and not has_cohort:
+                raise rule_violation(LIMITS_REFUSED.code, f"{limits[0]} needs {what}", LIMITS_REFUSED.fix,
+                                     field=f"{where}.{limits[0]}")
+            if lending_at_most_nominal and quota.lending_limit is not None and \
+                    parse_quantity(quota.lending_limit) > parse_quantity(quota.nominal):
+                raise rule_violation(LIMITS_REFUSED.code, f"lending_limit {quota.lending_limit} is above the nominal "
+                                     f"quota {quota.nominal}", LIMITS_REFUSED.fix, field=f"{where}.lending_limit")
+
+
+def _known_flavors(quotas: Mapping[str, Any], flavors: list[ResourceFlavor], owner: str) -> None:
+    names = {f.name for f in flavors}
+    unknown = sorted(set(quotas) - names)
+    if unknown:
+        raise rule_violation("KT003", f"quotas for flavors the {owner} does not have: {', '.join(unknown)}",
+                             f"use flavor names of its flavors: {', '.join(sorted(names)) or 'none yet'}",
+                             field="quotas")
+
+
+def resource_groups(flavors: list[ResourceFlavor], quotas: Mapping[str, Mapping[str, Quota]]) -> list[dict[str, Any]]:
+    """One resource group covering every resource any flavor has a quota of; a flavor without a quota of a
+    covered resource has 0 (Kueue needs every flavor to list every covered resource, in order)."""
+    covered = sorted({r for q in quotas.values() for r in q},
+                     key=lambda r: (_RESOURCE_ORDER.index(r) if r in _RESOURCE_ORDER else len(_RESOURCE_ORDER), r))
+    if not covered:
+        return []
+    return [{"coveredResources": covered, "flavors": [
+        {"name": f.name, "resources": [quotas.get(f.name, {}).get(r, Quota(nominal="0")).manifest(r) for r in covered]}
+        for f in flavors]}]
+
+
+def _cohort_reference(cohort: Cohort | str | None, field: str) -> tuple[str | None, list[Problem]]:
+    """The cohort's name, and KT450 when it is not an object of the fleet."""
+    if cohort is None or not isinstance(cohort, str):
+        return (cohort.name if cohort else None), []
+    return cohort, [Problem(OUTSIDE_COHORT.code, field, f"cohort {cohort!r} is not a Cohort of this fleet: what it "
+                            "lends is unknown offline", OUTSIDE_COHORT.fix)]
+
+
+class CohortProps(StrictProps):
+    name: Dns1123Subdomain
+    parent: InstanceOf[PlatformConstruct] | Dns1123Subdomain | None = Field(
+        None, description="The Cohort above it (a Cohort object; a name is a cohort defined outside the fleet). "
+                          "Default: it is a root.")
+    flavors: list[InstanceOf[ResourceFlavor]] = Field(default_factory=list,
+                                                      description="The flavors its own quotas are of.")
+    quotas: Quotas = Field(default_factory=dict, description="Per flavor name, the cohort's own quotas, lent to its "
+                                                             "members: {'p5': {'nvidia.com/gpu': '16'}}.")
+    fair_sharing_weight: Quantity | None = Field(None, description="Its share against its siblings under fair "
+                                                                   "sharing (Kueue's default 1). Does not change "
+                                                                   "what can ever be admitted.")
+
+    @model_validator(mode="after")
+    def _valid(self) -> CohortProps:
+        if self.parent is not None and not isinstance(self.parent, (str, Cohort)):
+            raise rule_violation("KT003", f"parent is a {type(self.parent).__name__}, not a Cohort",
+                                 "pass a Cohort object, or the name of a cohort defined outside the fleet",
+                                 field="parent")
+        _known_flavors(self.quotas, self.flavors, "cohort")
+        _check_limits(self.quotas, self.parent is not None, "a parent cohort", lending_at_most_nominal=False)
+        return self
 
 
 class ClusterQueueProps(StrictProps):
@@ -139,36 +256,65 @@ class ClusterQueueProps(StrictProps):
     flavors: list[InstanceOf[ResourceFlavor]] = Field(..., min_length=1, description="In order of preference.")
     namespaces: list[Dns1123Label] | None = Field(None, description="Namespaces whose LocalQueues may use it; "
                                                                     "default: every namespace of the cluster.")
-    quotas: dict[str, dict[str, str]] = Field(default_factory=dict, description="Per flavor name, nominal quotas "
-                                              "that replace the default (the pool at max_nodes), e.g. "
-                                              "{'p5': {'nvidia.com/gpu': '64'}}.")
-    cohort: Dns1123Subdomain | None = Field(None, description="Cohort to borrow unused quota from.")
+    quotas: Quotas = Field(default_factory=dict, description="Per flavor name, quotas that replace the default (the "
+                                                             "pool at its most nodes): a nominal quantity, or a Quota "
+                                                             "with borrowing and lending limits, e.g. "
+                                                             "{'p5': {'nvidia.com/gpu': Quota(nominal='64', "
+                                                             "borrowing_limit='64')}}.")
+    cohort: InstanceOf[PlatformConstruct] | Dns1123Subdomain | None = Field(
+        None, description="The Cohort it borrows unused quota from and lends its own to (a Cohort object; a name is "
+                          "a cohort defined outside the fleet, KT450).")
     queueing_strategy: Literal["StrictFIFO", "BestEffortFIFO"] = Field(
         "BestEffortFIFO", description="BestEffortFIFO lets a smaller job start while a large gang waits.")
     preemption: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = Field(
         "LowerPriority", description="withinClusterQueue preemption.")
+    when_can_borrow: Literal["MayStopSearch", "TryNextFlavor"] = Field(
+        "MayStopSearch", description="Flavor fungibility: take the first flavor that fits even by borrowing "
+                                     "(MayStopSearch, Kueue's default), or try the next flavors for one that fits "
+                                     "without borrowing first (TryNextFlavor).")
+    fair_sharing_weight: Quantity | None = Field(None, description="Its share against the cohort's other members "
+                                                                   "under fair sharing (Kueue's default 1). Does "
+                                                                   "not change what can ever be admitted.")
 
     @model_validator(mode="after")
-    def _known_flavors(self) -> ClusterQueueProps:
-        names = {f.name for f in self.flavors}
-        unknown = sorted(set(self.quotas) - names)
-        if unknown:
-            raise rule_violation("KT003", f"quotas for flavors the queue does not have: {', '.join(unknown)}",
-                                 f"use flavor names of this queue: {', '.join(sorted(names))}", field="quotas")
-        for flavor, quotas in self.quotas.items():
-            for resource, quantity in quotas.items():
-                try:
-                    parse_quantity(quantity)
-                except ValueError as error:
-                    raise rule_violation("KT003", str(error), "use a quantity such as 64 or 2Ti",
-                                         field=f"quotas.{flavor}.{resource}") from None
+    def _valid(self) -> ClusterQueueProps:
+        if self.cohort is not None and not isinstance(self.cohort, (str, Cohort)):
+            raise rule_violation("KT003", f"cohort is a {type(self.cohort).__name__}, not a Cohort",
+                                 "pass a Cohort object, or the name of a cohort defined outside the fleet",
+                                 field="cohort")
+        _known_flavors(self.quotas, self.flavors, "queue")
+        _check_limits(self.quotas, self.cohort is not None, "a cohort", lending_at_most_nominal=True)
         return self
 
 
-def _quantity(resource: str, amount: Decimal) -> str:
-    if resource == "cpu":
-        return f"{int(amount * 1000)}m" if amount % 1 else str(int(amount))
-    return str(int(amount))
+def _fair_sharing(spec: dict[str, Any], weight: str | None) -> None:
+    if weight is not None:
+        spec["fairSharing"] = {"weight": weight}
+
+
+class Cohort(PlatformConstruct):
+    """A Kueue Cohort (cluster-scoped): ClusterQueues and Cohorts under it lend each other unused quota; its own
+    quotas are lent to them, and its parent's to it."""
+
+    Props = CohortProps
+    kind = "cohort"
+
+    def __init__(self, scope: Cluster, id: str, props: CohortProps | Mapping[str, Any] | None = None, **kwargs: Any):
+        super().__init__(scope, id, props, kwargs)
+        p = self.props
+        self.name: str = p.name
+        self.parent: Cohort | str | None = p.parent
+        self.depends_on = (*p.flavors, *([p.parent] if isinstance(p.parent, Cohort) else []))
+        parent, problems = _cohort_reference(p.parent, "parent")
+        spec: dict[str, Any] = {}
+        if parent:
+            spec["parentName"] = parent
+        groups = resource_groups(list(p.flavors), p.quotas)
+        if groups:
+            spec["resourceGroups"] = groups
+        _fair_sharing(spec, p.fair_sharing_weight)
+        self._emit(claim_queue_system(scope, "kueue") + problems, [
+            {"apiVersion": API_VERSION, "kind": "Cohort", "metadata": {"name": self.name}, "spec": spec}])
 
 
 class ClusterQueue(PlatformConstruct):
@@ -184,23 +330,25 @@ class ClusterQueue(PlatformConstruct):
         p = self.props
         self.name: str = p.name
         self.flavors: list[ResourceFlavor] = list(p.flavors)
-        quotas = {f.name: {**{k: _quantity(k, v) for k, v in f.default_quota().items()}, **p.quotas.get(f.name, {})}
-                  for f in self.flavors}
-        covered = sorted({r for q in quotas.values() for r in q},
-                         key=lambda r: (_RESOURCE_ORDER.index(r) if r in _RESOURCE_ORDER else len(_RESOURCE_ORDER), r))
-        namespaces = p.namespaces or scope.props.namespaces
-        spec = {
+        self.cohort: Cohort | str | None = p.cohort
+        self.depends_on = (*self.flavors, *([p.cohort] if isinstance(p.cohort, Cohort) else []))
+        self.namespaces: list[str] = list(p.namespaces or scope.props.namespaces)
+        defaults = {f.name: {r: Quota(nominal=q) for r, q in f.default_quota().items()} for f in self.flavors}
+        quotas = {name: {**defaults[name], **p.quotas.get(name, {})} for name in defaults}
+        spec: dict[str, Any] = {
             "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
-                                                        "values": list(namespaces)}]},
+                                                        "values": self.namespaces}]},
             "queueingStrategy": p.queueing_strategy,
             "preemption": {"withinClusterQueue": p.preemption},
-            "resourceGroups": [{"coveredResources": covered, "flavors": [
-                {"name": f.name, "resources": [{"name": r, "nominalQuota": quotas[f.name].get(r, "0")}
-                                               for r in covered]} for f in self.flavors]}]}
-        if p.cohort:
-            spec["cohortName"] = p.cohort
-        problems = claim_queue_system(scope, "kueue")
-        problems += [q for n in namespaces for q in scope.check_namespace(n)[1]]
+            "resourceGroups": resource_groups(self.flavors, quotas)}
+        cohort, problems = _cohort_reference(p.cohort, "cohort")
+        if cohort:
+            spec["cohortName"] = cohort
+        if p.when_can_borrow != "MayStopSearch":
+            spec["flavorFungibility"] = {"whenCanBorrow": p.when_can_borrow}
+        _fair_sharing(spec, p.fair_sharing_weight)
+        problems += claim_queue_system(scope, "kueue")
+        problems += [q for n in self.namespaces for q in scope.check_namespace(n)[1]]
         self._emit(problems, [{"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": self.name},
                                "spec": spec}])
 
@@ -231,6 +379,7 @@ class LocalQueue(PlatformConstruct):
         super().__init__(scope, id, props, kwargs)
         self.name: str = self.props.name
         self.cluster_queue: ClusterQueue = self.props.cluster_queue
+        self.depends_on = (self.cluster_queue,)
         self.namespace, problems = scope.check_namespace(self.props.namespace)
         problems += claim_queue_system(scope, "kueue")
         self._emit(problems, [{"apiVersion": API_VERSION, "kind": "LocalQueue",

@@ -13,10 +13,14 @@ nodes are never consolidated away) after `consolidate_after`.
 Interface for jobs (read-only): `name`, `instance_type` / `instance_types`, `zone`, `taints`,
 `node_selector()`, `tolerations()`, `huge_pages()`, `shm_size(memory)` and
 `pool_placement_problems(pool, ...)` (KT401-403). The job derives its pod from these (kubetrain.jobs).
+For admission (kubetrain.admission): `capacity_nodes`, the most nodes the pool can ever have (static nodes,
+else max_nodes within what a capacity reservation holds), and what one node of each type gives pods, both
+written onto the NodePool as `kubetrain.dev/*` annotations so dist/ describes itself.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from decimal import Decimal
@@ -24,7 +28,18 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from kubetrain.admission.flavors import tolerated
+from kubetrain.admission.objects import (
+    ALLOCATABLE_ANNOTATION,
+    DOMAIN_NODES_ANNOTATION,
+    MAX_NODES_ANNOTATION,
+    RESERVED_NODES_ANNOTATION,
+)
+from kubetrain.admission.requests import NODEPOOL_LABEL
 from kubetrain.cluster import Cluster
+from kubetrain.cost import annotations as cost_annotations
+from kubetrain.cost.prices import node_price
+from kubetrain.cost.props import POOL_PRICING_INVALID, PoolPricing
 from kubetrain.names import Dns1123Label
 from kubetrain.platform.aws_ids import (
     AvailabilityZone,
@@ -37,13 +52,12 @@ from kubetrain.platform.aws_ids import (
 )
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.instances import InstanceType
-from kubetrain.quantity import HugePages2Mi, format_bytes, parse_quantity
-from kubetrain.rules.registry import register
+from kubetrain.quantity import HugePages2Mi, format_bytes, format_quantity, parse_quantity
+from kubetrain.rules.registry import register, severity
 from kubetrain.rules.sources import EKS_EFA, KARPENTER_GPU, KARPENTER_NODECLASS, KARPENTER_TYPES, TAINTS, cite
 from kubetrain.strict import StrictProps
 from training.problems import INVALID_VALUE, Problem, rule_violation
 
-NODEPOOL_LABEL = "karpenter.sh/nodepool"  # Karpenter labels every node with its pool
 ZONE_LABEL = "topology.kubernetes.io/zone"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 HUGE_PAGES_RESOURCE = "hugepages-2Mi"
@@ -85,12 +99,34 @@ WRONG_INSTANCE_TYPE = register(
               "(and an EFA pool EFA types), a CPU pool CPU types.",
     fix="use a type of the catalog that fits the pool, or register yours with Cluster(instance_types=[...])",
     source="constructs/kubetrain/platform/instances.py")
+PRICE_UNKNOWN = register(
+    "KT471", "warning", "no price for the pool's nodes",
+    rationale="The cost of a job's run (kubetrain cost, the pull request's priced diff) needs the hourly price "
+              "of its pool's node: kubetrain's table (kubetrain/cost/prices.json) covers the built-in catalog's "
+              "types in us-east-1 and us-west-2 where AWS publishes a price for the capacity type; a fleet's own "
+              "instance type, another region or an unpublished rate has none.",
+    fix="give the pool pricing=PoolPricing(usd_per_node_hour=...) (your rate), or regenerate the table with "
+        "scripts/generate_prices.py from an AWS Price List offer file of the region",
+    source="scripts/generate_prices.py; constructs/kubetrain/cost/prices.json (its sources)")
 CAPACITY_RESERVATION = register(
     "KT407", "error", "capacity reservations and capacity type disagree",
     rationale="Karpenter launches into capacity reservations only for capacity type 'reserved', and a 'reserved' "
               "pool needs at least one reservation to select.",
     fix="with capacity_type='reserved' list capacity_reservation_ids (cr-...); otherwise list none",
     source=KARPENTER_NODECLASS)
+UNDECLARED_RESERVATION = register(
+    "KT449", "warning", "reserved pool without the node count its reservation holds",
+    rationale="A pool of capacity type 'reserved' launches only into its capacity reservations or capacity "
+              "blocks, so it has at most as many nodes as they hold instances; without that number kubetrain "
+              "assumes max_nodes and cannot refuse a job that needs more than the reservation (KT448).",
+    fix="set reserved_nodes to the instances the reservations hold",
+    source=f"{KARPENTER_NODECLASS}#speccapacityreservationselectorterms")
+RESERVED_NODES = register(
+    "KT452", "error", "reserved_nodes without a reservation, or static nodes beyond it",
+    rationale="reserved_nodes is the size of a 'reserved' pool's capacity reservations; on another capacity type "
+              "it means nothing, and static nodes beyond it are never launched, so the pool never has them.",
+    fix="set reserved_nodes only with capacity_type='reserved', and keep static_nodes within it",
+    source=f"{KARPENTER_NODECLASS}#speccapacityreservationselectorterms")
 
 
 # Karpenter's EC2NodeClass CEL rules on amiSelectorTerms[].alias (karpenter.k8s.aws_ec2nodeclasses.yaml, v1.9).
@@ -128,6 +164,21 @@ class NodePoolProps(StrictProps):
     expire_after: str = Field("720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                               description="Node lifetime (Karpenter's default 720h). 'Never' keeps long runs' "
                                           "nodes from expiring under them.")
+    reserved_nodes: int | None = Field(None, ge=1, description="How many instances the capacity reservations "
+                                                               "(or capacity blocks) hold: the most nodes the pool "
+                                                               "can launch. Declare it with capacity_type='reserved' "
+                                                               "(KT449 warns when it is missing).")
+    topology_domain_nodes: dict[str, int] = Field(
+        default_factory=dict, description="The most nodes of the pool in one topology domain, per node label level, "
+                                          "where you know it (e.g. {'topology.k8s.aws/network-node-layer-3': 8} for "
+                                          "a capacity block that spans two such domains): a job whose required "
+                                          "placement at that level needs more is refused (KT447). Unlisted levels "
+                                          "are unknown offline; kubernetes.io/hostname is always one node.")
+
+    pricing: PoolPricing | None = Field(None, description="The pool's own price terms (a negotiated rate or "
+                                                          "discount, a reservation's rate and size). Default: the "
+                                                          "price table's rate for the capacity type "
+                                                          "(kubetrain/cost/prices.json).")
 
     @field_validator("ami_alias")
     @classmethod
@@ -169,7 +220,35 @@ class NodePoolProps(StrictProps):
                                  "capacity_type 'reserved' needs capacity_reservation_ids" if reserved else
                                  f"capacity_reservation_ids are used only with capacity_type 'reserved', not "
                                  f"{self.capacity_type!r}", CAPACITY_RESERVATION.fix, field="capacity_reservation_ids")
+        if not reserved and self.reserved_nodes is not None:
+            raise rule_violation(RESERVED_NODES.code, f"reserved_nodes is used only with capacity_type 'reserved', "
+                                 f"not {self.capacity_type!r}", RESERVED_NODES.fix, field="reserved_nodes")
+        if self.reserved_nodes is not None and self.static_nodes is not None and \
+                self.static_nodes > self.reserved_nodes:
+            raise rule_violation(RESERVED_NODES.code, f"static_nodes {self.static_nodes} is more than the "
+                                 f"{self.reserved_nodes} instances the reservations hold", RESERVED_NODES.fix,
+                                 field="static_nodes")
         return self
+
+    @model_validator(mode="after")
+    def _pricing_fits_capacity(self) -> NodePoolProps:
+        if self.pricing is not None and self.pricing.rate and self.capacity_type != "reserved":
+            raise rule_violation(POOL_PRICING_INVALID.code, f"pricing.rate {self.pricing.rate!r} is a reservation's "
+                                 f"rate; this pool's capacity_type is {self.capacity_type!r}",
+                                 POOL_PRICING_INVALID.fix, field="pricing.rate")
+        return self
+
+    @property
+    def resolved_pricing(self) -> PoolPricing | None:
+        """The pricing the NodePool carries: the pool's terms with the nodes paid whether used or not resolved
+        (a reservation's max_nodes, a static pool's static_nodes)."""
+        reserved = self.pricing.reserved_nodes if self.pricing else None
+        if reserved is None:  # a reservation's nodes (its declared size, else the pool's limit), or static nodes
+            reserved = (self.reserved_nodes or self.max_nodes) if self.capacity_type == "reserved" else self.static_nodes
+        if not reserved and self.pricing is None:
+            return None
+        terms = self.pricing or PoolPricing()
+        return terms.model_copy(update={"reserved_nodes": reserved or 0}) if reserved else terms
 
 
 class EfaNodePoolProps(NodePoolProps):
@@ -203,7 +282,13 @@ class NodePool(PlatformConstruct):
         self.instance_types: list[InstanceType] = [t for n in self.props.instance_types
                                                    if (t := scope.instance_type(n)) is not None]
         problems = self._type_problems() + self._pool_problems()
-        self._emit(problems, [self._node_pool(), self._node_class()] if not problems else None)
+        if self.props.capacity_type == "reserved" and self.props.reserved_nodes is None:
+            problems.append(Problem(UNDECLARED_RESERVATION.code, "reserved_nodes", f"pool {self.name} is reserved "
+                                    f"capacity of unknown size: its jobs are judged against max_nodes "
+                                    f"({self.props.max_nodes})", UNDECLARED_RESERVATION.fix))
+        broken = any(severity(p.code) == "error" for p in problems)  # the objects could not be built
+        # A missing price is a warning: the pool works, only its jobs' cost cannot be shown.
+        self._emit(problems + self._price_problems(), None if broken else [self._node_pool(), self._node_class()])
 
     # -- the interface jobs use ---------------------------------------------------------------------------
 
@@ -240,15 +325,25 @@ class NodePool(PlatformConstruct):
         """True when nodes exist only while pods wait for them (no static capacity)."""
         return self.props.static_nodes is None
 
-    def node_capacity(self) -> dict[str, Decimal]:
-        """What one node gives pods, by Kubernetes resource name (the queues' quotas are this x max_nodes)."""
-        t = self.instance_type
-        if t is None:
-            return {}
-        capacity = {"cpu": t.allocatable_cpu(), "memory": t.allocatable_memory()}
-        if t.accelerator_resource:
-            capacity[t.accelerator_resource] = Decimal(t.accelerators)
+    @property
+    def capacity_nodes(self) -> int:
+        """The most nodes the pool can ever have: its static nodes (Karpenter keeps exactly those), else
+        max_nodes, within what its capacity reservations hold."""
+        p = self.props
+        if p.static_nodes is not None:
+            return p.static_nodes
+        return min(p.max_nodes, p.reserved_nodes) if p.reserved_nodes is not None else p.max_nodes
+
+    def node_allocatable(self, instance: InstanceType) -> dict[str, Decimal]:
+        """What one node of `instance` gives pods, by Kubernetes resource name."""
+        capacity = {"cpu": instance.allocatable_cpu(), "memory": instance.allocatable_memory()}
+        if instance.accelerator_resource:
+            capacity[instance.accelerator_resource] = Decimal(instance.accelerators)
         return capacity
+
+    def node_capacity(self) -> dict[str, Decimal]:
+        """What one node of the pool's instance type gives pods (the queues' quotas are this x capacity_nodes)."""
+        return self.node_allocatable(self.instance_type) if self.instance_type else {}
 
     def huge_pages(self) -> str | None:
         """2 MiB huge pages a pod on the pool requests (EFA pools only)."""
@@ -283,6 +378,19 @@ class NodePool(PlatformConstruct):
     def _pool_problems(self) -> list[Problem]:
         return []
 
+    def _price_problems(self) -> list[Problem]:
+        p = self.props
+        if not self.instance_types or (p.pricing is not None and p.pricing.usd_per_node_hour is not None):
+            return []
+        region = region_of_zone(p.zones[0])  # the zones are of one region (_one_region)
+        if node_price([t.name for t in self.instance_types], region, p.capacity_type, p.pricing) is not None:
+            return []
+        names = ", ".join(t.name for t in self.instance_types)
+        return [Problem(PRICE_UNKNOWN.code, "pricing", f"no {p.capacity_type} price for {names} in "
+                        f"{region} in kubetrain's price table: `kubetrain cost` "
+                        "and the pull request's diff show hours and GPU-hours but no dollars for its jobs",
+                        PRICE_UNKNOWN.fix)]
+
     def _node_pool(self) -> dict[str, Any]:
         p = self.props
         requirements = [
@@ -303,7 +411,25 @@ class NodePool(PlatformConstruct):
             # Static capacity: Karpenter keeps `replicas` nodes and accepts only a node-count limit.
             pool["replicas"] = p.static_nodes
             pool["limits"] = {"nodes": str(p.max_nodes)}
-        return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": self.name}, "spec": pool}
+        return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+                "metadata": {"name": self.name, "annotations": self._capacity_annotations()}, "spec": pool}
+
+    def _capacity_annotations(self) -> dict[str, str]:
+        """What the pool can hold, for the offline admission checks on dist/ (`kubetrain plan`): Karpenter
+        holds neither what a node gives pods nor what a capacity reservation holds."""
+        p = self.props
+        allocatable = {t.name: {r: format_quantity(r, v) for r, v in self.node_allocatable(t).items()}
+                       for t in self.instance_types}
+        annotations = {MAX_NODES_ANNOTATION: str(p.max_nodes),
+                       ALLOCATABLE_ANNOTATION: json.dumps(allocatable, sort_keys=True, separators=(",", ":"))}
+        if p.reserved_nodes is not None:
+            annotations[RESERVED_NODES_ANNOTATION] = str(p.reserved_nodes)
+        if p.topology_domain_nodes:
+            annotations[DOMAIN_NODES_ANNOTATION] = json.dumps(p.topology_domain_nodes, sort_keys=True,
+                                                              separators=(",", ":"))
+        if (pricing := p.resolved_pricing) is not None:
+            annotations[cost_annotations.PRICING] = cost_annotations.encode(pricing)
+        return annotations
 
     consolidation_policy = "WhenEmptyOrUnderutilized"
 
@@ -371,11 +497,10 @@ class EfaNodePool(NodePool):
             extra["placementGroupSelector"] = {"name": self.props.placement_group}
         return extra
 
-    def node_capacity(self) -> dict[str, Decimal]:
-        capacity = super().node_capacity()
-        t = self.instance_type
-        if t is not None and t.efa_interfaces:
-            capacity[EFA_RESOURCE] = Decimal(t.efa_interfaces)
+    def node_allocatable(self, instance: InstanceType) -> dict[str, Decimal]:
+        capacity = super().node_allocatable(instance)
+        if instance.efa_interfaces:
+            capacity[EFA_RESOURCE] = Decimal(instance.efa_interfaces)
             capacity[HUGE_PAGES_RESOURCE] = parse_quantity(self.props.huge_pages)
             capacity["memory"] -= capacity[HUGE_PAGES_RESOURCE]  # huge pages come out of the node's memory
         return capacity
@@ -397,18 +522,6 @@ class CpuNodePool(NodePool):
     def __init__(self, scope: Cluster, id: str, props: CpuNodePoolProps | Mapping[str, Any] | None = None,
                  **kwargs: Any):
         super().__init__(scope, id, props, kwargs)
-
-
-def _tolerated(taint: Mapping[str, str], tolerations: list[Mapping[str, Any]]) -> bool:
-    """Kubernetes' matching: an empty key with Exists tolerates everything; an empty effect every effect."""
-    for t in tolerations:
-        if t.get("effect") and t["effect"] != taint.get("effect"):
-            continue
-        if t.get("operator", "Equal") == "Exists" and (not t.get("key") or t["key"] == taint["key"]):
-            return True
-        if t.get("key") == taint["key"] and t.get("value", "") == taint.get("value", ""):
-            return True
-    return False
 
 
 def pool_placement_problems(pool: NodePool, requests: Mapping[str, str | int], tolerations: list[Mapping[str, Any]],
@@ -448,7 +561,7 @@ def pool_placement_problems(pool: NodePool, requests: Mapping[str, str | int], t
         problems.append(Problem(EFA_MISMATCH.code, f"{path}.{EFA_RESOURCE}", f"asks for {efa:f} EFA interfaces on "
                                 f"pool {pool.name}, whose {t.name} has {t.efa_interfaces}", EFA_MISMATCH.fix))
     for taint in pool.taints:
-        if not _tolerated(taint, tolerations):
+        if not tolerated(taint, tolerations):
             problems.append(Problem(TAINT_NOT_TOLERATED.code, "tolerations", f"pool {pool.name} is tainted "
                                     f"{taint['key']}:{taint['effect']}", TAINT_NOT_TOLERATED.fix))
     return problems

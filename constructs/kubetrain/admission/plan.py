@@ -1,0 +1,157 @@
+"""`kubetrain plan`: every job's admission verdict read back from dist/, and what each pool is asked for.
+
+    kubetrain plan [--dist dist] [--json]
+
+One row per job: cluster/namespace/job, its pool and queue (LocalQueue and ClusterQueue), its demand (pods,
+accelerators, nodes of the pool at least), the capacity against it (the most nodes the pool can have, the
+queue's nominal quota of the job's main resource in the flavor Kueue assigns it on an idle cluster, and the
+potential with what the cohort can lend) and the verdict, fits, borrows or never, with the rules behind it.
+Then per pool: the nodes its declared jobs need together against the nodes it can have, and which jobs can run
+at the same time. `kubetrain diff` compares the verdicts of two revisions of dist/ with `verdict_changes`.
+
+Only the files of the kinds admission reads are parsed (synth names files <Kind>.<name>.yaml).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubetrain.admission.objects import ClusterObjects
+from kubetrain.admission.requests import ACCELERATORS
+from kubetrain.admission.verdict import JobPlan, PoolPlan, plan_cluster
+from kubetrain.output.validate import parse_documents
+
+KINDS = ("Namespace", "ResourceFlavor", "Topology", "ClusterQueue", "Cohort", "LocalQueue", "NodePool", "PyTorchJob",
+         "MPIJob", "TrainJob", "Job", "TrainingRuntime", "ClusterTrainingRuntime")
+EXIT_NEVER = 1
+EXIT_BAD_INPUT = 2
+
+
+class PlanInputError(Exception):
+    """dist/ cannot be read: one line for the user."""
+
+
+def _wanted(path: str) -> bool:
+    return Path(path).name.split(".", 1)[0] in KINDS
+
+
+def plan_files(files: Mapping[str, bytes], clusters: set[str] | None = None) -> tuple[list[JobPlan], list[PoolPlan]]:
+    """Plans of every cluster folder among `files` (dist/-relative path -> contents), or of `clusters` only."""
+    manifests: dict[str, list[dict[str, Any]]] = {}
+    for path, data in sorted(files.items()):
+        cluster = Path(path).parts[0]
+        if len(Path(path).parts) < 2 or not _wanted(path) or (clusters is not None and cluster not in clusters):
+            continue
+        try:
+            documents = parse_documents(data.decode("utf-8"))
+        except (UnicodeDecodeError, yaml.YAMLError) as error:
+            raise PlanInputError(f"{path}: cannot read YAML: {' '.join(str(error).split())[:200]}") from None
+        manifests.setdefault(cluster, []).extend(d for d in documents if isinstance(d, dict))
+    jobs: list[JobPlan] = []
+    pools: list[PoolPlan] = []
+    for cluster, objects in sorted(manifests.items()):
+        try:
+            found = plan_cluster(ClusterObjects.from_manifests(cluster, objects))
+        except (ValueError, TypeError, AttributeError, KeyError) as error:
+            raise PlanInputError(f"{cluster}: an object admission reads is malformed: {error}") from None
+        jobs += found[0]
+        pools += found[1]
+    return sorted(jobs, key=lambda j: j.key), pools
+
+
+def plan_dist(dist: Path) -> tuple[list[JobPlan], list[PoolPlan]]:
+    if not dist.is_dir():
+        raise PlanInputError(f"{dist} is not a folder: give the folder synth writes (dist)")
+    from kubetrain.gitops.diff import read_worktree
+
+    return plan_files(read_worktree(dist))
+
+
+def _cells(plan: JobPlan) -> list[str]:
+    w = plan.workload
+    queue = f"{w.queue} ({plan.cluster_queue})" if w.queue and plan.cluster_queue else (w.queue or "-")
+    unit = next((a.split("/")[-1] for a in ACCELERATORS if any(p.requests.get(a) for p in w.pod_sets)), "gpu")
+    return [f"{plan.cluster}/{w.namespace}/{w.job}", plan.pool or "-", queue, str(w.pods),
+            f"{w.accelerators} {unit}" if w.accelerators else "0", _dash(plan.nodes_needed), _dash(plan.pool_nodes),
+            plan.flavor or "-", _short(plan.quota), _short(plan.potential), plan.verdict]
+
+
+def _dash(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _short(amount: str | None) -> str:
+    """'112 nvidia.com/gpu' -> '112 gpu'."""
+    if not amount:
+        return "-"
+    value, _, resource = amount.partition(" ")
+    return f"{value} {resource.rsplit('/', 1)[-1]}"
+
+
+HEADER = ["JOB", "POOL", "QUEUE", "PODS", "ACCEL", "NODES", "POOL MAX", "FLAVOR", "QUOTA", "POTENTIAL", "VERDICT"]
+
+
+def render_text(jobs: list[JobPlan], pools: list[PoolPlan]) -> str:
+    rows = [HEADER, *(_cells(j) for j in jobs)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    lines = []
+    for i, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        if i:
+            job = jobs[i - 1]
+            lines += [f"    {r.severity} {r.code} {r.field}: {r.message}" for r in job.reasons]
+            lines += [f"    note: {note}" for note in job.notes]
+    if pools:
+        lines += ["", "POOLS"]
+        lines += [f"  {_pool_line(p)}" for p in pools]
+    never = sum(j.verdict == "never" for j in jobs)
+    borrows = sum(j.verdict == "borrows" for j in jobs)
+    lines += ["", f"{len(jobs)} jobs: {len(jobs) - never - borrows} fit, {borrows} borrow, {never} never start"]
+    return "\n".join(lines) + "\n"
+
+
+def _pool_line(pool: PoolPlan) -> str:
+    capacity = pool.pool.capacity_nodes
+    name = f"{pool.cluster}/{pool.pool.name}"
+    held = f"{capacity} nodes ({pool.pool.limited_by.split(':')[0]})" if capacity is not None else "nodes unknown"
+    if not pool.demand:
+        return f"{name}: {held}; no declared job needs it"
+    needs = ", ".join(f"{job.split('/')[-1]} {nodes}" for job, nodes in pool.demand)
+    line = f"{name}: {held}; declared jobs need {pool.total} together ({needs})"
+    if capacity is None or pool.total <= capacity:
+        return f"{line}: all can run at once"
+    together = pool.at_once()
+    waiting = [job.split("/")[-1] for job, _ in pool.demand if job not in together]
+    return f"{line}: not all at once; {', '.join(j.split('/')[-1] for j in together) or 'none'} fit together, " \
+           f"{', '.join(waiting)} wait"
+
+
+def render_json(jobs: list[JobPlan], pools: list[PoolPlan]) -> str:
+    return json.dumps({"jobs": [j.to_json() for j in jobs], "pools": [p.to_json() for p in pools]}, indent=2) + "\n"
+
+
+def exit_code(jobs: list[JobPlan]) -> int:
+    return EXIT_NEVER if any(j.verdict == "never" for j in jobs) else 0
+
+
+def verdict_changes(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[str]:
+    """One line per job whose verdict differs between two revisions of dist/ (a new job that does not fit
+    counts), planning only the cluster folders where a file differs."""
+    changed = {Path(p).parts[0] for p in old.keys() | new.keys() if old.get(p) != new.get(p)}
+    if not changed:
+        return []
+    before = {p.key: p for p in plan_files(old, changed)[0]}
+    after = {p.key: p for p in plan_files(new, changed)[0]}
+    lines = []
+    for key in sorted(after):
+        was, now = before.get(key), after[key]
+        if (was.verdict if was else "fits") == now.verdict:
+            continue
+        why = f": {now.reasons[0].code} {now.reasons[0].message}" if now.reasons else ""
+        lines.append(f"{'/'.join(key)}: {was.verdict if was else 'new job'} -> {now.verdict}{why}")
+    return lines
