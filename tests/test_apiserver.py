@@ -391,6 +391,23 @@ def test_a_trainingruntime_pod_is_checked_as_the_pod_of_each_trainjob():
     assert ("KT614", f"{pod}.spec.containers[1].ports[0].hostPort") in {f[:2] for f in findings(clash)}
 
 
+def test_a_trainjobs_own_overrides_are_checked_in_the_pods_of_its_runtime():
+    # spec.trainer's env, resourcesPerNode, image, command and args change container node of the runtime's pods:
+    # a problem they bring is the TrainJob's, at its own field; the runtime's fields stay the runtime's.
+    env = [{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "A=B", "value": "1"}]
+    broken = at(TRAINJOB, {"spec.trainer.env": env,
+                           "spec.trainer.resourcesPerNode": {"limits": {"nvidia.com/gpu": "1.5"}}})
+    found = {f[:2] for f in findings(broken, RUNTIME)}
+    assert found == {("KT616", "spec.trainer.env[1].name"),
+                     ("KT613", "spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]")}, found
+    fixed = at(TRAINJOB, {"spec.trainer.env": env[:1], "spec.trainer.resourcesPerNode": {"limits": {
+        "nvidia.com/gpu": "1", "cpu": "2", "memory": "4Gi"}}, "spec.trainer.image": "ghcr.io/org/img:2"})
+    assert findings(fixed, RUNTIME) == []
+    # The Trainer's torch plugin injects PET_* itself and refuses a TrainJob setting them.
+    reserved = at(TRAINJOB, {"spec.trainer.env": [{"name": "PET_NNODES", "value": "4"}]})
+    assert ("KT625", "spec.trainer.env[0].name") in {f[:2] for f in findings(reserved, RUNTIME)}
+
+
 def test_mpijob_launcher_and_workers_are_checked_with_the_operators_volumes_and_names():
     launcher, worker = "spec.mpiReplicaSpecs.Launcher.template", "spec.mpiReplicaSpecs.Worker.template"
     # The operator mounts its SSH Secret as volume ssh-auth: a volume of that name in the template is a duplicate.
@@ -501,6 +518,29 @@ def test_a_job_patch_is_checked_as_the_pods_the_operator_creates(tmp_path):
     assert line.startswith("synth: dev/ml/PyTorchJob.tiny.yaml: PyTorchJob/tiny: spec.pytorchReplicaSpecs.Worker."
                            "template.spec.tolerations[0].operator: value 'true' must be empty when operator is Exists "
                            "(in the Pod tiny-worker-0 that the training operator creates) [KT611] fix: ")
+
+
+def test_a_job_patch_of_a_trainjob_is_checked_in_the_pods_of_its_runtime(tmp_path):
+    from cdk8s import JsonPatch
+    from kubetrain import App, Cluster, NodeResources, RunConfig, Trainer, TrainingJob
+    from kubetrain.output.manifests import synth
+
+    from training.problems import ConfigError
+
+    app = App()
+    cluster = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"])
+    run = RunConfig.model_validate({"batch": {"global_size": 4, "micro_size": 1}, "max_steps": 1,
+                                    "checkpoint": {"dir": "/ckpt/run"}})
+    job = TrainingJob(cluster, "tiny", name="tiny", image="img:1", nodes=2, procs_per_node=1,  # the TrainJob target
+                      resources=NodeResources(cpu="1", memory="2Gi"), workload=Trainer(run=run),
+                      volumes=[{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}])
+    job.patch(JsonPatch.add("/spec/trainer/resourcesPerNode", {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}))
+    with pytest.raises(ConfigError) as raised:
+        synth(app, tmp_path / "dist")
+    (line,) = raised.value.lines()
+    assert line.startswith("synth: dev/ml/TrainJob.tiny.yaml: TrainJob/tiny: spec.trainer.resourcesPerNode.requests"
+                           "[cpu]: "), line
+    assert "(in the Job tiny-node-0 that JobSet creates) [KT613]" in line
 
 
 def test_input_the_api_server_would_refuse_emits_nothing():

@@ -55,6 +55,9 @@ class Created(NamedTuple):
     template_labels: frozenset[str] = frozenset()  # its labels that come from the template; the rest are the creator's
     derived: frozenset[str] = frozenset()  # its fields the creator sets from names (spec.hostname, spec.subdomain)
     describe: str | None = None  # how messages name it, when its name says nothing (a runtime's Jobs)
+    # Report only its problems at `paths`: the rest come from a template another committed object holds, whose
+    # own check reports them (a TrainJob's overrides applied to its runtime's template).
+    only_paths: bool = False
 
 
 def pod_from_template(template: dict[str, Any], *, name: str | None = None, generate_name: str | None = None,

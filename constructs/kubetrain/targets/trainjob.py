@@ -19,6 +19,8 @@ pkg/runtime/framework/plugins/torch/torch.go); JobSet makes one Job per replica,
 Indexed by default, labelled `jobset.sigs.k8s.io/*`, with the JobSet's name as its pods' subdomain, and its
 webhook refuses a JobSet whose Job names, or pod names plus the 5-character suffix, are not DNS-1035 labels
 (jobset v0.12 pkg/webhooks/jobset_webhook.go). The Job controller then makes the pods (kubetrain.output.apiserver).
+A TrainJob's own spec.trainer (image, command, args, env, resourcesPerNode) changes container `node` of
+those pods; its problems are the TrainJob's, the rest the runtime's.
 """
 
 from __future__ import annotations
@@ -156,10 +158,12 @@ class TrainJob(Target):
 
 
 def jobset_jobs(jobset_name: str, spec: dict[str, Any], source: str, by: str, num_nodes: int | None = None,
-                describe: str | None = None, trainer_runtime: bool = False) -> list[Created]:
+                describe: str | None = None, trainer_runtime: bool = False,
+                overrides: dict[str, Any] | None = None) -> list[Created]:
     """The last Job of each replicated Job, as JobSet creates it. From a Trainer runtime the Trainer sets every
     Job's parallelism and completions to its pod count: numNodes for the trainer's, else the template's parallelism
-    (pkg/runtime SyncPodSetsToTemplateSpec), and adds its port to container node."""
+    (pkg/runtime SyncPodSetsToTemplateSpec), and adds its port to container node; with a TrainJob's `overrides`
+    (its spec.trainer) only the Jobs they change, reporting only what comes from them."""
     network = spec.get("network") or {}
     subdomain = network.get("subdomain") or jobset_name
     created = []
@@ -181,8 +185,13 @@ def jobset_jobs(jobset_name: str, spec: dict[str, Any], source: str, by: str, nu
         pod_spec = dict(pod_template.get("spec") or {})
         if network.get("enableDNSHostnames", True):
             pod_spec["subdomain"] = subdomain
+        paths: tuple[tuple[str, str], ...] = ()
         if trainer:
             pod_spec["containers"] = [_with_trainer_port(c) for c in pod_spec.get("containers") or ()]
+            if overrides:
+                pod_spec["containers"], paths = _with_overrides(pod_spec["containers"], overrides)
+        elif overrides:
+            continue  # the runtime's own check covers a Job the TrainJob does not change
         job_spec["template"] = {"metadata": {**pod_meta, "labels": {**(pod_meta.get("labels") or {}), **labels}},
                                 "spec": pod_spec}
         job = {"apiVersion": "batch/v1", "kind": "Job",
@@ -193,8 +202,43 @@ def jobset_jobs(jobset_name: str, spec: dict[str, Any], source: str, by: str, nu
         ports = tuple((f"spec.template.spec.containers[{j}].ports", len(c.get("ports") or ()))
                       for j, c in enumerate((pod_template.get("spec") or {}).get("containers") or ()))
         created.append(Created(job, by, source=f"{source}.replicatedJobs[{i}].template", describe=describe,
-                               template_labels=frozenset(job_meta.get("labels") or ()), appended=ports))
+                               template_labels=frozenset(job_meta.get("labels") or ()), appended=ports,
+                               paths=paths, only_paths=bool(overrides)))
     return created
+
+
+def _with_overrides(containers: list[dict[str, Any]], trainer: dict[str, Any]) -> tuple[
+        list[dict[str, Any]], tuple[tuple[str, str], ...]]:
+    """Container node as the Trainer changes it from a TrainJob's spec.trainer (kubeflow/trainer v2.3.0 pkg/runtime
+    framework plugins jobset: image, command and args replaced, env upserted by name, resourcesPerNode as its
+    resources), and (its field in the Job, the TrainJob's field) for each value that comes from the TrainJob."""
+    out, paths = [], []
+    for k, container in enumerate(containers):
+        if container.get("name") != TrainJob.container_name:
+            out.append(container)
+            continue
+        at = f"spec.template.spec.containers[{k}]"
+        container = dict(container)
+        for field, override in (("image", "image"), ("command", "command"), ("args", "args"),
+                                ("resources", "resourcesPerNode")):
+            if trainer.get(override) is not None:
+                container[field] = trainer[override]
+                paths.append((f"{at}.{field}", f"spec.trainer.{override}"))
+        if trainer.get("env"):
+            env = list(container.get("env") or ())
+            names = [variable.get("name") for variable in env]
+            for j, variable in enumerate(trainer["env"]):
+                name = variable.get("name")
+                index = names.index(name) if name in names else len(env)
+                if index == len(env):
+                    env.append(variable)
+                    names.append(name)
+                else:
+                    env[index] = variable
+                paths.append((f"{at}.env[{index}]", f"spec.trainer.env[{j}]"))
+            container["env"] = env
+        out.append(container)
+    return out, tuple(paths)
 
 
 def _with_trainer_port(container: dict[str, Any]) -> dict[str, Any]:
@@ -250,6 +294,31 @@ def trainjob_names(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str
     return jobset_names(manifest["metadata"]["name"], spec, _num_nodes(manifest, runtime), trainer_runtime=True)
 
 
+_OVERRIDES = ("image", "command", "args", "env", "resourcesPerNode")
+
+
+def trainjob_objects(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
+    """What the TrainJob itself changes in its runtime's pods (spec.trainer's image, command, args, env and
+    resourcesPerNode), checked in the Jobs JobSet makes: the runtime's own check covers the rest, so a TrainJob
+    without such overrides (kubetrain's own) costs nothing here."""
+    trainer = manifest.get("spec", {}).get("trainer") or {}
+    if not any(trainer.get(field) is not None for field in _OVERRIDES):
+        return []
+    runtime = _runtime(manifest, sibling)
+    template = ((runtime or {}).get("spec", {}).get("template") or {}).get("spec")
+    if template is None:
+        return []  # a runtime installed with the Trainer: its template is not in the fleet
+    return jobset_jobs(manifest["metadata"]["name"], template, "spec", "JobSet", _num_nodes(manifest, runtime),
+                       trainer_runtime=True, overrides=trainer)
+
+
+def trainjob_admission(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str, str]]:
+    """The Trainer's torch plugin refuses spec.trainer.env setting what it injects itself."""
+    env = (manifest.get("spec", {}).get("trainer") or {}).get("env") or ()
+    return [(f"spec.trainer.env[{j}].name", f"{variable.get('name')} is set by the Trainer (torch plugin): a "
+             "TrainJob may not set it") for j, variable in enumerate(env) if variable.get("name") in INJECTED]
+
+
 def runtime_jobs(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
     """The Jobs of any TrainJob on this runtime (named after each TrainJob, whose names the TrainJob's check
     covers): JobSet's Jobs of the runtime's template."""
@@ -266,8 +335,9 @@ def jobset_admission_names(manifest: dict[str, Any], sibling: Sibling) -> list[t
     return jobset_names(manifest["metadata"]["name"], manifest.get("spec") or {})
 
 
-register_operator_kind(OperatorKind(TrainJob.api_version, TrainJob.kind, lambda manifest, sibling: [],
-                                    name_problem=dns_1035_label_problem, derived_names=trainjob_names))
+register_operator_kind(OperatorKind(TrainJob.api_version, TrainJob.kind, trainjob_objects,
+                                    name_problem=dns_1035_label_problem, derived_names=trainjob_names,
+                                    admission=trainjob_admission))
 for _runtime_kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
     register_operator_kind(OperatorKind(TrainJob.api_version, _runtime_kind, runtime_jobs))
 register_operator_kind(OperatorKind(JOBSET_API_VERSION, "JobSet", jobset_objects, name_problem=dns_1035_label_problem,

@@ -78,10 +78,14 @@ class _CreatedReport(Report):
             for items, count in created.appended:
                 if path.startswith(f"{items}[") and int(path[len(items) + 1:path.index("]", len(items))]) >= count:
                     # An item the creator adds (its volume, its port) collides with one of the template's.
-                    self.parent.add(code, _committed(created, items), f"{created.by} adds {path[len(items):]}: "
-                                    f"{message} (in the {_what(created)})")
+                    committed = _committed(created, items)
+                    if committed is not None:
+                        self.parent.add(code, committed, f"{created.by} adds {path[len(items):]}: {message} (in the "
+                                        f"{_what(created)})")
                     return
-            self.parent.add(code, _committed(created, path), f"{message} (in the {_what(created)})")
+            committed = _committed(created, path)
+            if committed is not None:
+                self.parent.add(code, committed, f"{message} (in the {_what(created)})")
 
 
 def _what(created: Created) -> str:
@@ -92,10 +96,13 @@ def _what(created: Created) -> str:
     return f"{created.body.get('kind')} {name} that {created.by} creates"
 
 
-def _committed(created: Created, path: str) -> str:
+def _committed(created: Created, path: str) -> str | None:
+    """The committed field `path` of the created object comes from (None: another object's, reported there)."""
     for prefix, committed in created.paths:
         if path == prefix or path.startswith((f"{prefix}.", f"{prefix}[")):
             return committed + path[len(prefix):]
+    if created.only_paths:
+        return None
     return f"{created.source}.{path}" if created.source else path
 
 
