@@ -7,8 +7,9 @@ kinds up there and keep no tables of their own, so adding a kind is one module p
 
 A descriptor holds facts, never the objects themselves: how an object of the kind is delivered
 (its Argo CD sync wave, whether it is created once and never updated, the fields Argo CD must leave
-to the operators, its health check), checked (the name format its operator needs, the CRD its schema
-comes from, the objects it names), and read back (the pod sets Kueue admits, what `kubetrain diff`
+to the operators, its health check), checked (the CRD its schema comes from, what the API server checks
+beyond the schema, the name its operator needs, what its operator creates from it and its webhook
+refuses, the objects it names), and read back (the pod sets Kueue admits, what `kubetrain diff`
 reports of a run, how `kubetrain run-local` emulates its operator: the kind's `target`). Everything
 here reads plain manifests and imports no cdk8s, so `kubetrain validate`, `diff` and `plan` start no
 Node.js.
@@ -18,15 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from kubetrain.names import dns_1123_subdomain_problem
 
 if TYPE_CHECKING:
     from kubetrain.admission.requests import PodSet
-    from kubetrain.kinds.target import Target
+    from kubetrain.kinds.target import Created, Target
+    from kubetrain.output.apiserver.report import Report
 
 Manifest = Mapping[str, Any]
 Sibling = Callable[[str, str], "dict[str, Any] | None"]  # (kind, name) -> another object of the same namespace
-NameFormat = Literal["DNS-1035 label", "DNS-1123 label", "DNS-1123 subdomain"]
 
 # Argo CD applies one sync wave, waits until its objects are healthy, then applies the next. Whatever an
 # object needs at admission or to become useful comes in an earlier wave: namespaces first, then cluster-wide
@@ -177,6 +180,14 @@ def no_references(obj: Manifest) -> list[Reference]:
     return []
 
 
+def creates_nothing(obj: Manifest, sibling: Sibling) -> list[Created]:
+    return []
+
+
+def no_problems(obj: Manifest, sibling: Sibling) -> list[tuple[str, str]]:
+    return []
+
+
 @dataclass(frozen=True)
 class Kind:
     """One API kind: everything kubetrain knows about objects of it. Looked up by (API group, kind)."""
@@ -184,7 +195,16 @@ class Kind:
     api_version: str  # group/version as kubetrain emits it ("v1" for the core group)
     kind: str
     wave: int | None  # Argo CD sync wave; None: never synced to a training cluster (Argo CD's own objects)
-    name_format: NameFormat = "DNS-1123 subdomain"  # what the API server or the operator needs of its name
+    # The API server's check of the object, for a kind it validates beyond its schema (Pod, Service, Job, ...):
+    # every problem into the report, and the objects its controller creates (a Job's pods)
+    check: Callable[[Manifest, Report], list[Created]] | None = None
+    # Otherwise: what its name must be (the API server's or its operator's format), the names its operator
+    # derives from it that would be refused and what its operator's webhook refuses ((path, message) each), and
+    # what its operator creates from it (a PyTorchJob's pods and Services), each checked as the API server will
+    name_problem: Callable[[str], str | None] = dns_1123_subdomain_problem
+    derived_names: Callable[[Manifest, Sibling], list[tuple[str, str]]] = no_problems
+    admission: Callable[[Manifest, Sibling], list[tuple[str, str]]] = no_problems
+    created: Callable[[Manifest, Sibling], list[Created]] = creates_nothing
     crd: CrdSource | None = None  # None: served by the API server itself (schema from kubernetes-validate)
     create_once: bool = False  # its spec cannot change once created: a changed definition is a new object
     ignored: IgnoredFields | None = None  # what Argo CD leaves to the operators and Kueue

@@ -31,7 +31,8 @@ from kubetrain.kinds.base import (
     pod_template_fields,
     run_shape,
 )
-from kubetrain.kinds.target import LocalPlan, LocalReplica, Target, fail_job_exit_codes
+from kubetrain.kinds.target import JOB_CONTROLLER_LABELS, LocalPlan, LocalReplica, Target, fail_job_exit_codes
+from kubetrain.output.apiserver.workloads import validate_job
 from training.problems import Problem
 
 if TYPE_CHECKING:
@@ -66,6 +67,9 @@ class IndexedJob(Target):
     def max_name_length(self, job: JobSpec) -> tuple[int, str]:
         suffix = f"-{job.props.nodes - 1}"
         return 63 - len(suffix), f"{job.name}{suffix}"
+
+    def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
+        return JOB_CONTROLLER_LABELS
 
     def check(self, job: JobSpec) -> Iterator[Problem]:
         if job.props.elastic is not None:
@@ -125,7 +129,7 @@ def _shape(obj: Manifest, sibling: Sibling) -> RunShape:
 
 
 BATCH_JOB = Kind(
-    IndexedJob.api_version, IndexedJob.kind, WORKLOADS, create_once=True,
+    IndexedJob.api_version, IndexedJob.kind, WORKLOADS, create_once=True, check=validate_job,
     ignored=IgnoredFields(("/spec/suspend",), pod_template_fields(".spec.template.spec")),
     run=Run(_pod_sets, _shape), target=IndexedJob)
 

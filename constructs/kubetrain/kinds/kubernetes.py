@@ -8,13 +8,28 @@ the pattern on purpose:
 - ConfigMaps, Secrets and Services come before the jobs that mount or address them, though a pod would only wait
   for them: a job then never starts against a missing config.
 
-A Namespace's name is a DNS-1123 label and a Service's a DNS-1035 label (it becomes a DNS name); the batch Job is
-the Indexed Job target's kind (indexed_job.py).
+What the API server checks beyond the schemas is each kind's `check` (kubetrain.output.apiserver: a Namespace's
+name is a DNS-1123 label, a Service's a DNS-1035 label, a Deployment's pods are checked as pods); RBAC names are
+path segments. Pods, ReplicaSets, StatefulSets and CronJobs are checked where they appear (a controller creates
+them, or a fleet adds one) and have no sync wave: Argo CD would deliver no kubetrain object of theirs. The batch Job
+is the Indexed Job target's kind (indexed_job.py).
 """
 
 from __future__ import annotations
 
 from kubetrain.kinds.base import DEFINITIONS, NAMESPACES, PLATFORM, WORKLOADS, Kind, Manifest, Reference
+from kubetrain.names import path_segment_problem
+from kubetrain.output.apiserver.objects import (
+    validate_config_map,
+    validate_namespace,
+    validate_persistent_volume,
+    validate_persistent_volume_claim,
+    validate_priority_class,
+    validate_secret,
+    validate_service,
+    validate_storage_class,
+)
+from kubetrain.output.apiserver.workloads import validate_cron_job, validate_pod, validate_workload
 
 
 def _claim_references(obj: Manifest) -> list[Reference]:
@@ -31,24 +46,31 @@ def _volume_references(obj: Manifest) -> list[Reference]:
     return [Reference("storage.k8s.io", "StorageClass", None, storage_class)] if storage_class else []
 
 
+RBAC = "rbac.authorization.k8s.io/v1"
+
 KINDS = (
-    Kind("v1", "Namespace", NAMESPACES, name_format="DNS-1123 label"),
+    Kind("v1", "Namespace", NAMESPACES, check=validate_namespace),
     Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", NAMESPACES),
-    Kind("storage.k8s.io/v1", "StorageClass", DEFINITIONS),
-    Kind("scheduling.k8s.io/v1", "PriorityClass", DEFINITIONS),
-    Kind("rbac.authorization.k8s.io/v1", "ClusterRole", DEFINITIONS),
+    Kind("storage.k8s.io/v1", "StorageClass", DEFINITIONS, check=validate_storage_class),
+    Kind("scheduling.k8s.io/v1", "PriorityClass", DEFINITIONS, check=validate_priority_class),
+    Kind(RBAC, "ClusterRole", DEFINITIONS, name_problem=path_segment_problem),
     Kind("v1", "ServiceAccount", PLATFORM),
-    Kind("v1", "ConfigMap", PLATFORM),
-    Kind("v1", "Secret", PLATFORM),
-    Kind("v1", "Service", PLATFORM, name_format="DNS-1035 label"),
-    Kind("v1", "PersistentVolume", PLATFORM, references=_volume_references),
+    Kind("v1", "ConfigMap", PLATFORM, check=validate_config_map),
+    Kind("v1", "Secret", PLATFORM, check=validate_secret),
+    Kind("v1", "Service", PLATFORM, check=validate_service),
+    Kind("v1", "PersistentVolume", PLATFORM, check=validate_persistent_volume, references=_volume_references),
     Kind("v1", "ResourceQuota", PLATFORM),
     Kind("v1", "LimitRange", PLATFORM),
-    Kind("rbac.authorization.k8s.io/v1", "Role", PLATFORM),
-    Kind("rbac.authorization.k8s.io/v1", "RoleBinding", PLATFORM),
-    Kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", PLATFORM),
+    Kind(RBAC, "Role", PLATFORM, name_problem=path_segment_problem),
+    Kind(RBAC, "RoleBinding", PLATFORM, name_problem=path_segment_problem),
+    Kind(RBAC, "ClusterRoleBinding", PLATFORM, name_problem=path_segment_problem),
     Kind("networking.k8s.io/v1", "NetworkPolicy", PLATFORM),
-    Kind("apps/v1", "DaemonSet", PLATFORM),
-    Kind("apps/v1", "Deployment", PLATFORM),
-    Kind("v1", "PersistentVolumeClaim", WORKLOADS, references=_claim_references),
+    Kind("apps/v1", "DaemonSet", PLATFORM, check=validate_workload),
+    Kind("apps/v1", "Deployment", PLATFORM, check=validate_workload),
+    Kind("apps/v1", "ReplicaSet", None, check=validate_workload),
+    Kind("apps/v1", "StatefulSet", None, check=validate_workload),
+    Kind("v1", "Pod", None, check=validate_pod),
+    Kind("batch/v1", "CronJob", None, check=validate_cron_job),
+    Kind("v1", "PersistentVolumeClaim", WORKLOADS, check=validate_persistent_volume_claim,
+         references=_claim_references),
 )
