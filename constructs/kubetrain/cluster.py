@@ -150,27 +150,22 @@ class Cluster(cdk8s.Chart):
         return self._scopes[namespace]
 
     def attach(self, construct: Construct, namespace: str | None, id: str) -> list[Problem]:
-        """Initialise `construct` in the scope of `namespace` (the default one when the cluster does not own
-        it, whose problem is reported elsewhere), or in the cluster itself for None (cluster-wide objects).
-        An id already taken there is KT010, not a jsii crash: the construct then gets a unique id, so the
-        caller can still report and skip it."""
-        if namespace is None:
-            scope: Construct = self
+        """Place `construct` in the scope of `namespace` (the default one when the cluster does not own it, whose
+        problem is reported elsewhere), or in the cluster itself for None (cluster-wide objects). An id already
+        taken there is KT010, not a jsii crash: the construct then gets a unique id, so the caller can still
+        report and skip it. A `NodeOnDemand` construct enters cdk8s's tree when its node is first asked for."""
+        if namespace is not None and namespace not in self.props.namespaces:
+            namespace = self.default_namespace
+        scope = self if namespace is None else self.namespace_scope(namespace)
+        taken = self.state.ids.setdefault(namespace, set())
+        problem = bad_construct_id(id) or (construct_id_taken() if id in taken else None)
+        placed = id if problem is None else f"{id if isinstance(id, str) else ''}#{len(taken)}"
+        taken.add(placed)
+        if isinstance(construct, NodeOnDemand):
+            construct.place(scope, placed)
         else:
-            scope = self.namespace_scope(namespace if namespace in self.props.namespaces else self.default_namespace)
-        problem = bad_construct_id(id)
-        if problem is not None:
-            Construct.__init__(construct, scope, f"#{len(self.node.find_all())}")
-            return [problem]
-        try:
-            Construct.__init__(construct, scope, id)
-            return []
-        except RuntimeError as error:
-            problem = construct_id_problem(error)
-            if problem is None:
-                raise
-            Construct.__init__(construct, scope, f"{id}#{len(self.node.find_all())}")
-            return [problem]
+            _enter_tree(construct, scope, placed)
+        return [problem] if problem else []
 
     def check_namespace(self, namespace: str | None) -> tuple[str, list[Problem]]:
         """The namespace an object lives in (the default when None), and KT109 if the cluster does not own it."""
@@ -194,6 +189,44 @@ class Cluster(cdk8s.Chart):
         return problems
 
 
+def _enter_tree(construct: Construct, scope: Construct, id: str) -> None:
+    """Create the construct's node in cdk8s's tree; an id something else took there (a cdk8s construct the fleet
+    added itself) gets a unique suffix."""
+    try:
+        Construct.__init__(construct, scope, id)
+    except RuntimeError as error:
+        if construct_id_problem(error) is None:
+            raise
+        Construct.__init__(construct, scope, f"{id}#{len(scope.node.children)}")
+
+
+class _Created(type(Construct)):  # jsii's metaclass
+    """jsii's metaclass ties an instance to its JavaScript object right after `__init__`; a `NodeOnDemand`
+    construct has none until its node is asked for, and is tied to it then (by jsii's `create`)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return type.__call__(cls, *args, **kwargs)
+
+
+class NodeOnDemand(Construct, metaclass=_Created):
+    """A construct that enters cdk8s's construct tree only when something asks for it (its `node`, or handing
+    it to cdk8s as a scope): creating a node is a call into cdk8s's Node.js process, and a fleet of thousands
+    of jobs needs none of theirs. The cluster checks its id when it is placed (KT010), as cdk8s would."""
+
+    _placement: tuple[Construct, str] | None = None
+
+    def place(self, scope: Construct, id: str) -> None:
+        self._placement = (scope, id)
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "__jsii_ref__" or self._placement is None:
+            raise AttributeError(name)
+        scope, id = self._placement
+        self._placement = None
+        _enter_tree(self, scope, id)  # jsii's create sets __jsii_ref__ on the instance
+        return self.__dict__[name]
+
+
 def bad_construct_id(id: object) -> Problem | None:
     """KT003 for an id cdk8s cannot take (it would crash in jsii): ids are non-empty strings."""
     if isinstance(id, str) and id:
@@ -204,8 +237,9 @@ def bad_construct_id(id: object) -> Problem | None:
 
 def construct_id_problem(error: Exception, field: str = "name") -> Problem | None:
     """jsii's "There is already a Construct with name ..." as a KT010 problem (None for other errors)."""
-    text = str(error)
-    if "There is already a Construct with name" not in text:
-        return None
+    return construct_id_taken(field) if "There is already a Construct with name" in str(error) else None
+
+
+def construct_id_taken(field: str = "name") -> Problem:
     return Problem("KT010", field, "another construct in the same scope already has this id",
                    "give each construct in a cluster and namespace its own id")

@@ -56,6 +56,7 @@ class ClusterState:
     admission: AdmissionRecord
     objects: list[Emitted] = field(default_factory=list)  # in the order the constructs emitted them
     claims: dict[tuple[str, str], str] = field(default_factory=dict)  # (namespace, name) -> who claimed it
+    ids: dict[str | None, set[str]] = field(default_factory=dict)  # namespace (None: the cluster) -> ids placed there
     queue_system: QueueSystem | None = None  # chosen by its first queue object (KT420)
     pod_security: dict[str, Level] = field(default_factory=dict)  # namespace -> the level PodSecurity enforces
     pod_checks: list[tuple[str, str, PodCheck]] = field(default_factory=list)  # (namespace, where, check)
