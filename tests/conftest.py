@@ -20,7 +20,9 @@ RULES_FIRED = Path(__file__).parent / "rules_fired"
 sys.path.insert(0, str(RULES_FIRED))
 import rules_recorder
 
-RULES_SINK = Path(tempfile.mkdtemp(prefix="kubetrain-rules-fired-")) / "fired"
+# KUBETRAIN_RULES_FIRED set by hand keeps the record after the run (to see what fired where).
+KEEP_RULES_SINK = bool(os.environ.get(rules_recorder.SINK))
+RULES_SINK = Path(os.environ.get(rules_recorder.SINK) or Path(tempfile.mkdtemp(prefix="kubetrain-rules-fired-")) / "fired")
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(RULES_FIRED), os.environ.get("PYTHONPATH")]))
 rules_recorder.install(RULES_SINK)
 REACHED = "test_rules_reached.py::test_every_rule_is_reported_where_it_is_checked"
@@ -32,7 +34,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    shutil.rmtree(RULES_SINK.parent, ignore_errors=True)
+    if not KEEP_RULES_SINK:
+        shutil.rmtree(RULES_SINK.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

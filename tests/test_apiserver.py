@@ -544,8 +544,8 @@ def test_a_job_patch_of_a_trainjob_is_checked_in_the_pods_of_its_runtime(tmp_pat
 
 def test_input_the_api_server_would_refuse_emits_nothing():
     from kubetrain import App, Cluster, RunConfig, Trainer, TrainingJob
-    from kubetrain.state import diagnostics
     from kubetrain.output.manifests import render_objects
+    from kubetrain.state import diagnostics
 
     app = App()
     cluster = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"])

@@ -28,5 +28,5 @@ def test_every_rule_is_reported_where_it_is_checked(request: pytest.FixtureReque
     rules = every_rule()
     not_by_synth = [r.code for r in rules if "synth" in r.checked_by and r.code not in found["synth"]]
     never = [r.code for r in rules if r.code not in found["synth"] | found["reported"]]
-    assert not_by_synth == [], "registered as checked by synth, but no test saw synth report them"
-    assert never == [], "registered, but no test makes them fire"
+    assert not_by_synth == [], f"checked by synth, but no test saw synth report them: {', '.join(not_by_synth)}"
+    assert never == [], f"registered, but no test makes them fire: {', '.join(never)}"

@@ -18,8 +18,7 @@ from typing import Any
 
 import cdk8s
 
-from constructs import Construct
-from kubetrain.cluster import Cluster
+from kubetrain.cluster import Cluster, NodeOnDemand
 from kubetrain.cost import annotations
 from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
@@ -29,13 +28,14 @@ from kubetrain.objects import patch_object
 from kubetrain.platform.construct import rejected_references
 from kubetrain.platform.instances import BUILTIN_CATALOG
 from kubetrain.platform.kueue import queued_job_problems
+from kubetrain.platform.node_pools import patched_pod_problems
 from kubetrain.platform.security import check_pod_security
 from kubetrain.state import Emitted
 from kubetrain.strict import as_fields
 from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
 
 
-class TrainingJob(Construct):
+class TrainingJob(NodeOnDemand):
     """A distributed training job; see TrainingJobProps for every prop and its default.
 
     `props` is a TrainingJobProps or a plain dict; keywords are merged over it. The job's name
@@ -50,6 +50,7 @@ class TrainingJob(Construct):
         where = f"{scope.props.name}/{id}"
         self.cluster = scope
         self._emitted: list[Emitted] = []
+        self._patch_problems: set[Problem] = set()  # what the patches so far broke (KT402, KT422), reported once
         self.spec: JobSpec | None = None
         report = scope.diagnostics
         try:
@@ -117,14 +118,18 @@ class TrainingJob(Construct):
     def patch(self, *patches: cdk8s.JsonPatch) -> None:
         """The escape hatch: JSON patches applied to the operator's object after kubetrain rendered it,
         for a field kubetrain does not model. The result is still validated against the operator's schema
-        at synth; the rules do not see it, except that a job Kueue queues must leave `suspend` to Kueue (KT422).
+        at synth; the rules do not see it, except that a job Kueue queues must leave `suspend` to Kueue (KT422)
+        and the pods of a job on a pool must still tolerate its taints (KT402).
 
             job.patch(JsonPatch.add("/spec/runPolicy/schedulingPolicy", {"minAvailable": 2}))
         """
         if self._main is None:  # the job has errors and emitted nothing; synth reports them
             return
         patch_object(self._main, self.cluster.labels_of_objects, patches)
-        self.cluster.diagnostics.report(self.where, queued_job_problems(self._main.manifest))
+        patched, pool = self._main.manifest, self.props.pool
+        found = queued_job_problems(patched) + (patched_pod_problems(pool, patched) if pool is not None else [])
+        self.cluster.diagnostics.report(self.where, [p for p in found if p not in self._patch_problems])
+        self._patch_problems.update(found)
 
 
 def cost_annotations(job: JobSpec) -> dict[str, str]:

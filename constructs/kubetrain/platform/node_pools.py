@@ -40,6 +40,7 @@ from kubetrain.cluster import Cluster
 from kubetrain.cost import annotations as cost_annotations
 from kubetrain.cost.prices import node_price
 from kubetrain.cost.props import POOL_PRICING_INVALID, PoolPricing
+from kubetrain.kinds.base import pod_specs
 from kubetrain.names import Dns1123Label, LabelKey
 from kubetrain.platform.aws_ids import (
     AvailabilityZone,
@@ -560,8 +561,19 @@ def pool_placement_problems(pool: NodePool, requests: Mapping[str, str | int], t
     elif t.efa_interfaces and efa != t.efa_interfaces:
         problems.append(Problem(EFA_MISMATCH.code, f"{path}.{EFA_RESOURCE}", f"asks for {efa:f} EFA interfaces on "
                                 f"pool {pool.name}, whose {t.name} has {t.efa_interfaces}", EFA_MISMATCH.fix))
-    for taint in pool.taints:
-        if not tolerated(taint, tolerations):
-            problems.append(Problem(TAINT_NOT_TOLERATED.code, "tolerations", f"pool {pool.name} is tainted "
-                                    f"{taint['key']}:{taint['effect']}", TAINT_NOT_TOLERATED.fix))
-    return problems
+    return problems + untolerated_taints(pool, tolerations)
+
+
+def untolerated_taints(pool: NodePool, tolerations: list[Mapping[str, Any]]) -> list[Problem]:
+    """KT402: the pool's taints a pod's tolerations leave out. A job on the pool gets the pool's tolerations, so
+    this fires where something took them away: a patch of the job's object (`patched_pod_problems`)."""
+    return [Problem(TAINT_NOT_TOLERATED.code, "tolerations", f"pool {pool.name} is tainted {taint['key']}:"
+                    f"{taint['effect']}", TAINT_NOT_TOLERATED.fix)
+            for taint in pool.taints if not tolerated(taint, tolerations)]
+
+
+def patched_pod_problems(pool: NodePool, manifest: Mapping[str, Any]) -> list[Problem]:
+    """KT402 on a job's patched object: every pod template in it still tolerates the pool's taints (each
+    problem once, however many templates have it)."""
+    return list(dict.fromkeys(problem for spec in pod_specs(manifest)
+                              for problem in untolerated_taints(pool, spec.get("tolerations") or [])))
