@@ -102,11 +102,13 @@ class JobSpec:
     @cached_property
     def resources(self) -> NodeResources:
         """The pod's resources with every unset count derived: accelerators and EFA interfaces from the
-        instance (the pool's or the named type's), huge pages and /dev/shm from the pool. The rules and the
+        instance (the pool's, if it attaches EFA, or the named type's), huge pages and /dev/shm from the pool. The rules and the
         pod template read this, never the props' own."""
         r, node, pool = self.props.resources, self.instance, self.props.pool
         accelerators = r.accelerators if r.accelerators is not None else (node.accelerators if node else 0)
-        efa = r.efa if r.efa is not None else (node.efa_interfaces if node else 0)
+        # A pool without EFA (a GpuNodePool) attaches none, whatever interfaces its instance type has.
+        attached = node.efa_interfaces if node and (pool is None or pool.uses_efa) else 0
+        efa = r.efa if r.efa is not None else attached
         hugepages = r.hugepages_2mi
         if hugepages is None and efa:
             hugepages = (pool.huge_pages() if pool is not None else None) or EFA_HUGEPAGES_DEFAULT
