@@ -27,6 +27,8 @@ DEFAULT_SHM = "1Gi"
 
 
 JOB_LABEL = "kubetrain.dev/job"
+_LATER_POD_FIELDS = {"init_containers": [], "liveness_probe": None, "startup_probe": None}
+_LATER_RESOURCE_FIELDS = {"cpu_limit": None}
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,19 @@ class JobSpec:
         """8 hex digits of the definition's SHA-256: a changed job is a new run, never a patched one."""
         # The resolved resources: a count the pool derives is part of the definition as if written out. The
         # estimate prices the run and changes nothing in it, so a new estimate is no new run.
-        props = self.props.model_dump(mode="json", exclude={"target", "pool", "queue", "volumes", "resources",
-                                                            "estimate"})
-        definition = {"props": {**props, "resources": self.resources.model_dump(mode="json")},
+        objects = {"target", "pool", "queue", "volumes", "resources", "estimate", "workload"}
+        props = self.props.model_dump(mode="json", exclude={**dict.fromkeys(objects, True),
+                                                            "pod": {"priority_class": True, "service_account": True}})
+        pod = self.props.pod
+        props["pod"] |= {"priority_class": pod.priority_class_name, "service_account": pod.service_account_name}
+        resources = self.resources.model_dump(mode="json")
+        # Fields added after runs were first named count only when set, so a run that uses none keeps its name.
+        for fields, found in ((_LATER_POD_FIELDS, props["pod"]), (_LATER_RESOURCE_FIELDS, resources)):
+            for field, default in fields.items():
+                if found.get(field) == default:
+                    del found[field]
+        definition = {"props": {**props, "resources": resources,
+                                "workload": self.props.workload.definition()},
                       "target": [type(self.props.target).__name__, self.props.target.model_dump(mode="json")],
                       "pool": self.props.pool.name if self.props.pool else None,
                       "queue": self.props.queue.name if self.props.queue else None,

@@ -133,5 +133,9 @@ _UNION_TAGS = {"trainer", "command", "ClaimVolume", "EmptyDirVolume", "ConfigMap
 
 
 def _without_union_tags(path: str) -> str:
-    """pydantic puts a tagged union's tag in the error path (workload.trainer.run...); users wrote workload.run..."""
-    return ".".join(part for part in path.split(".") if part not in _UNION_TAGS)
+    """pydantic puts a tagged union's tag in the error path (workload.trainer.run...); users wrote workload.run...
+    Only the tag right after a union field goes: a field named like a tag (an init container's command) stays."""
+    parts = path.split(".")
+    return ".".join(part for i, part in enumerate(parts) if not (
+        part in _UNION_TAGS and i > 0 and (parts[i - 1] == "workload" or
+                                           (i > 1 and parts[i - 2] == "volumes" and parts[i - 1].isdigit()))))
