@@ -47,7 +47,8 @@ def job_on_g5(**job: Any) -> tuple[dict[str, dict], list[tuple[str, str]]]:
 def test_a_job_on_a_gpu_pool_gets_every_gpu_and_the_taints_toleration_and_no_efa(crds):
     objects, problems = job_on_g5()
     assert problems == []
-    spec = objects["c/ml/PyTorchJob.job.yaml"]["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    runtime = objects["c/ml/TrainingRuntime.job-runtime.yaml"]["spec"]["template"]["spec"]["replicatedJobs"][0]
+    spec = runtime["template"]["spec"]["template"]["spec"]
     [container] = spec["containers"]
     # g5.12xlarge has an EFA interface; the pool attaches none, so the pod asks for none and gets no huge pages.
     assert container["resources"]["limits"] == {"memory": "160Gi", "nvidia.com/gpu": "4"}

@@ -17,6 +17,7 @@ from kubetrain import (
     ServiceAccount,
     TcpSocket,
     TrainingJob,
+    PyTorchJob,
     TrainJob,
     VolumeMount,
 )
@@ -46,10 +47,10 @@ def the_seed_guides_parts(c: Cluster) -> dict[str, Any]:
 
 
 def test_the_seed_guides_pod_parts_without_a_patch(crds):
-    for target in (None, TrainJob()):
+    for target in (PyTorchJob(), TrainJob()):
         c = Cluster(App(), "prod", kubernetes_version="1.33", namespaces=["ml"])
         PodSecurity(c)
-        TrainingJob(c, "gpt", {**JOB, **({"target": target} if target else {}),
+        TrainingJob(c, "gpt", {**JOB, "target": target,
                                "resources": NodeResources(cpu="2", memory="4Gi", cpu_limit="2"),
                                "pod": PodSettings(**the_seed_guides_parts(c))})
         assert diagnostics(c).findings == []
@@ -63,7 +64,7 @@ def test_the_seed_guides_pod_parts_without_a_patch(crds):
         account = objects["ServiceAccount/trainer"]
         assert account["metadata"]["annotations"] == {"eks.amazonaws.com/role-arn": ROLE}
         assert account["automountServiceAccountToken"] is False
-        if target is None:
+        if isinstance(target, PyTorchJob):
             spec = objects["PyTorchJob/gpt"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
         else:
             spec = objects["TrainingRuntime/gpt-runtime"]["spec"]["template"]["spec"]["replicatedJobs"][0][
@@ -87,7 +88,7 @@ def test_the_seed_guides_pod_parts_without_a_patch(crds):
 def test_pod_identity_and_the_defaults():
     c = Cluster(App(), "prod", kubernetes_version="1.33", namespaces=["ml"])
     ServiceAccount(c, "loader", pod_identity_role_arn="arn:aws:iam::111122223333:role/loader")
-    TrainingJob(c, "plain", JOB)
+    TrainingJob(c, "plain", {**JOB, "target": PyTorchJob()})
     from kubetrain.output.manifests import render_objects
     objects = {f"{o['kind']}/{o['metadata']['name']}": o for o in render_objects(c.node.root).values()}
     assert objects["ServiceAccount/loader"]["metadata"]["annotations"] == {

@@ -7,7 +7,18 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, kubetrain
-from kubetrain import App, Cluster, PriorityClass, ServiceAccount, TrainingJob, TrainJob
+from kubetrain import (
+    App,
+    Cluster,
+    ClusterQueue,
+    CpuNodePool,
+    LocalQueue,
+    PriorityClass,
+    PyTorchJob,
+    ResourceFlavor,
+    ServiceAccount,
+    TrainingJob,
+)
 from kubetrain.diagnostics import diagnostics
 from kubetrain.rules.catalog import every_rule, markdown_table
 
@@ -42,6 +53,12 @@ def megatron(**parallelism: int) -> dict[str, Any]:
 def findings(props: dict[str, Any], name: str = "job") -> list[tuple[str, str]]:
     app = App()
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    if props.get("queue") == "KUEUE":  # a Kueue LocalQueue over a CPU pool that holds the job
+        pool = CpuNodePool(cluster, "cpu", instance_types=["m5.4xlarge"], zones=["us-west-2a"],
+                           subnet_ids=["subnet-00000001"], security_group_ids=["sg-00000001"], role="NodeRole",
+                           max_nodes=4)
+        queue = ClusterQueue(cluster, "q", flavors=[ResourceFlavor(cluster, "cpu", pool=pool)])
+        props = {**props, "pool": pool, "queue": LocalQueue(cluster, "q", cluster_queue=queue)}
     TrainingJob(cluster, name, props)
     return [(f.problem.code, f.problem.path) for f in diagnostics(app).findings]
 
@@ -156,9 +173,10 @@ CASES = [
      command(["pretrain_gpt.py", "--tensor-model-parallel-size", "8"])),
     ("KT122", command(["pretrain_gpt.py", "--micro-batch-size", "3", "--global-batch-size", "500"]),
      "workload.command", command(["pretrain_gpt.py", "--micro-batch-size", "2", "--global-batch-size", "512"])),
-    ("KT143", run(CPU, metrics={"port": 23456}), "workload.run.metrics.port", run(CPU, metrics={"port": 23457})),
-    ("KT143", {**run(CPU, metrics={"port": 29500}), "target": TrainJob()}, "workload.run.metrics.port",
-     {**run(CPU, metrics={"port": 23456}), "target": TrainJob()}),
+    ("KT143", run(CPU, metrics={"port": 29500}), "workload.run.metrics.port", run(CPU, metrics={"port": 23456})),
+    ("KT143", {**run(CPU, metrics={"port": 23456}), "target": PyTorchJob()}, "workload.run.metrics.port",
+     {**run(CPU, metrics={"port": 29500}), "target": PyTorchJob()}),
+    ("KT703", {**CPU, "target": PyTorchJob(), "queue": "KUEUE"}, "target", {**CPU, "queue": "KUEUE"}),
     ("KT144", {**P5, "pod": {"node_selector": {"node.kubernetes.io/instance-type": "p4d.24xlarge"}}},
      "pod.node_selector.node.kubernetes.io/instance-type", {**P5, "pod": {"node_selector": {"team": "llm"}}}),
     ("KT150", {**run(CPU, metrics={"port": 0}), "pod": {"liveness_probe": PROBE}}, "pod.liveness_probe.http_get.port",
@@ -169,7 +187,7 @@ CASES = [
      "pod.liveness_probe.success_threshold", {**CPU, "pod": {"liveness_probe": {"tcp_socket": {"port": 8080}}}}),
     ("KT150", {**CPU, "pod": {"liveness_probe": {"tcp_socket": {"port": 70000}}}},
      "pod.liveness_probe.tcp_socket.port", {**CPU, "pod": {"liveness_probe": {"tcp_socket": {"port": 7000}}}}),
-    ("KT151", {**CPU, "pod": {"init_containers": [{"name": "pytorch", "command": ["true"]}]}},
+    ("KT151", {**CPU, "pod": {"init_containers": [{"name": "node", "command": ["true"]}]}},
      "pod.init_containers.0.name", {**CPU, "pod": {"init_containers": [{"name": "fetch", "command": ["true"]}]}}),
     ("KT151", {**CPU, "pod": {"init_containers": [{"name": "fetch", "command": ["true"], "volume_mounts": [
         {"name": "chkpt", "mount_path": "/ckpt"}]}]}}, "pod.init_containers.0.volume_mounts.0.name",

@@ -82,7 +82,7 @@ def test_name_limits_are_the_targets(target, longest):
 
 def test_the_dev_job_trains_the_same_on_every_target(tmp_path):
     digests = {}
-    for job in ("tiny-gpt-trainjob", "tiny-gpt-indexed"):
+    for job in ("tiny-gpt", "tiny-gpt-pytorchjob", "tiny-gpt-indexed"):  # TrainJob (the default), PyTorchJob, Job
         result = kubetrain("run-local", f"dev/{job}", "--steps", "12", "--workdir", str(tmp_path / job))
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         finished = [json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines()
@@ -90,7 +90,7 @@ def test_the_dev_job_trains_the_same_on_every_target(tmp_path):
         assert finished and finished[0]["step"] == 12
         digests[job] = finished[0]["weights_sha256_per_rank"]
     # Same run config, same world size, same seed: the targets differ only in how the pods meet.
-    assert digests["tiny-gpt-trainjob"] == digests["tiny-gpt-indexed"]
+    assert digests["tiny-gpt"] == digests["tiny-gpt-pytorchjob"] == digests["tiny-gpt-indexed"]
 
 
 def test_nccl_test_measures_a_gpu_pool_over_efa():
