@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubetrain.jobs.function import PACKAGES_DIR, PACKAGES_ENV, PACKAGES_VOLUME, REQUIREMENTS_ENV, REQUIREMENTS_FILE
 from kubetrain.jobs.launch import CONFIG_ENV, LAUNCH_ENV, container_command
 from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, TRITON_CACHE_DIR, TRITON_VOLUME, JobSpec
 from kubetrain.platform.efa import efa_environment
@@ -36,6 +37,8 @@ def launcher_env(job: JobSpec) -> dict[str, str]:
     env: dict[str, str] = {}
     if job.trainer:
         env |= CONFIG_ENV | {"KUBETRAIN_JOB": job.props.name}  # the metrics' job label
+    if job.function and job.function.packages:  # where the launcher installs them, and from which file
+        env |= PACKAGES_ENV | {REQUIREMENTS_ENV: f"{CONFIG_MOUNT}/{REQUIREMENTS_FILE}"}
     if job.launched_by_torchrun:
         env |= LAUNCH_ENV | job.props.target.launch_env(job)
     return env
@@ -115,9 +118,12 @@ def pod_volumes(job: JobSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     # The container runtime's 64 MB /dev/shm breaks PyTorch's shared-memory tensors.
     volumes: list[dict[str, Any]] = [{"name": "shm", "emptyDir": {"medium": "Memory",
                                                                   "sizeLimit": job.resources.shm}}]
-    if job.trainer:
+    if job.trainer or job.function:
         mounts.insert(0, {"name": "kubetrain-config", "mountPath": CONFIG_MOUNT, "readOnly": True})
         volumes.insert(0, {"name": "kubetrain-config", "configMap": {"name": job.config_map_name}})
+    if job.function and job.function.packages:  # pip installs them here at pod start, on the node's disk
+        mounts.append({"name": PACKAGES_VOLUME, "mountPath": PACKAGES_DIR})
+        volumes.append({"name": PACKAGES_VOLUME, "emptyDir": {}})
     if job.uses_gpus:
         mounts.append({"name": TRITON_VOLUME, "mountPath": TRITON_CACHE_DIR})
         volumes.append({"name": TRITON_VOLUME, "emptyDir": {}})

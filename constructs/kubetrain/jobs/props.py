@@ -14,6 +14,7 @@ from pydantic import Discriminator, Field, InstanceOf, Tag, field_validator, mod
 
 from kubetrain.cost.props import ESTIMATE_INVALID, Estimate
 from kubetrain.jobs.containers import InitContainer, Probe
+from kubetrain.jobs.function import Function
 from kubetrain.names import (
     AbsolutePath,
     Dns1035Label,
@@ -345,7 +346,7 @@ class Command(StrictProps):
         return self.model_dump(mode="json")
 
 
-Workload = Annotated[Union[Trainer, Command], Field(discriminator="kind")]
+Workload = Annotated[Union[Trainer, Command, Function], Field(discriminator="kind")]
 
 
 class Elastic(StrictProps):
@@ -380,7 +381,8 @@ class TrainingJobProps(StrictProps):
     instance_type: str | None = Field(None, description="EC2 instance type to pin pods to, from the cluster's "
                                                         "instance catalog; enables capacity checks.")
     resources: NodeResources
-    workload: Workload = Field(..., description="What runs: Trainer(run=...) or Command(command=[...]).")
+    workload: Workload = Field(..., description="What runs: Trainer(run=...), Command(command=[...]) or "
+                                                "Function(train, kwargs={...}).")
     env: dict[EnvName, Text] = Field(default_factory=dict, description="Extra environment; overrides defaults.")
     volumes: list[Volume] = Field(default_factory=list, description="Volumes to mount (checkpoints, data, caches).")
     pod: PodSettings = Field(default_factory=PodSettings, description="Labels, scheduling, security, networking.")
@@ -417,9 +419,9 @@ class TrainingJobProps(StrictProps):
         if isinstance(self.workload, Trainer) and self.estimate.declares_work:
             raise rule_violation(ESTIMATE_INVALID.code, "a trainer job's work comes from its run config (max_steps, "
                                  "batch.global_size, data.seq_len, model)", ESTIMATE_INVALID.fix, field="estimate")
-        if isinstance(self.workload, Command) and not self.estimate.declares_work:
-            raise rule_violation(ESTIMATE_INVALID.code, "a command job's estimate must say what it trains",
-                                 ESTIMATE_INVALID.fix, field="estimate")
+        if not isinstance(self.workload, Trainer) and not self.estimate.declares_work:
+            raise rule_violation(ESTIMATE_INVALID.code, f"a {self.workload.kind} job's estimate must say what it "
+                                 "trains", ESTIMATE_INVALID.fix, field="estimate")
         return self
 
     @model_validator(mode="after")

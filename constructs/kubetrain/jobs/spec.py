@@ -10,6 +10,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from kubetrain.jobs.command_flags import parallel_flags
+from kubetrain.jobs.function import PACKAGES_DIR, PACKAGES_VOLUME, Function
 from kubetrain.jobs.props import Command, NodeResources, Parallelism, Trainer, TrainingJobProps, Volume
 
 if TYPE_CHECKING:
@@ -19,7 +20,8 @@ CONFIG_MOUNT = "/etc/kubetrain"
 CONFIG_FILE = "run.yaml"
 SHM_MOUNT = "/dev/shm"
 TRITON_VOLUME, TRITON_CACHE_DIR = "triton-cache", "/var/cache/triton"  # GPU jobs' node-local JIT cache
-RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT, TRITON_VOLUME: TRITON_CACHE_DIR}
+RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT, TRITON_VOLUME: TRITON_CACHE_DIR,
+                    PACKAGES_VOLUME: PACKAGES_DIR}
 LOCAL_TIER_VOLUME = "kubetrain-local-ckpt"  # the trainer's fast checkpoint tier, mounted at its local_dir
 DEFAULT_ACCELERATOR_RESOURCE = "nvidia.com/gpu"
 EFA_HUGEPAGES_DEFAULT = "5120Mi"  # AWS's NCCL-test manifests' figure, for EFA jobs that name no pool
@@ -92,8 +94,19 @@ class JobSpec:
         return self.props.workload if isinstance(self.props.workload, Command) else None
 
     @property
+    def function(self) -> Function | None:
+        return self.props.workload if isinstance(self.props.workload, Function) else None
+
+    @property
     def launched_by_torchrun(self) -> bool:
-        return self.trainer is not None or self.props.workload.launcher == "torchrun"
+        return self.command is None or self.command.launcher == "torchrun"
+
+    def config_files(self) -> dict[str, str] | None:
+        """The data of the job's ConfigMap, mounted at CONFIG_MOUNT: the trainer's run config, or the function's
+        source, kwargs and requirements; None for a command job."""
+        if self.trainer is not None:
+            return {CONFIG_FILE: self.trainer.run.to_yaml()}
+        return self.function.files() if self.function is not None else None
 
     @property
     def config_map_name(self) -> str:
