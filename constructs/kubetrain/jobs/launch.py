@@ -13,6 +13,7 @@ signal on to torchrun, so ranks can finish a checkpoint before the grace period 
 
 from __future__ import annotations
 
+from kubetrain.jobs.function import FUNCTION_FILE, INSTALL_SCRIPT
 from kubetrain.jobs.spec import CONFIG_FILE, CONFIG_MOUNT, JobSpec
 
 EXIT_RETRY = 200
@@ -50,7 +51,13 @@ def container_command(job: JobSpec) -> list[str]:
     command = job.command
     if command is not None and command.launcher == "none":
         return list(command.command)
-    program = ["-m", "training", "--config", CONFIG_PATH] if job.trainer else list(command.command)
-    script = (_CHECK_CONFIG if job.trainer else "") + _RUN_TORCHRUN
+    function = job.function
+    if job.trainer:
+        program, script = ["-m", "training", "--config", CONFIG_PATH], _CHECK_CONFIG + _RUN_TORCHRUN
+    elif function is not None:  # the captured source; its packages first, as the Kubeflow SDK installs them
+        program = [f"{CONFIG_MOUNT}/{FUNCTION_FILE}"]
+        script = (INSTALL_SCRIPT if function.packages else "") + _RUN_TORCHRUN
+    else:
+        program, script = list(command.command), _RUN_TORCHRUN
     # "$0" of the script is its name in `ps` and in error messages.
     return ["/bin/sh", "-c", script, "kubetrain-launch", *torchrun_args(job), *program]

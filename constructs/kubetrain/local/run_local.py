@@ -282,7 +282,8 @@ class _Supervisor:
                     code = process.poll()
                     if code is None:
                         continue
-                    del running[name]
+                    if running.pop(name, None) is None:
+                        continue  # stopped with a sibling that failed before it in this round
                     code = code if code >= 0 else 128 - code  # killed by a signal, as a container reports it
                     if code == 0:
                         continue
