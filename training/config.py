@@ -7,6 +7,7 @@ must stay importable without torch: the compiler imports it.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -48,6 +49,22 @@ class ModelConfig(StrictModel):
                                  f"dim {self.dim}", "use an mlp_ratio around 4 (8/3 for SwiGLU's usual size)",
                                  field="mlp_ratio")
         return self
+
+    @property
+    def mlp_hidden(self) -> int:
+        """The SwiGLU MLP's width: it has three matrices, so 2/3 of the ratio keeps parameters equal to a plain
+        MLP's, rounded up to a multiple of 64."""
+        return 64 * math.ceil(int(2 * self.mlp_ratio * self.dim / 3) / 64)
+
+    def parameter_count(self) -> int:
+        """The model's parameters (training/model.py), known without building it: the compiler sizes the
+        job's checkpoints from this."""
+        block = 4 * self.dim * self.dim + 3 * self.dim * self.mlp_hidden + 2 * self.dim
+        return 2 * self.vocab_size * self.dim + self.n_layers * block + self.dim
+
+    def checkpoint_bytes(self) -> int:
+        """A checkpoint's size: fp32 weights and AdamW's two fp32 moments per parameter."""
+        return 12 * self.parameter_count()
 
 
 class DataConfig(StrictModel):

@@ -48,8 +48,7 @@ class Attention(nn.Module):
 class FeedForward(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        # SwiGLU has three matrices; 2/3 of the ratio keeps parameters equal to a plain MLP.
-        hidden = 64 * math.ceil(int(2 * cfg.mlp_ratio * cfg.dim / 3) / 64)
+        hidden = cfg.mlp_hidden
         self.gate = nn.Linear(cfg.dim, hidden, bias=False)
         self.up = nn.Linear(cfg.dim, hidden, bias=False)
         self.down = nn.Linear(hidden, cfg.dim, bias=False)

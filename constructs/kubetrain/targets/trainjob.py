@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from kubetrain.targets.base import LocalPlan, LocalReplica, Target, fail_job_exit_codes
+from kubetrain.targets.base import LocalPlan, LocalReplica, Target, fail_job_exit_codes, pod_failure_policy
 from training.problems import Problem
 
 if TYPE_CHECKING:
@@ -31,8 +31,6 @@ MASTER_PORT = 29500
 INJECTED = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 # Argo CD applies lower waves first and waits for them: the runtime must exist when the job is admitted.
 RUNTIME_WAVE = {"argocd.argoproj.io/sync-wave": "-1"}
-# The launcher exits 2 for a bad run config: fail the whole job at once; other failures are retried.
-BAD_CONFIG_EXIT = 2
 
 
 class TrainJob(Target):
@@ -85,11 +83,7 @@ class TrainJob(Target):
                         "metadata": {"labels": {f"{GROUP}/trainjob-ancestor-step": "trainer"}},
                         "spec": {
                             "backoffLimit": props.backoff_limit,
-                            # A bad config fails the job at once; preemption is no failure of the job.
-                            "podFailurePolicy": {"rules": [
-                                {"action": "FailJob", "onExitCodes": {"containerName": self.container_name,
-                                                                      "operator": "In", "values": [BAD_CONFIG_EXIT]}},
-                                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
+                            "podFailurePolicy": pod_failure_policy(self.container_name),
                             "template": pod}}}]}}}}
         spec: dict[str, Any] = {
             "runtimeRef": {"name": self.runtime_name(job), "apiGroup": GROUP, "kind": "TrainingRuntime"},

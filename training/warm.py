@@ -1,0 +1,261 @@
+"""Warm ranks: under torchrun, a pod's ranks are forks of one process that has imported torch and the trainer.
+
+A fresh interpreter spends about two seconds importing torch, DCP and the trainer before it can rejoin
+the job, which is most of what a crashed rank costs (torchrun restarts every rank of the pod). So the
+process torchrun starts for a rank is a thin client that imports none of that: it connects to the
+pod's warm process over a Unix socket (the first client of a torchrun agent starts it), hands over its
+arguments, environment, working folder and standard streams, and the warm process forks a child that
+becomes the rank. The client stays in between, as torchrun's view of the rank: it passes torchrun's
+signals on, and exits with the rank's exit status or dies of the same signal. The rank dies with its
+client (it watches the client's pidfd from a thread), so killing what torchrun started still kills the
+rank. The warm process exits when its torchrun agent does.
+
+The warm process never starts a thread, touches an accelerator or runs a tensor operation, which is
+what makes forking it safe: CUDA, NCCL, the process group and the thread pools are all set up in the
+child, after it has taken the client's environment.
+
+Linux only (pidfds, SCM_RIGHTS); KUBETRAIN_WARM=0 turns it off, and then each rank imports everything
+itself, as it does when no warm process can be had. This module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+ENABLE_ENV = "KUBETRAIN_WARM"
+# torchrun passes these on to its ranks (its --signals-to-handle default): so does the client.
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+START_TIMEOUT_S = 600.0  # the warm process's imports, on a busy node
+_HEADER = struct.Struct("!I")
+
+
+def wanted(argv: list[str]) -> bool:
+    """Whether this rank should run in the warm process: under torchrun, on Linux, not a --check."""
+    return (sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and "TORCHELASTIC_RUN_ID" in os.environ
+            and os.environ.get(ENABLE_ENV, "1") != "0" and "--check" not in argv)
+
+
+def socket_name(agent_pid: int) -> str:
+    """The warm process's address: a Linux abstract socket (no file to clean up, whatever the length of the temp folder's path), one per
+    torchrun agent."""
+    return f"\0kubetrain-warm-{os.getuid()}-{agent_pid}"
+
+
+def lock_path(agent_pid: int) -> str:
+    return os.path.join(tempfile.gettempdir(), f"kubetrain-warm-{os.getuid()}-{agent_pid}.lock")
+
+
+# -- the client: the process torchrun started -------------------------------------------------------------
+
+def run_in_warm_process(argv: list[str]) -> int | None:
+    """Run this rank as a fork of the warm process; its exit code, or None when no warm process can be had."""
+    agent = os.getppid()
+    conn = _connect(agent)
+    if conn is None:
+        return None
+    with conn:
+        request = json.dumps({"argv": argv, "env": dict(os.environ), "cwd": os.getcwd(), "client": os.getpid()})
+        payload = request.encode()
+        socket.send_fds(conn, [_HEADER.pack(len(payload)) + payload], _standard_streams())
+        reader = conn.makefile("r")
+        started = reader.readline()
+        if not started:
+            return None  # the warm process refused or died before forking: run here instead
+        rank = json.loads(started)["pid"]
+        for signum in FORWARDED_SIGNALS:
+            signal.signal(signum, lambda number, frame: _forward(rank, number))
+        ended = reader.readline()
+    if not ended:  # the warm process died: nobody can report the rank's end, so end it
+        _forward(rank, signal.SIGKILL)
+        print("kubetrain: the warm process died; ending the rank", file=sys.stderr)
+        return 1
+    status = json.loads(ended)
+    if "signal" in status:  # die as the rank did, so that torchrun sees the same
+        signal.signal(status["signal"], signal.SIG_DFL)
+        os.kill(os.getpid(), status["signal"])
+    return status["exit"]
+
+
+def _standard_streams() -> list[int]:
+    """fds 0, 1 and 2, with /dev/null for any that is closed (a rank expects all three)."""
+    streams = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            streams.append(fd)
+        except OSError:
+            streams.append(os.open(os.devnull, os.O_RDWR))
+    return streams
+
+
+def _forward(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signum)
+
+
+def _connect(agent: int) -> socket.socket | None:
+    name = socket_name(agent)
+    conn = _try_connect(name)
+    if conn is not None:
+        return conn
+    # The first client of the agent starts the warm process; the others wait for it on the lock.
+    with open(lock_path(agent), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        conn = _try_connect(name)
+        if conn is not None:
+            return conn
+        server = subprocess.Popen([sys.executable, "-m", "training.warm", str(agent)], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline and server.poll() is None:
+            conn = _try_connect(name)
+            if conn is not None:
+                return conn
+            time.sleep(0.02)
+    return None
+
+
+def _try_connect(name: str) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(name)
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+# -- the warm process ---------------------------------------------------------------------------------------
+
+def serve(agent: int) -> int:
+    """Import everything a rank needs, then fork a rank for each client until the torchrun agent exits."""
+    from training import __main__ as entry
+    import training.trainer  # noqa: F401 - torch, DCP, the model: what the ranks would import
+
+    agent_fd = os.pidfd_open(agent)
+    wakeup, waker = socket.socketpair()
+    waker.setblocking(False)
+    signal.set_wakeup_fd(waker.fileno(), warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda number, frame: None)  # reaped below, woken through `wakeup`
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_name(agent))  # clients connect only once everything is imported
+    listener.listen(64)
+    clients: dict[int, socket.socket] = {}  # rank pid -> the connection of its client
+    try:
+        while True:
+            ready = select.select([listener, wakeup, agent_fd], [], [])[0]
+            if agent_fd in ready:
+                return 0
+            if wakeup in ready:
+                wakeup.recv(4096)
+                _reap(clients)
+            if listener in ready:
+                conn = listener.accept()[0]
+                rank = _fork_rank(conn, entry.run, [listener, wakeup, waker, *clients.values()], agent_fd)
+                if rank is None:
+                    conn.close()
+                else:
+                    clients[rank] = conn
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock_path(agent))
+
+
+def _reap(clients: dict[int, socket.socket]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = clients.pop(pid, None)
+        if conn is None:
+            continue
+        ended = ({"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"exit": os.waitstatus_to_exitcode(status)})
+        with contextlib.suppress(OSError):
+            conn.sendall((json.dumps(ended) + "\n").encode())
+        conn.close()
+
+
+def _fork_rank(conn: socket.socket, run, inherited: list, agent_fd: int) -> int | None:
+    """Read a client's request and fork the rank; the rank's pid (None if the request was broken)."""
+    try:
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+        (length,) = _HEADER.unpack_from(data)
+        data = data[_HEADER.size:]
+        while len(data) < length:
+            more = conn.recv(length - len(data))
+            if not more:
+                raise EOFError
+            data += more
+        request = json.loads(data)
+    except (OSError, EOFError, ValueError, struct.error):
+        return None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        for fd in fds:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+        return pid
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for each in (*inherited, conn):
+            each.close()
+        os.close(agent_fd)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = [sys.argv[0], *request["argv"]]
+        if os.environ.get("PYTHONUNBUFFERED"):
+            sys.stdout.reconfigure(line_buffering=True)
+        _die_with(request["client"])
+        code = run(request["argv"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the rank's fault, reported as a rank's would be
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _die_with(client: int) -> None:
+    """End this rank when its client ends (torchrun stops a rank by stopping the client)."""
+    try:
+        fd = os.pidfd_open(client)
+    except ProcessLookupError:
+        os._exit(1)
+
+    def watch() -> None:
+        select.select([fd], [], [])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="kubetrain-client-watch", daemon=True).start()
+
+
+if __name__ == "__main__":
+    sys.exit(serve(int(sys.argv[1])))
