@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from training import failures, warm
 
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(argv: list[str]) -> int:
     """Check the inputs, then train in this process; returns the exit code, or exits at once on a failure."""
+    started = time.time()
     from training.config import load_run_config
     from training.faults import parse_faults
     from training.problems import ConfigError, Problem
@@ -87,10 +89,13 @@ def run(argv: list[str]) -> int:
     from training.trainer import Trainer
 
     stop = StopRequest(int(os.environ.get("RANK", 0))).install()
+    # When each part of the start was done (epoch seconds): a resumed run reports them, recovery's anatomy.
+    startup = {"client": float(os.environ.get(warm.STARTED_ENV, started)), "rank": started}
     trainer = None
     try:
         world = init_world(run_config.resilience.collective_timeout_s)
-        trainer = Trainer(run_config, world, stop)
+        startup["process_group"] = time.time()
+        trainer = Trainer(run_config, world, stop, startup)
         ended = trainer.train(stop_after_step=args.stop_after_step)
         trainer.close()
         shutdown()

@@ -399,15 +399,16 @@ class _Tier:
             "pod's user; the run then resumes from its newest checkpoint"))
 
     def check_writable(self) -> None:
-        """Create the tier's folder and write, sync and remove a small file in it: storage that cannot take a
-        checkpoint fails the run now, in one line, not at the first save."""
+        """Create the tier's folder and write (and sync, on the durable tier) and remove a small file in it:
+        storage that cannot take a checkpoint fails the run now, in one line, not at the first save."""
         probe = self.root / f".kubetrain-probe-{os.getpid()}"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             with open(probe, "wb") as file:
                 file.write(b"\0" * 4096)
-                file.flush()
-                os.fsync(file.fileno())
+                if self.durable:
+                    file.flush()
+                    os.fsync(file.fileno())
             probe.unlink()
         except OSError as exc:
             if exc.errno not in _STORAGE_ERRORS:

@@ -10,7 +10,7 @@ torchrun restarts failed ranks whatever their exit code and then exits 1, so a p
 leaves a note: the rank writes its code and its one-line report to `KUBETRAIN_FAILURE_FILE` (a path the
 pod's launcher chooses for this container). Every rank started after that exits at once with the same
 code, which spends torchrun's restart budget in moments, and the launcher exits with the code and prints
-the report instead of asking for a retry. This module imports neither torch nor cdk8s.
+the report instead of asking for a retry. This module imports only the standard library.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
-from training.problems import Problem
+if TYPE_CHECKING:  # the rank's thin client (training/warm.py) imports this module: the standard library only
+    from training.problems import Problem
 
 EXIT_BAD_INPUT = 2  # the run config, the data or KUBETRAIN_FAULT: fix the input
 EXIT_STORAGE = 3  # checkpoint storage full, read-only, missing or not writable

@@ -125,6 +125,8 @@ class StopRequest:
             self.signum = signum
         signum, self._progress = self.signum, time.monotonic()
         deadline = self.received_at + self.budget_s
+        os.write(2, f"kubetrain: rank {self.rank}: {signal.Signals(signum).name}: stopping with a checkpoint of the "
+                    f"step reached, within {self.budget_s:.0f} s (a second signal ends the rank at once)\n".encode())
         while True:
             now = time.monotonic()
             if now >= deadline:

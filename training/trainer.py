@@ -50,10 +50,12 @@ Tier = CheckpointManager | LocalCheckpoints
 
 
 class Trainer:
-    def __init__(self, run: RunConfig, world: World, stop: StopRequest | None = None):
+    def __init__(self, run: RunConfig, world: World, stop: StopRequest | None = None,
+                 startup: dict[str, float] | None = None):
         self.run = run
         self.world = world
         self.stop = stop  # the process's stop signals (its entry point installs them), or None: not watched
+        self.startup = startup or {}  # when parts of the process's start were done: reported on resume
         keep_freed_memory()
         seed_everything(run.seed)
         with torch.device(world.device):
@@ -92,6 +94,7 @@ class Trainer:
             stop.join(world.world_size)
             # After a stop signal, no step for this long means a peer is gone: a step, or a save, takes less.
             stop.stall_s = lambda: max(5.0, 3 * self.watchdog.median_step_s(), 2 * self.longest_save_s)
+        self.startup["trainer"] = time.time()
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -385,4 +388,5 @@ class Trainer:
             # recomputed, since every rank consumed an equal share of the global samples.
             self.loader.position = self.step * self.run.batch.global_size // self.world.world_size
         self.report({"event": "resumed", "step": self.step, "from": str(tier.step_dir(step)),
-                     "tier": tier.tier, "saved_world_size": train["world_size"], "world_size": self.world.world_size})
+                     "tier": tier.tier, "saved_world_size": train["world_size"], "world_size": self.world.world_size,
+                     "startup": {**self.startup, "resumed": time.time()}})

@@ -21,21 +21,17 @@ itself, as it does when no warm process can be had. This module imports only the
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import select
 import signal
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-import traceback
 
 ENABLE_ENV = "KUBETRAIN_WARM"
+STARTED_ENV = "KUBETRAIN_CLIENT_STARTED"  # when torchrun's process for the rank started (epoch seconds)
 # torchrun passes these on to its ranks (its --signals-to-handle default): so does the client.
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 START_TIMEOUT_S = 600.0  # the warm process's imports, on a busy node
@@ -55,6 +51,8 @@ def socket_name(agent_pid: int) -> str:
 
 
 def lock_path(agent_pid: int) -> str:
+    import tempfile
+
     return os.path.join(tempfile.gettempdir(), f"kubetrain-warm-{os.getuid()}-{agent_pid}.lock")
 
 
@@ -62,12 +60,14 @@ def lock_path(agent_pid: int) -> str:
 
 def run_in_warm_process(argv: list[str]) -> int | None:
     """Run this rank as a fork of the warm process; its exit code, or None when no warm process can be had."""
+    started = time.time()
     agent = os.getppid()
     conn = _connect(agent)
     if conn is None:
         return None
     with conn:
-        request = json.dumps({"argv": argv, "env": dict(os.environ), "cwd": os.getcwd(), "client": os.getpid()})
+        env = {**os.environ, STARTED_ENV: repr(started)}
+        request = json.dumps({"argv": argv, "env": env, "cwd": os.getcwd(), "client": os.getpid()})
         payload = request.encode()
         socket.send_fds(conn, [_HEADER.pack(len(payload)) + payload], _standard_streams())
         reader = conn.makefile("r")
@@ -111,7 +111,11 @@ def _connect(agent: int) -> socket.socket | None:
     conn = _try_connect(name)
     if conn is not None:
         return conn
-    # The first client of the agent starts the warm process; the others wait for it on the lock.
+    # The first client of the agent starts the warm process; the others wait for it on the lock. (Imported
+    # here: a client that finds the warm process running needs none of it.)
+    import fcntl
+    import subprocess
+
     with open(lock_path(agent), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         conn = _try_connect(name)
@@ -235,6 +239,8 @@ def _fork_rank(conn: socket.socket, run, inherited: list, agent_fd: int) -> int 
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - the rank's fault, reported as a rank's would be
+        import traceback
+
         traceback.print_exc()
     finally:
         with contextlib.suppress(Exception):
@@ -253,6 +259,8 @@ def _die_with(client: int) -> None:
     def watch() -> None:
         select.select([fd], [], [])
         os.kill(os.getpid(), signal.SIGKILL)
+
+    import threading
 
     threading.Thread(target=watch, name="kubetrain-client-watch", daemon=True).start()
 

@@ -303,6 +303,7 @@ class _Supervisor:
                     status = code
                     _terminate(list(running.values()))  # a failed pod fails the job: stop the others
                     running.clear()
+                    break
                 if running:
                     time.sleep(0.2)
         except KeyboardInterrupt:
