@@ -4,8 +4,8 @@ The durable tier (`CheckpointManager`) is one DCP checkpoint of the job on the s
 fast tier (`LocalCheckpoints`) is each rank's own state on node-local storage, saved without a
 collective and in the background, so it is cheap enough to save often and survives a restart of the
 ranks on the same node (an emptyDir outlives its containers, not its pod). Both tiers hold the
-training thread only while a background thread copies the state (staging); the writes and the
-marker follow on their own.
+training thread only while the state is copied (staging, itself in the background for GPU and large
+states); the writes and the marker follow on a thread of the tier's own.
 
 Durable layout: `<dir>/step-00000020/` holds one DCP checkpoint (a file per rank plus `.metadata`)
 and its `COMPLETE` marker. Each rank takes the size and CRC-32 of every file it writes from the bytes
@@ -29,20 +29,22 @@ import shutil
 import time
 import warnings
 import zlib
-from collections.abc import Iterator
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint import FileSystemWriter
+from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
 from torch.distributed.checkpoint.filesystem import FileSystem
 from torch.distributed.checkpoint.metadata import MetadataIndex
 from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
 from torch.distributed.checkpoint.storage import WriteResult
+from torch.distributed.tensor import DTensor
 from torch.futures import Future as TorchFuture
 
 from training.config import CheckpointConfig
@@ -77,13 +79,85 @@ class _PendingSave:
     staged: bool = False
 
 
-def _stager(world: World) -> DefaultStager:
-    """One stager per tier for the whole run: it keeps its staging buffers, so each save is a copy into
-    memory already faulted in, done on a background thread while the next step's forward and backward
-    run (they only read the weights)."""
-    on_gpu = world.device_type == "cuda"
-    return DefaultStager(StagingOptions(use_pinned_memory=on_gpu, use_shared_memory=False, use_async_staging=True,
-                                        use_non_blocking_copy=on_gpu))
+class _BackgroundSaver:
+    """A tier's background saves: the state is staged (copied into buffers this saver keeps from one save to the
+    next, so that a save copies into memory already faulted in), then written by DCP on a thread of its own.
+    A small CPU state (below STAGE_IN_PLACE_BYTES, of plain tensors) is copied on the training thread, in a
+    few hundred microseconds; DCP's stager, whose generic deep copy and hand-over to a thread cost several
+    milliseconds (measured), copies GPU and large states on a thread of its own while the next step's forward
+    and backward run (they only read the weights)."""
+
+    def __init__(self, world: World, tier: str):
+        self.on_gpu = world.device_type == "cuda"
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kubetrain-{tier}-save")
+        self.in_place: bool | None = None  # decided at the first save, from the state's size and kind
+        self.buffers: dict[tuple, torch.Tensor] = {}  # in place: by the tensor's path in the state
+        self.stager: DefaultStager | None = None
+        self.sources: list[torch.UntypedStorage] = []
+
+    def start(self, state: dict[str, Any], **save_options: Any) -> tuple[Future, Future]:
+        """Stage `state` and write it with `dcp.save(**save_options)`: (staging, upload) futures."""
+        if self.in_place is None:
+            tensors = list(_tensors(state))
+            self.in_place = (not self.on_gpu and not any(isinstance(t, DTensor) for t in tensors)
+                             and sum(t.numel() * t.element_size() for t in tensors) <= STAGE_IN_PLACE_BYTES)
+        if self.in_place:
+            with torch.no_grad():
+                staged = _completed(self._copy(state, ()))
+            staging = _completed(None)
+        else:
+            staging = staged = self._stage_in_background(state)
+        return staging, self.writer.submit(lambda: dcp.save(staged.result(), **save_options))
+
+    def _copy(self, value: Any, path: tuple) -> Any:
+        if isinstance(value, torch.Tensor):
+            buffer = self.buffers.get(path)
+            if buffer is None or buffer.shape != value.shape or buffer.dtype != value.dtype:
+                buffer = self.buffers[path] = torch.empty(value.shape, dtype=value.dtype)
+            return buffer.copy_(value)
+        if isinstance(value, dict):
+            return {key: self._copy(item, (*path, key)) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._copy(item, (*path, index)) for index, item in enumerate(value))
+        return value  # numbers, strings, bytes: immutable
+
+    def _stage_in_background(self, state: dict[str, Any]) -> Future:
+        if self.stager is None:
+            self.stager = DefaultStager(StagingOptions(use_pinned_memory=self.on_gpu, use_shared_memory=False,
+                                                       use_async_staging=True, use_non_blocking_copy=self.on_gpu))
+        # The stager finds a storage's buffer by the storage's Python object, which lives only as long as
+        # someone holds it: held here from one save to the next, every save copies into the buffers of the
+        # one before instead of allocating (and faulting in) the whole state again.
+        sources = [(t.to_local() if isinstance(t, DTensor) else t).untyped_storage() for t in _tensors(state)]
+        staged = self.stager.stage(state)
+        self.sources = sources
+        return staged
+
+    def close(self) -> None:
+        self.writer.shutdown(wait=False)
+        if self.stager is not None:
+            self.stager.close()
+
+
+STAGE_IN_PLACE_BYTES = 64 << 20
+
+
+def _completed(value: Any) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+def _tensors(state: Any) -> Iterator[torch.Tensor]:
+    """The tensors of a state dict."""
+    if isinstance(state, dict):
+        for value in state.values():
+            yield from _tensors(value)
+    elif isinstance(state, (list, tuple)):
+        for value in state:
+            yield from _tensors(value)
+    elif isinstance(state, torch.Tensor):
+        yield state
 
 
 def _report(tier: str, step: int, background: bool, started: float, blocked_s: float,
@@ -228,13 +302,13 @@ class _Tier:
     save in flight. Its staging (the copy of the state) must finish before the weights change, its upload
     (the writes, then the marker) whenever it does."""
 
-    def __init__(self, tier: str, root: Path, keep: int, durable: bool, owner: bool, stager: DefaultStager | None):
+    def __init__(self, tier: str, root: Path, keep: int, durable: bool, owner: bool, saver: _BackgroundSaver | None):
         self.tier = tier
         self.root = root
         self.keep = keep
         self.durable = durable  # fsync markers and folders: a node crash must not lose a marker, or keep a stale one
         self.owner = owner  # this process removes folders (one rank per shared folder)
-        self._stager = stager
+        self._saver = saver
         self._pending: _PendingSave | None = None
         self.verified: int | None = None  # the newest step read back and verified (resumed from): never pruned
 
@@ -338,12 +412,17 @@ class _Tier:
                 return f"{name} does not match its checksum (corrupted)"
         return None
 
+    def keys(self, step: int) -> set[str]:
+        """The top-level keys of the checkpoint of `step` (from its metadata)."""
+        metadata = FileSystemReader(self.step_dir(step)).read_metadata()
+        return {key.split(".", 1)[0] for key in metadata.state_dict_metadata}
+
     # The background save.
 
-    def _track(self, step: int, started: float, response: Any) -> None:
-        """Track the background save `response` (of dcp.async_save) of `step`, begun at `started`."""
-        self._pending = _PendingSave(step, started, response.staging_completion, response.upload_completion,
-                                     blocked_s=time.perf_counter() - started)
+    def _save_in_background(self, step: int, started: float, state: dict[str, Any], **save_options: Any) -> None:
+        """Start the background save of `state` as the checkpoint of `step`, begun at `started`."""
+        staging, upload = self._saver.start(state, **save_options)
+        self._pending = _PendingSave(step, started, staging, upload, blocked_s=time.perf_counter() - started)
 
     def wait_for_staging(self) -> None:
         """Block until a background save has copied the state: call before weights change."""
@@ -416,8 +495,8 @@ class _Tier:
             raise self.storage_failure(exc, "at start") from None
 
     def close(self) -> None:
-        if self._stager is not None:
-            self._stager.close()
+        if self._saver is not None:
+            self._saver.close()
 
 
 def storage_error(exc: BaseException) -> OSError | None:
@@ -447,24 +526,23 @@ class CheckpointManager(_Tier):
         # queue behind (or block) the training collectives on the default group.
         self._group = dist.new_group(backend="gloo") if self.async_save else None
         super().__init__("durable", Path(cfg.dir), cfg.keep, durable=True, owner=world.is_main,
-                         stager=_stager(world) if self.async_save else None)
+                         saver=_BackgroundSaver(world, "durable") if self.async_save else None)
         if world.is_main:
             self.check_writable()
 
-    def save(self, step: int, state: dict[str, Any]) -> dict[str, Any] | None:
-        """Save `state` as the checkpoint of `step`. Returns the save's report once it is complete
-        (at once for a synchronous save; a background save reports from `poll` or `wait`)."""
+    def save(self, step: int, state: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+        """Save `state()` as the checkpoint of `step` (a callable: taking the state dict is part of a save's
+        cost). Returns the save's report once it is complete (at once for a synchronous save; a background
+        save reports from `poll` or `wait`)."""
         started = time.perf_counter()
         report = self.wait()  # one save at a time: the previous one is finished and marked first
         writer = _VerifiedWriter(self, step, crash_after_data=self.faults.crash_in_save_due(step))
         if not self.async_save:
             with self.storage_errors(step):
-                dcp.save(state, storage_writer=writer)
+                dcp.save(state(), storage_writer=writer)
             blocked = time.perf_counter() - started
             return _report("durable", step, False, started, blocked, blocked)
-        response = dcp.async_save(state, storage_writer=writer, process_group=self._group,
-                                  async_stager=self._stager)
-        self._track(step, started, response)
+        self._save_in_background(step, started, state(), storage_writer=writer, process_group=self._group)
         return report
 
     def load(self, step: int, state: dict[str, Any]) -> None:
@@ -494,17 +572,16 @@ class LocalCheckpoints(_Tier):
         root = Path(local_dir) / f"world-{world.world_size}" / f"rank-{world.rank:05d}"
         # No fsync: the tier is for restarts of processes, whose writes the page cache keeps; a node
         # that goes down takes its emptyDir with it anyway.
-        super().__init__("local", root, keep, durable=False, owner=True, stager=_stager(world))
+        super().__init__("local", root, keep, durable=False, owner=True, saver=_BackgroundSaver(world, "local"))
         self.check_writable()
 
-    def save(self, step: int, state: dict[str, Any]) -> dict[str, Any] | None:
-        """Start saving `state` as this rank's checkpoint of `step`; returns the previous save's report."""
+    def save(self, step: int, state: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+        """Start saving `state()` as this rank's checkpoint of `step`; returns the previous save's report."""
         started = time.perf_counter()
         report = self.wait()  # one save at a time
         # One file and one thread: small writes.
         writer = _VerifiedWriter(self, step, sync_files=False, single_file_per_rank=True, thread_count=1)
-        response = dcp.async_save(state, storage_writer=writer, no_dist=True, async_stager=self._stager)
-        self._track(step, started, response)
+        self._save_in_background(step, started, state(), storage_writer=writer, no_dist=True)
         return report
 
     def load(self, step: int, state: dict[str, Any]) -> None:

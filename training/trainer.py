@@ -132,7 +132,7 @@ class Trainer:
                 if durable_due:
                     self.save()
                 else:
-                    self.report(self.local.save(self.step, self.state()))
+                    self.report(self.local.save(self.step, self.state))
                 saving += time.perf_counter() - started  # saving is not training time
                 self.longest_save_s = max(self.longest_save_s, time.perf_counter() - started)
                 self.watchdog.beat()
@@ -158,7 +158,7 @@ class Trainer:
         self.watchdog.stop()  # the stop budget bounds what follows
         self.wait_for_saves()
         if self.step > 0 and self.durable_step != self.step:
-            self.report(self.checkpoints.save(self.step, self.state()) or self.checkpoints.wait())
+            self.report(self.checkpoints.save(self.step, self.state) or self.checkpoints.wait())
             self.durable_step = self.step
         record = {"event": "stopped", "signal": signal.Signals(self.stop.signum).name if self.stop.signum else None,
                   "step": self.step, "checkpoint_step": self.durable_step,
@@ -266,14 +266,14 @@ class Trainer:
 
     def save(self) -> None:
         """A durable save (which makes a local one at the same step redundant)."""
-        report = self.checkpoints.save(self.step, self.state())
+        report = self.checkpoints.save(self.step, self.state)
         self.durable_step = self.step
         if not self.choosing_interval:
             self.report(report)
             return
         # interval "auto": each tier saves alone, one after the other, to measure what it costs.
         durable = report or self.checkpoints.wait()
-        local = (self.local.save(self.step, self.state()) or self.local.wait()) if self.local else None
+        local = (self.local.save(self.step, self.state) or self.local.wait()) if self.local else None
         self.report(durable)
         self.report(local)
         self.auto_saves += 1
@@ -337,12 +337,13 @@ class Trainer:
         """Load model, optimizer and progress from the checkpoint of `step`; returns its train state. Every
         later checkpoint, on either tier, belongs to the history this load leaves, and is removed."""
         train = {"step": 0, "world_size": 0, "productive_s": 0.0}
-        tier.load(step, {"train": train})
         model_state, optim_state = get_state_dict(self.model, self.optimizer)
-        state: dict[str, Any] = {"model": model_state, "optim": optim_state}
-        if with_rank_state and train["world_size"] == self.world.world_size:
+        state: dict[str, Any] = {"train": train, "model": model_state, "optim": optim_state}
+        if with_rank_state and self._rank_key in tier.keys(step):
             state[self._rank_key] = b""
-        tier.load(step, state)
+        tier.load(step, state)  # one read: DCP's per-item cost is most of a small checkpoint's load
+        if train["world_size"] != self.world.world_size:
+            state.pop(self._rank_key, None)  # another world's RNG streams and data positions
         tier.verified = step
         for each in self.tiers:
             each.discard_after(step)

@@ -10,17 +10,21 @@ signals on, and exits with the rank's exit status or dies of the same signal. Th
 client (it watches the client's pidfd from a thread), so killing what torchrun started still kills the
 rank. The warm process exits when its torchrun agent does.
 
-The warm process never starts a thread, touches an accelerator or runs a tensor operation, which is
-what makes forking it safe: CUDA, NCCL, the process group and the thread pools are all set up in the
-child, after it has taken the client's environment.
+The warm process never starts a thread or touches an accelerator, which is what makes forking it safe:
+CUDA, NCCL, the process group and the thread pools are all set up in the child, after it has taken the
+client's environment. Besides importing, it rehearses a rank's first steps on tiny CPU tensors when torch
+runs one intra-op thread (`rehearse`), and starts no rank if that left a thread behind.
 
 Linux only (pidfds, SCM_RIGHTS); KUBETRAIN_WARM=0 turns it off, and then each rank imports everything
-itself, as it does when no warm process can be had. This module imports only the standard library.
+itself, as it does when no warm process can be had. This module imports only the standard library at
+the top (the client must start in milliseconds); what the first client or the warm process needs, they
+import where they need it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import select
@@ -35,6 +39,10 @@ STARTED_ENV = "KUBETRAIN_CLIENT_STARTED"  # when torchrun's process for the rank
 # torchrun passes these on to its ranks (its --signals-to-handle default): so does the client.
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 START_TIMEOUT_S = 600.0  # the warm process's imports, on a busy node
+# What a rank imports: the trainer (torch, DCP, the model), and what torch imports only on first use: dynamo,
+# which any function torch keeps from compiling imports when first called (AdamW's constructor is one: a
+# second of a rank's start), and DCP's fsspec storage, which its save and load look for.
+PRELOADED = ("training.trainer", "torch._dynamo", "torch.distributed.checkpoint._fsspec_filesystem")
 _HEADER = struct.Struct("!I")
 
 
@@ -147,7 +155,16 @@ def _try_connect(name: str) -> socket.socket | None:
 def serve(agent: int) -> int:
     """Import everything a rank needs, then fork a rank for each client until the torchrun agent exits."""
     from training import __main__ as entry
-    import training.trainer  # noqa: F401 - torch, DCP, the model: what the ranks would import
+
+    for module in PRELOADED:
+        importlib.import_module(module)
+    threads = _thread_count()
+    if os.environ.get("OMP_NUM_THREADS") == "1":  # more, and the first tensor op would start torch's thread pool
+        rehearse()
+    if _thread_count() != threads:  # forking would leave the children a thread pool without its threads
+        print(f"kubetrain: the warm process started threads ({threads} -> {_thread_count()}); ranks start cold",
+              file=sys.stderr)
+        return 1
 
     agent_fd = os.pidfd_open(agent)
     wakeup, waker = socket.socketpair()
@@ -176,6 +193,40 @@ def serve(agent: int) -> int:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(lock_path(agent))
+
+
+def rehearse() -> None:
+    """Run once, alone and on one intra-op thread (torchrun's default for several ranks), what every rank runs
+    first: a model, an
+    optimizer step, its state dict, a DCP checkpoint saved and loaded. A process pays for the first call of
+    each (torch's dispatch, DCP's planner, the unpickler's setup): a third of a second of a restart, measured,
+    which the warm process pays once for every rank it forks."""
+    import tempfile
+
+    import torch
+    import torch.distributed.checkpoint as dcp
+    import torch.nn.functional as F
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    from training.config import ModelConfig, OptimizerConfig
+    from training.model import GPT
+    from training.optimizer import build_optimizer
+
+    model = GPT(ModelConfig(vocab_size=64, dim=16, n_layers=1, n_heads=2))
+    optimizer = build_optimizer(model, OptimizerConfig())
+    tokens = torch.zeros((1, 8), dtype=torch.long)
+    F.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
+    optimizer.step()
+    model_state, optim_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optim": optim_state, "train": {"step": 1}, "rank0": b"rng"}
+    with tempfile.TemporaryDirectory() as folder:
+        dcp.save(state, checkpoint_id=folder, no_dist=True)
+        dcp.load(state, checkpoint_id=folder, no_dist=True)
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+
+
+def _thread_count() -> int:
+    return len(os.listdir("/proc/self/task"))
 
 
 def _reap(clients: dict[int, socket.socket]) -> None:
