@@ -243,6 +243,13 @@ def test_grace_period_leaves_room_for_the_stop_checkpoint():
     assert pod["terminationGracePeriodSeconds"] == 90 and env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "85"
     pod, env = pod_and_env(workload={"kind": "command", "command": ["train.py"]})
     assert "terminationGracePeriodSeconds" not in pod and env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "25"
+    # A grace period set below what the stop checkpoint needs is a warning (KT211), with the figure to use.
+    app = App()
+    TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job",
+                {**GPU_JOB, "workload": {"kind": "trainer", "run": big}, "pod": {"termination_grace_period_s": 90}})
+    (warning,) = [f.problem for f in diagnostics(app).warnings]
+    assert (warning.code, warning.path) == ("KT211", "pod.termination_grace_period_s")
+    assert "set termination_grace_period_s to at least 345" in warning.fix
 
 
 def test_pod_settings_refuse_privilege_and_bad_affinity():

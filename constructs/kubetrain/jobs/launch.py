@@ -99,6 +99,11 @@ def expected_save_s(run: RunConfig, nodes: int) -> float:
     return run.model.checkpoint_bytes() / (nodes * WRITE_BYTES_PER_S_PER_NODE)
 
 
+def stop_needs_s(run: RunConfig, nodes: int) -> int:
+    """Seconds from a stop signal for the ranks to finish a step, agree, save and exit: twice the expected save."""
+    return math.ceil(STOP_OVERHEAD_S + 2 * expected_save_s(run, nodes))
+
+
 def grace_period_s(job: JobSpec) -> int | None:
     """The pod's terminationGracePeriodSeconds: the pod settings', else for trainer jobs room for the stop
     checkpoint (at the fewest nodes the job runs on), else Kubernetes' default (None: not written)."""
@@ -106,8 +111,7 @@ def grace_period_s(job: JobSpec) -> int | None:
         return job.props.pod.termination_grace_period_s
     if job.trainer is None:
         return None
-    needed = STOP_OVERHEAD_S + 2 * expected_save_s(job.trainer.run, job.node_range.start)
-    return max(KUBERNETES_DEFAULT_GRACE_S, math.ceil(needed))
+    return max(KUBERNETES_DEFAULT_GRACE_S, stop_needs_s(job.trainer.run, job.node_range.start))
 
 
 def launch_env(job: JobSpec) -> dict[str, str]:
