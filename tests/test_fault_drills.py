@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -195,4 +196,6 @@ def test_a_second_signal_ends_the_rank_at_once(tmp_path):
 def test_a_rank_that_cannot_reach_the_stop_exits_with_nothing_to_save(tmp_path):
     rank = stuck_rank(tmp_path)
     assert rank.wait(timeout=60) == stopped_exit(signal.SIGTERM)
-    assert "rank 0: no step for 5 s after SIGTERM (a peer is gone or a collective hangs)" in rank.stderr.read()
+    # The limit is at least 5 s, longer where steps or saves take longer (3 steps, 2 saves).
+    assert re.search(r"rank 0: no step for \d+ s after SIGTERM \(a peer is gone or a collective hangs\): nothing to "
+                     r"save; exiting 143", rank.stderr.read())

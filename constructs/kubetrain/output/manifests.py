@@ -202,7 +202,7 @@ def _swap_in(files: dict[Path, str], outdir: Path) -> None:
 
 def exchange(a: Path, b: Path) -> bool:
     """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE, macOS renamex_np RENAME_SWAP). False where
-    the platform or the file system cannot; other failures raise OSError."""
+    the platform, the file system or the paths cannot; other failures raise OSError."""
     libc = ctypes.CDLL(None, use_errno=True)
     old, new = os.fsencode(a), os.fsencode(b)
     if sys.platform.startswith("linux") and hasattr(libc, "renameat2"):
@@ -214,7 +214,8 @@ def exchange(a: Path, b: Path) -> bool:
     if not failed:
         return True
     code = ctypes.get_errno()
-    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+    # No such call or file system support, or a folder that cannot move (a mount point: EBUSY, EXDEV).
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBUSY, errno.EXDEV):
         return False
     raise OSError(code, os.strerror(code), str(b))
 
