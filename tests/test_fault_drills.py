@@ -137,13 +137,14 @@ def long_reference(tmp_path_factory) -> list[dict]:
 
 def test_one_rank_told_to_stop_stops_every_rank_at_the_same_step(long_reference, tmp_path):
     """torchrun passes a pod's stop signal to its ranks one by one, and on a preemption only one pod's ranks get it:
-    here only rank 1, at step 7. The ranks agree (a flag all-reduced each step, read one step later), both save
-    step 8 and exit 143; torchrun restarts them, they resume from step 8 and end where the reference run does."""
+    here only rank 1, at step 7. The ranks agree (training/preemption.py) on a step, save it together (a
+    collective: it completes only if both ranks save the same step) and exit 143; torchrun restarts them, they
+    resume from that step and end where the reference run does."""
     config = write_config(tmp_path, max_steps=LONG)
     records = train_with_fault(config, "sigterm:step=7:rank=1")
     (stopped,) = [r for r in records if r["event"] == "stopped"]
-    assert (stopped["step"], stopped["checkpoint_step"], stopped["signal"]) == (8, 8, None)  # rank 0 was not told
-    assert [r["step"] for r in records if r["event"] == "resumed"] == [8]
+    assert stopped["signal"] is None and stopped["checkpoint_step"] == stopped["step"] >= 7  # rank 0 was not told
+    assert [r["step"] for r in records if r["event"] == "resumed"] == [stopped["step"]]
     assert records[-1]["weights_sha256_per_rank"] == long_reference[-1]["weights_sha256_per_rank"]
 
 

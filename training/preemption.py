@@ -2,10 +2,13 @@
 
 The first signal asks the run to stop with a durable checkpoint of the step it is at; a second one ends
 the process at once. Every rank must save the same step, yet a pod's ranks are told at slightly
-different moments, and on a preemption only one pod of the job may be told at all. So the ranks agree:
-every step, each rank all-reduces (MAX) whether it has been asked to stop, on a gloo group of its own,
-and reads the answer one step later. Every rank reads the same answer at the same step, and the loop
-never waits for the collective, which has had a whole step to finish.
+different moments, and on a preemption only one pod of the job may be told at all. So the ranks agree
+in rounds: each rank all-reduces (MAX, on a gloo group of its own, in the background) whether it has been
+asked to stop, together with how many steps it proposes the next round to span (about AGREE_EVERY_S of
+its steps), and reads the answer that many steps later. Every rank reads the same answer at the same
+step and takes the same next span from it; the loop never waits, since every rank started the round a
+whole span before, and on fast steps a round costs a fraction of a step's time. A stop is agreed within
+two spans (about a second) of the signal.
 
 The time to do it is a budget. torchrun passes the signal on to its ranks and kills them
 `TORCH_ELASTIC_SHUTDOWN_TIMEOUT` seconds later (default 30); kubetrain sets that variable from the pod's
@@ -37,6 +40,8 @@ from training.failures import STOP_SIGNALS, stopped_exit
 SHUTDOWN_TIMEOUT_ENV = "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"  # torchrun's, also read by its ranks
 DEFAULT_SHUTDOWN_TIMEOUT_S = 30.0  # torchrun's default
 MIN_STALL_S = 5.0  # no step for this long after the signal (or longer, see StopRequest.stall_s) means stuck
+AGREE_EVERY_S = 0.5  # how often, in steps' time, the ranks agree on whether to stop
+MAX_SPAN = 100  # steps between two rounds at most
 
 
 def stop_budget_s() -> float:
@@ -60,8 +65,11 @@ class StopRequest:
         self.agreed = threading.Event()  # the ranks agreed to stop: the stall limit no longer applies
         self.stall_s: Callable[[], float] = lambda: MIN_STALL_S  # the trainer's estimate, once it has one
         self._progress = time.monotonic()
+        self.step_s: Callable[[], float] = lambda: 0.0  # the recent median step time: the trainer's
         self._group: dist.ProcessGroup | None = None
         self._pending: tuple[dist.Work, torch.Tensor] | None = None
+        self._span = 1  # steps from one round's start to its reading and the next round's start
+        self._countdown = 0  # steps until the pending round is read
 
     def install(self) -> StopRequest:
         self._wakeup, writer = socket.socketpair()
@@ -79,8 +87,8 @@ class StopRequest:
 
     def join(self, world_size: int) -> None:
         """Create the agreement's process group (a collective: every rank, in the same order)."""
-        if world_size > 1:
-            self._group = dist.new_group(backend="gloo")
+        self._pending, self._span, self._countdown = None, 1, 0
+        self._group = dist.new_group(backend="gloo") if world_size > 1 else None
 
     def progress(self) -> None:
         self._progress = time.monotonic()
@@ -92,12 +100,19 @@ class StopRequest:
             agreed = self.requested
         else:
             agreed = False
+            if self._countdown > 0:
+                self._countdown -= 1
+                return False
             if self._pending is not None:
-                work, flag = self._pending
-                work.wait()
-                agreed = bool(flag.item())
-            flag = torch.tensor([int(self.requested)], dtype=torch.int32)
-            self._pending = (dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._group, async_op=True), flag)
+                work, answer = self._pending
+                work.wait()  # started a span ago on every rank: done
+                agreed, self._span = bool(answer[0]), int(answer[1])
+            step_s = self.step_s()
+            proposal = min(MAX_SPAN, max(1, int(AGREE_EVERY_S / step_s))) if step_s > 0 else 1
+            answer = torch.tensor([int(self.requested), proposal], dtype=torch.int64)
+            self._pending = (dist.all_reduce(answer, op=dist.ReduceOp.MAX, group=self._group, async_op=True),
+                             answer)
+            self._countdown = self._span - 1
         if agreed:
             self.agreed.set()
         return agreed

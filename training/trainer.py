@@ -94,6 +94,7 @@ class Trainer:
             stop.join(world.world_size)
             # After a stop signal, no step for this long means a peer is gone: a step, or a save, takes less.
             stop.stall_s = lambda: max(5.0, 3 * self.watchdog.median_step_s(), 2 * self.longest_save_s)
+            stop.step_s = self.watchdog.median_step_s
         self.startup["trainer"] = time.time()
 
     # -- the loop ---------------------------------------------------------------------------------
