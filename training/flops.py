@@ -33,6 +33,12 @@ def parameter_count(cfg: ModelConfig) -> int:
     return 2 * cfg.vocab_size * cfg.dim + cfg.n_layers * block + cfg.dim
 
 
+def checkpoint_bytes(cfg: ModelConfig) -> int:
+    """A trainer checkpoint's size: fp32 weights and AdamW's two fp32 moments per parameter (the compiler sizes a
+    job's stop checkpoint, and so its grace period, from this)."""
+    return 12 * parameter_count(cfg)
+
+
 def flops_per_token(cfg: ModelConfig, seq_len: int, parameters: int | None = None) -> int:
     """Training FLOPs per token. `parameters`: the model's count if it is not this GPT (a command job's
     declared size, which then counts as N without its embedding)."""

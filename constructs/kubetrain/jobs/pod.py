@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.jobs.function import PACKAGES_DIR, PACKAGES_ENV, PACKAGES_VOLUME, REQUIREMENTS_ENV, REQUIREMENTS_FILE
-from kubetrain.jobs.launch import CONFIG_ENV, LAUNCH_ENV, container_command
+from kubetrain.jobs.launch import CONFIG_ENV, container_command, grace_period_s, launch_env
 from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, TRITON_CACHE_DIR, TRITON_VOLUME, JobSpec
 from kubetrain.platform.efa import efa_environment
 from kubetrain.quantity import parse_quantity
@@ -40,7 +40,7 @@ def launcher_env(job: JobSpec) -> dict[str, str]:
     if job.function and job.function.packages:  # where the launcher installs them, and from which file
         env |= PACKAGES_ENV | {REQUIREMENTS_ENV: f"{CONFIG_MOUNT}/{REQUIREMENTS_FILE}"}
     if job.launched_by_torchrun:
-        env |= LAUNCH_ENV | job.props.target.launch_env(job)
+        env |= launch_env(job) | job.props.target.launch_env(job)
     return env
 
 
@@ -184,7 +184,7 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     scheduler = pod.scheduler_name or (props.queue.scheduler_name if props.queue else None)
     optional = {"priorityClassName": pod.priority_class_name, "schedulerName": scheduler,
                 "serviceAccountName": pod.service_account_name,
-                "terminationGracePeriodSeconds": pod.termination_grace_period_s}
+                "terminationGracePeriodSeconds": grace_period_s(job)}
     spec |= {key: value for key, value in optional.items() if value is not None}
     if pod.security_context:
         context = {"runAsUser": pod.security_context.run_as_user, "runAsGroup": pod.security_context.run_as_group,

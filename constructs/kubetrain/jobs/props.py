@@ -292,8 +292,10 @@ class PodSettings(StrictProps):
     security_context: SecurityContext | None = Field(None)
     host_network: bool = Field(False, description="Use the node's network (brings dnsPolicy ClusterFirstWithHostNet). "
                                                   "AWS's reference EFA manifests use the pod network.")
-    termination_grace_period_s: int | None = Field(None, ge=0, le=86400,
-                                                   description="Time to finish a checkpoint on SIGTERM. Default: 30.")
+    termination_grace_period_s: int | None = Field(
+        None, ge=0, le=86400, description="Time from the pod's stop signal to its kill, in which the ranks save a "
+                                          "checkpoint. Default: trainer jobs get room for their expected save time "
+                                          "(at least 30); command jobs Kubernetes' 30.")
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = Field(None)
     image_pull_secrets: list[Dns1123Subdomain] = Field(default_factory=list, description="Secret names.")
 
@@ -432,8 +434,10 @@ class TrainingJobProps(StrictProps):
                                                        "stack, given what is right for every aws-ofi-nccl "
                                                        "(kubetrain.platform.efa).")
     restart_policy: Literal["ExitCode", "OnFailure", "Never"] = Field(
-        "ExitCode", description="`ExitCode`: a bad config (exit 1-127) fails the job at once; a job whose ranks keep "
-                                "failing (kubetrain's launcher exits 200) or a killed pod (128+) is restarted.")
+        "ExitCode", description="`ExitCode`: a permanent failure (exit 1-127: a bad config, unusable checkpoint "
+                                "storage, a run that keeps diverging) fails the job at once; a job whose ranks keep "
+                                "failing (kubetrain's launcher exits 200), a stopped or a killed pod (128+) is "
+                                "restarted.")
     backoff_limit: int = Field(3, ge=0, le=MAX_REPLICAS, description="Pod restarts before the job is marked failed.")
     max_restarts: int = Field(3, ge=0, le=10_000, description="Times torchrun restarts all ranks of a pod after one "
                                                               "fails, before the pod fails; each resumes from the "

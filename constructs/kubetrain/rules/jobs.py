@@ -23,6 +23,7 @@ from kubetrain.jobs.command_flags import (
     starts_a_launcher,
 )
 from kubetrain.jobs.containers import container_part_problems
+from kubetrain.jobs.launch import stop_needs_s
 from kubetrain.jobs.pod import container_resources, launcher_env, metrics_ports, placement, pod_annotations, pod_volumes
 from kubetrain.jobs.props import ClaimVolume, EmptyDirVolume
 from kubetrain.jobs.spec import JOB_LABEL, LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
@@ -69,6 +70,7 @@ from kubetrain.rules.sources import (
     cite,
 )
 from kubetrain.targets.base import JOB_CONTROLLER_LABELS
+from training.flops import checkpoint_bytes
 from training.problems import Problem
 
 Violation = tuple[str, str] | tuple[str, str, str]
@@ -493,6 +495,25 @@ def timeouts_consistent(job: JobSpec) -> Iterator[Violation]:
                f"the watchdog ({resilience.watchdog_floor_s:g} s) would fire before the collective timeout "
                f"({resilience.collective_timeout_s:g} s) and its NCCL flight-recorder dump",
                f"set watchdog_floor_s above {resilience.collective_timeout_s:g}, or lower collective_timeout_s")
+
+
+@job_rule("KT211", "warning", "grace period too short for the stop checkpoint",
+          rationale="On a stop signal (preemption, a drained node, a deleted pod) the ranks save the step they "
+                    "reached before Kubernetes kills the pod terminationGracePeriodSeconds later; a grace period "
+                    "shorter than twice the expected save (its size at an assumed 250 MB/s per node, see "
+                    "kubetrain/jobs/launch.py) loses the steps since the last checkpoint.",
+          fix="raise pod.termination_grace_period_s, or leave it unset: trainer jobs then derive it",
+          source="constructs/kubetrain/jobs/launch.py; Kubernetes 1.33 docs: Pod Lifecycle, Termination of Pods")
+def grace_period_holds_the_stop(job: JobSpec) -> Iterator[Violation]:
+    grace = job.props.pod.termination_grace_period_s
+    if job.trainer is None or grace is None:
+        return
+    needed = stop_needs_s(job.trainer.run, job.node_range.start)
+    if grace < needed:
+        yield ("pod.termination_grace_period_s",
+               f"{grace} s may end before the stop checkpoint is written (expected to need {needed} s: "
+               f"{checkpoint_bytes(job.trainer.run.model) / 1e9:.1f} GB on {job.node_range.start} node(s))",
+               f"set termination_grace_period_s to at least {needed}, or leave it unset")
 
 
 @job_rule("KT114", "error", "elastic range does not hold the starting node count",

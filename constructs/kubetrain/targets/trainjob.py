@@ -40,6 +40,7 @@ from kubetrain.targets.base import (
     Sibling,
     Target,
     fail_job_exit_codes,
+    pod_failure_policy,
     register_operator_kind,
 )
 from training.problems import Problem
@@ -52,8 +53,6 @@ MASTER_PORT = 29500
 INJECTED = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 # Argo CD applies lower waves first and waits for them: the runtime must exist when the job is admitted.
 RUNTIME_WAVE = {"argocd.argoproj.io/sync-wave": "-1"}
-# The launcher exits 2 for a bad run config: fail the whole job at once; other failures are retried.
-BAD_CONFIG_EXIT = 2
 ANCESTOR_LABEL = f"{GROUP}/trainjob-ancestor-step"
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 JOBSET = "jobset.sigs.k8s.io"
@@ -120,11 +119,7 @@ class TrainJob(Target):
                         "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
                         "spec": {
                             "backoffLimit": props.backoff_limit,
-                            # A bad config fails the job at once; preemption is no failure of the job.
-                            "podFailurePolicy": {"rules": [
-                                {"action": "FailJob", "onExitCodes": {"containerName": self.container_name,
-                                                                      "operator": "In", "values": [BAD_CONFIG_EXIT]}},
-                                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
+                            "podFailurePolicy": pod_failure_policy(self.container_name),
                             "template": pod}}}]}}}}
         spec: dict[str, Any] = {
             "runtimeRef": {"name": self.runtime_name(job), "apiGroup": GROUP, "kind": "TrainingRuntime"},
