@@ -503,7 +503,8 @@ def timeouts_consistent(job: JobSpec) -> Iterator[Violation]:
                     "shorter than twice the expected save (its size at an assumed 250 MB/s per node, see "
                     "kubetrain/jobs/launch.py) loses the steps since the last checkpoint.",
           fix="raise pod.termination_grace_period_s, or leave it unset: trainer jobs then derive it",
-          source="constructs/kubetrain/jobs/launch.py; Kubernetes 1.33 docs: Pod Lifecycle, Termination of Pods")
+          source=cite("constructs/kubetrain/jobs/launch.py",
+                      "https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination"))
 def grace_period_holds_the_stop(job: JobSpec) -> Iterator[Violation]:
     grace = job.props.pod.termination_grace_period_s
     if job.trainer is None or grace is None:
