@@ -8,7 +8,9 @@ environment (addresses on loopback), maps every volume to a folder under the wor
 ConfigMaps, Secrets and emptyDirs to `<workdir>/pods/<pod>/<volume>/`), rewrites paths in the
 command line and the run config through the same mapping, and restarts a pod as the operator
 would (its restart policy and the job's backoff limit). Everything is checked before the first
-pod starts.
+pod starts. Where the operator has a status endpoint (Kubeflow Trainer's, for a TrainJob), run-local serves it on
+loopback with a CA and a token made for the run, hands every pod its variables, and prints each status the trainer
+posts. The last line sums the run up (summary.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import contextlib
 import importlib.util
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -32,10 +35,12 @@ from typing import Any
 
 import yaml
 
+from kubetrain.local.summary import RunSummary
 from kubetrain.rules.registry import register
 from kubetrain.targets import Target, restart_after
 from training.config import load_run_config
 from training.problems import ConfigError, Problem
+from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL, status_path
 
 CANNOT_RUN = register(
     "KT301", "error", "run-local cannot run this job here",
@@ -56,11 +61,30 @@ class LocalPod:
 
 
 @dataclass
+class StatusEndpointPlan:
+    """The operator's status endpoint as run-local serves it: on loopback, with a CA and a token of the run's own."""
+
+    status_object: dict[str, Any]  # the committed object whose status the posts update
+    port: int
+    token: str
+    tls: Any  # certificates.ServerTLS
+
+    @property
+    def url(self) -> str:
+        metadata = self.status_object["metadata"]
+        return f"https://127.0.0.1:{self.port}{status_path(metadata['namespace'], metadata['name'])}"
+
+
+@dataclass
 class LocalJob:
     pods: list[LocalPod]
     backoff_limit: int
     fail_job_exit_codes: set[int] = field(default_factory=set)
     per_pod_backoff: bool = False
+    name: str = "job"  # as the user named it: CLUSTER/JOB
+    trainer: bool = False  # runs kubetrain's trainer, whose JSON lines the summary reads
+    status_endpoint: StatusEndpointPlan | None = None
+    notes: list[str] = field(default_factory=list)  # said before the pods start
 
 
 def _fail(where: str, message: str, fix: str = CANNOT_RUN.fix) -> ConfigError:
@@ -142,19 +166,50 @@ def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[s
     except OSError as error:  # a file where the folder would be, or a folder this user cannot write
         raise _fail(where, f"cannot use --workdir {workdir}: {error.strerror or error}",
                     "give --workdir a folder you can write (it is created when missing)") from None
+    endpoint, notes = _status_endpoint(plan.status_object, workdir)
     pods = []
     for replica, container in zip(plan.replicas, containers):
         mounts = _materialize_volumes(replica.template["spec"].get("volumes", []), container, job_file,
                                       workdir / "pods" / replica.name, workdir / "volumes", where)
         pod_env = {**{e["name"]: _map_path(e["value"], mounts) for e in container.get("env", []) if "value" in e},
-                   **replica.env}
+                   **replica.env, **_status_endpoint_env(endpoint, workdir / "pods" / replica.name)}
         command = [_map_path(expand_env_refs(arg, pod_env), mounts)
                    for arg in [*container.get("command", []), *container.get("args", [])]]
         command += _config_overrides(command, mounts, steps, overrides, where)
         env = {**os.environ, **pod_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
         cwd = Path(_map_path(container["workingDir"], mounts)) if "workingDir" in container else None
         pods.append(LocalPod(replica.name, command, env, replica.restart_policy, cwd, mounts))
-    return LocalJob(pods, plan.backoff_limit, plan.fail_job_exit_codes, plan.per_pod_backoff)
+    trainer = any("--config" in pod.command for pod in pods)
+    return LocalJob(pods, plan.backoff_limit, plan.fail_job_exit_codes, plan.per_pod_backoff, where, trainer,
+                    endpoint, notes)
+
+
+def _status_endpoint(status_object: dict[str, Any] | None, workdir: Path) -> tuple[StatusEndpointPlan | None,
+                                                                                  list[str]]:
+    """The status endpoint to serve, when the operator has one: a throwaway CA under `workdir`, a random token."""
+    if status_object is None:
+        return None, []
+    try:
+        from kubetrain.local.certificates import throwaway_ca
+    except ImportError:  # cryptography is missing: the job runs, without its endpoint
+        return None, ["no status endpoint: it needs the `cryptography` package (pip install -e '.[train]'); "
+                      "the job runs without it, as on a cluster without the TrainJobStatus feature gate"]
+    tls = throwaway_ca(workdir / "status-endpoint")
+    return StatusEndpointPlan(status_object, free_port(), secrets.token_urlsafe(32), tls), []
+
+
+def _status_endpoint_env(endpoint: StatusEndpointPlan | None, pod_dir: Path) -> dict[str, str]:
+    """The pod's view of the endpoint, as the operator's projected volume gives it: the CA and the token as files
+    (at /var/run/secrets/kubeflow/trainer in a cluster, here in the pod's folder), their paths and the URL."""
+    if endpoint is None:
+        return {}
+    folder = (pod_dir / "kubeflow-trainer").resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ca.crt").write_bytes(endpoint.tls.ca_cert.read_bytes())
+    token = folder / "token"
+    token.touch(mode=0o600)
+    token.write_text(endpoint.token)
+    return {ENV_URL: endpoint.url, ENV_CA_CERT: str(folder / "ca.crt"), ENV_TOKEN: str(token)}
 
 
 def _check_run_config(template: dict[str, Any], container: dict[str, Any], job_file: Path, steps: int | None,
@@ -257,16 +312,21 @@ class _Supervisor:
         self.job = job
         self.lock = threading.Lock()
         self.restarts: dict[str, int] = {}  # per pod, or all under "" when the limit is the job's
+        self.summary = RunSummary(job.name, job.trainer, len(job.pods))
+        self.pumps: list[threading.Thread] = []
 
     def start(self, pod: LocalPod) -> subprocess.Popen:
         process = subprocess.Popen(pod.command, env=pod.env, cwd=pod.cwd, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        threading.Thread(target=self.pump, args=(pod, process), daemon=True).start()
+        pump = threading.Thread(target=self.pump, args=(pod, process), daemon=True)
+        pump.start()
+        self.pumps.append(pump)
         return process
 
     def pump(self, pod: LocalPod, process: subprocess.Popen) -> None:
         for line in process.stdout:
             self.say(pod.name, line)
+            self.summary.observe(line)
 
     def say(self, who: str, line: str) -> None:
         with self.lock:
@@ -274,6 +334,34 @@ class _Supervisor:
             sys.stdout.flush()
 
     def run(self) -> int:
+        started = time.monotonic()
+        for note in self.job.notes:
+            self.say("run-local", note)
+        with contextlib.ExitStack() as stack:
+            if self.job.status_endpoint is not None:
+                stack.enter_context(self.serve_status(self.job.status_endpoint))
+            status = self.run_pods()
+            for pump in self.pumps:  # the pods' last lines (the trainer's finished record) before the summary
+                pump.join(timeout=5)
+        self.say("run-local", self.summary.line(status, time.monotonic() - started, sum(self.restarts.values())))
+        return status
+
+    def serve_status(self, plan: StatusEndpointPlan) -> contextlib.AbstractContextManager:
+        from kubetrain.local.status_endpoint import StatusEndpoint, progress_line
+
+        refusals: set[str] = set()
+
+        def refused(code: int, message: str) -> None:
+            if message not in refusals:  # each reason once: a client that posts every step must not flood
+                refusals.add(message)
+                self.say("status", f"refused a post: HTTP {code}: {message}")
+
+        self.say("run-local", f"status endpoint of {plan.status_object['kind']} "
+                              f"{plan.status_object['metadata']['name']} at {plan.url}")
+        return StatusEndpoint(plan.status_object, plan.tls, plan.token, lambda s: self.say("status", progress_line(s)),
+                              refused, port=plan.port)
+
+    def run_pods(self) -> int:
         running = {pod.name: (pod, self.start(pod)) for pod in self.job.pods}
         status = 0
         try:

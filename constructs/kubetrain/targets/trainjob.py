@@ -10,7 +10,11 @@ The controller injects only PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK (the J
 index), PET_MASTER_ADDR (`<job>-node-0-0.<job>`) and PET_MASTER_PORT (29500) and rejects user env
 with those names, so the command is torchrun. `trainer`, `runtimeRef` and `initializer` are
 immutable: a changed job is a new object (create-once). Pods are `<job>-node-0-<i>`, a DNS label.
-(kubeflow/trainer v2.3.0: pkg/runtime/framework/plugins/torch, pkg/webhooks.)
+With the TrainJobStatus feature gate the controller also injects its status endpoint's URL, CA and token
+(KUBEFLOW_TRAINER_SERVER_*, a projected volume at /var/run/secrets/kubeflow/trainer), where the trainer posts its
+progress into status.trainerStatus (training/progress.py); run-local serves that endpoint too.
+(kubeflow/trainer v2.3.0: pkg/runtime/framework/plugins/torch, pkg/runtime/framework/plugins/trainjobstatus,
+pkg/webhooks.)
 """
 
 from __future__ import annotations
@@ -22,13 +26,17 @@ from pydantic import Field
 
 from kubetrain.targets.base import LocalPlan, LocalReplica, Target, fail_job_exit_codes
 from training.problems import Problem
+from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
 
 GROUP = "trainer.kubeflow.org"
 MASTER_PORT = 29500
-INJECTED = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
+# With the TrainJobStatus feature gate (Trainer >= 2.2) also its status endpoint's three (training/progress.py),
+# upserted over whatever the container sets.
+INJECTED = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT",
+            ENV_URL, ENV_CA_CERT, ENV_TOKEN}
 # Argo CD applies lower waves first and waits for them: the runtime must exist when the job is admitted.
 RUNTIME_WAVE = {"argocd.argoproj.io/sync-wave": "-1"}
 # The launcher exits 2 for a bad run config: fail the whole job at once; other failures are retried.
@@ -122,4 +130,5 @@ class TrainJob(Target):
         replicas = [LocalReplica(f"node-0-{i}", job_spec["template"], "Retry",
                                  {**env, "PET_NODE_RANK": str(i)}) for i in range(nodes)]
         return LocalPlan(replicas, cls.container_name, job_spec.get("backoffLimit", 6),
-                         fail_job_exit_codes=fail_job_exit_codes(job_spec, cls.container_name))
+                         fail_job_exit_codes=fail_job_exit_codes(job_spec, cls.container_name),
+                         status_object=manifest)
