@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import ssl
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -51,7 +52,7 @@ def status_path(namespace: str, name: str) -> str:
 
 def rfc3339_now() -> str:
     # metav1.Time: RFC 3339 in UTC, whole seconds (what the API server stores).
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def metric_value(value: Any) -> str:
@@ -65,7 +66,7 @@ def trainer_status(progress: int | None, remaining_s: float | None, metrics: dic
     status: dict[str, Any] = {"lastUpdatedTime": rfc3339_now()}
     if progress is not None:
         status["progressPercentage"] = max(0, min(100, int(progress)))
-    if remaining_s is not None and remaining_s == remaining_s:  # not NaN
+    if remaining_s is not None and math.isfinite(remaining_s):
         status["estimatedRemainingSeconds"] = max(0, min(INT32_MAX, round(remaining_s)))
     pairs = [{"name": name[:MAX_METRIC_CHARS], "value": metric_value(value)[:MAX_METRIC_CHARS]}
              for name, value in metrics.items() if value is not None and name]
@@ -158,7 +159,10 @@ class ProgressReporter:
             self._lock.notify()
             while (self._pending is not None or self._in_flight) and time.monotonic() < deadline:
                 self._lock.wait(deadline - time.monotonic())
+            abandoned = self._pending is not None or self._in_flight
         # A post still hanging is abandoned: the thread is a daemon and holds nothing the run needs.
+        if abandoned:
+            self._warn(f"no answer within {self.timeout_s:g} s at the end of the run (timed out)")
 
     # -- the poster thread --------------------------------------------------------------------------
 
@@ -185,10 +189,16 @@ class ProgressReporter:
                 else:
                     self.failed += 1
                 self._lock.notify_all()
-            if error is not None and not self._warned:
-                self._warned = True
-                print(f"warning: rank 0: TrainJob progress not delivered to {self.url}: {error}; training goes on, "
-                      "and later failures are not printed", file=sys.stderr, flush=True)
+            if error is not None:
+                self._warn(error)
+
+    def _warn(self, reason: str) -> None:
+        with self._lock:
+            if self._warned:
+                return
+            self._warned = True
+        print(f"warning: rank 0: TrainJob progress not delivered to {self.url}: {reason}; training goes on, and later "
+              "failures are not printed", file=sys.stderr, flush=True)
 
     def _post(self, status: dict[str, Any]) -> str | None:
         """One POST; None on success, else why not. http.client rather than urllib: no proxy from the

@@ -30,8 +30,9 @@ def throwaway_ca(folder: Path, name: str = "kubetrain run-local") -> ServerTLS:
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
     folder.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc)
-    valid = {"not_valid_before": now - datetime.timedelta(minutes=5), "not_valid_after": now + datetime.timedelta(days=2)}
+    now = datetime.datetime.now(datetime.UTC)
+    valid = {"not_valid_before": now - datetime.timedelta(minutes=5),
+             "not_valid_after": now + datetime.timedelta(days=2)}
 
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name} CA")])

@@ -192,8 +192,8 @@ def _status_endpoint(status_object: dict[str, Any] | None, workdir: Path) -> tup
     try:
         from kubetrain.local.certificates import throwaway_ca
     except ImportError:  # cryptography is missing: the job runs, without its endpoint
-        return None, ["no status endpoint: it needs the `cryptography` package (pip install -e '.[train]'); "
-                      "the job runs without it, as on a cluster without the TrainJobStatus feature gate"]
+        return None, [("no status endpoint: it needs the `cryptography` package (pip install -e '.[train]'); "
+                       "the job runs without it, as on a cluster without the TrainJobStatus feature gate")]
     tls = throwaway_ca(workdir / "status-endpoint")
     return StatusEndpointPlan(status_object, free_port(), secrets.token_urlsafe(32), tls), []
 

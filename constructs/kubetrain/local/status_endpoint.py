@@ -27,6 +27,7 @@ from training.progress import INT32_MAX, status_path
 
 MAX_BODY = 1 << 16  # the Trainer's maxBodySize
 READ_TIMEOUT_S = 10.0  # the Trainer's readTimeout
+_DISCARD_LIMIT = 1 << 20
 _ANY_STATUS_PATH = re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/[^/]+/trainjobs/[^/]+/status$")
 # time.RFC3339 as Go parses it: fractional seconds allowed, a zone required.
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
@@ -176,7 +177,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         endpoint = self.server.endpoint
         length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length <= MAX_BODY else None
+        # A body over the limit is read and dropped (as Go's server discards an unread one, up to a bound), so the
+        # client gets its 413 instead of a reset connection.
+        body = self.rfile.read(length) if length <= _DISCARD_LIMIT else None
+        body = body if body is not None and len(body) <= MAX_BODY else None
         code, reply = endpoint.answer(self.command, self.path, self.headers.get("Authorization", ""), body)
         if code != 200:
             endpoint.on_refused(code, reply["message"])
