@@ -173,7 +173,8 @@ def test_restarts_follow_the_operator(tmp_path):
     # Two starts of the trainer, one per pod attempt, each crashing at step 3 after logging steps 1 and 2.
     summary = result.stdout.splitlines()[-1]
     assert re.fullmatch(rf"\[run-local\] c/crashy(-[0-9a-f]{{8}})? failed \(exit {EXIT_RETRY}\) after \d+\.\d s: "
-                        r"stopped at step 2, final loss \d+\.\d{4}, 0 checkpoints, 1 restart \(1 of a pod\)", summary), summary
+                        r"stopped at step 2, final loss \d+\.\d{4}, 0 checkpoints, 1 restart \(1 of a pod\)",
+                        summary), summary
     result = kubetrain("run-local", "c/crashy", "--workdir", str(tmp_path / "w2"), "--dist", dist)
     assert result.returncode == 0 and "restarts it" not in result.stdout
     finished = metrics(result.stdout)[-1]
