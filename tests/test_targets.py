@@ -63,6 +63,12 @@ def test_indexed_job_sets_torchruns_variables_itself():
 @pytest.mark.parametrize(("target", "overrides", "expected"), [
     (TrainJob(), {"env": {"PET_NNODES": "2"}}, ("KT105", "env.PET_NNODES")),
     (TrainJob(), {"env": {"KUBEFLOW_TRAINER_SERVER_TOKEN": "/t"}}, ("KT105", "env.KUBEFLOW_TRAINER_SERVER_TOKEN")),
+    (TrainJob(), {"volumes": [{"name": "kubeflow-trainer-token", "claim": "ckpt", "mount_path": "/ckpt"}]},
+     ("KT219", "volumes.0.name")),
+    (TrainJob(), {"volumes": [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"},
+                                 {"name": "mine", "secret": "mine",
+                                  "mount_path": "/var/run/secrets/kubeflow/trainer"}]},
+     ("KT219", "volumes.1.mount_path")),
     (TrainJob(), {"elastic": {"min_nodes": 1}}, ("KT701", "elastic")),
     (IndexedJob(), {"workload": {"kind": "command", "command": ["run.sh"], "launcher": "none"}},
      ("KT701", "workload.launcher")),

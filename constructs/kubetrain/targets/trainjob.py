@@ -20,10 +20,13 @@ pkg/webhooks.)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
+from kubetrain.rules.registry import register
+from kubetrain.rules.sources import TRAINER_STATUS
 from kubetrain.targets.base import LocalPlan, LocalReplica, Target, fail_job_exit_codes
 from training.problems import Problem
 from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
@@ -37,6 +40,17 @@ MASTER_PORT = 29500
 # upserted over whatever the container sets.
 INJECTED = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT",
             ENV_URL, ENV_CA_CERT, ENV_TOKEN}
+# What the TrainJobStatus plugin adds to every trainer container: upserted by volume name and by mount path, so a
+# volume of the job with either is replaced without a word.
+STATUS_VOLUME = "kubeflow-trainer-token"
+STATUS_MOUNT = PurePosixPath("/var/run/secrets/kubeflow/trainer")
+STATUS_MOUNT_TAKEN = register(
+    "KT219", "error", "volume where Kubeflow Trainer mounts its status endpoint's token",
+    rationale="With the TrainJobStatus feature gate (Trainer >= 2.2) the controller upserts a projected volume named "
+              f"{STATUS_VOLUME} (a service account token and the endpoint's CA) at {STATUS_MOUNT} into every trainer "
+              "container, matching volumes by name and mounts by path: a job's volume of that name, or mounted at that "
+              "path, is silently replaced, and one mounted below it lands in a read-only projected volume.",
+    fix="rename the volume, or mount it elsewhere", source=TRAINER_STATUS, targets=("trainjob",))
 # Argo CD applies lower waves first and waits for them: the runtime must exist when the job is admitted.
 RUNTIME_WAVE = {"argocd.argoproj.io/sync-wave": "-1"}
 # The launcher exits 2 for a bad run config: fail the whole job at once; other failures are retried.
@@ -80,6 +94,13 @@ class TrainJob(Target):
         if not job.launched_by_torchrun:
             yield Problem("KT701", "workload.launcher", "the Trainer controller only injects PET_* variables, which "
                           "only torchrun reads", "launch the command with torchrun")
+        for i, volume in enumerate(job.props.volumes):
+            if volume.name == STATUS_VOLUME:
+                yield Problem(STATUS_MOUNT_TAKEN.code, f"volumes.{i}.name", f"{STATUS_VOLUME} is the name of the "
+                              "Trainer's status token volume, which replaces this one", "rename the volume")
+            if PurePosixPath(volume.mount_path).is_relative_to(STATUS_MOUNT):
+                yield Problem(STATUS_MOUNT_TAKEN.code, f"volumes.{i}.mount_path", f"{volume.mount_path} is where the "
+                              "Trainer mounts its status endpoint's token and CA", f"mount it outside {STATUS_MOUNT}")
 
     def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
         props, labels = job.props, job.labels
