@@ -8,11 +8,11 @@ from kubetrain import (
     Elastic,
     IndexedJob,
     NodeResources,
+    PyTorchJob,
     RunConfig,
     Trainer,
     TrainingJob,
     TrainingJobProps,
-    TrainJob,
     k8s,
 )
 
@@ -48,17 +48,19 @@ def define(app: App) -> Cluster:
     checkpoints = ClaimVolume(name="checkpoints", claim="checkpoints", mount_path="/checkpoints")
     laptop = NodeResources(cpu="2", memory="4Gi", shm="512Mi")
 
-    # A Master and a Worker, one rank each.
+    # Two pods, one rank each, as a Kubeflow Trainer v2 TrainJob (the default target) on a TrainingRuntime.
     TrainingJob(cluster, "tiny-gpt", TrainingJobProps(
         name="tiny-gpt", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],
         workload=Trainer(run=tiny_gpt_run("/checkpoints/tiny-gpt"))))
-    # Two Workers that keep training if one is lost for good: batch 16 divides at 1 and 2 ranks.
+    # Two Workers that keep training if one is lost for good (batch 16 divides at 1 and 2 ranks): elastic
+    # membership is the training operator v1's PyTorchJob.
     TrainingJob(cluster, "tiny-gpt-elastic", TrainingJobProps(
         name="tiny-gpt-elastic", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],
-        elastic=Elastic(min_nodes=1), workload=Trainer(run=tiny_gpt_run("/checkpoints/tiny-gpt-elastic"))))
-    # The same job on the other launch targets: Kubeflow Trainer v2, and a plain Indexed Job for
-    # clusters without a training operator.
-    for name, target in (("tiny-gpt-trainjob", TrainJob()), ("tiny-gpt-indexed", IndexedJob())):
+        target=PyTorchJob(), elastic=Elastic(min_nodes=1),
+        workload=Trainer(run=tiny_gpt_run("/checkpoints/tiny-gpt-elastic"))))
+    # The same job on the other launch targets: a PyTorchJob (a Master and a Worker), and a plain Indexed Job
+    # for clusters without a training operator.
+    for name, target in (("tiny-gpt-pytorchjob", PyTorchJob()), ("tiny-gpt-indexed", IndexedJob())):
         TrainingJob(cluster, name, TrainingJobProps(
             name=name, image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],
             target=target, workload=Trainer(run=tiny_gpt_run(f"/checkpoints/{name}"))))

@@ -103,7 +103,7 @@ def define(app: App) -> Cluster:
         **{**on_p5, "queue": research_queue, "nodes": 4}, workload=Trainer(run=gpt_1b("gpt-1b-lr-ablation", 6e-4, 6e-5))))
 
     # Megatron-LM's GPT pretraining, as AWS's EKS examples run it: torchrun's flags come from the
-    # PyTorchJob contract, the script and its arguments are Megatron's own.
+    # TrainJob contract, the script and its arguments are Megatron's own.
     checkpoints = "/fsx/checkpoints/megatron-gpt"
     TrainingJob(cluster, "megatron-gpt", TrainingJobProps(
         name="megatron-gpt", image="nvcr.io/nvidia/pytorch:25.04-py3",

@@ -23,6 +23,7 @@ from kubetrain import (
     Elastic,
     LocalQueue,
     NodeResources,
+    PyTorchJob,
     Quota,
     ResourceFlavor,
     Topology,
@@ -136,7 +137,7 @@ def test_a_job_that_fits_only_by_borrowing_compiles_with_a_warning_naming_the_co
     assert warning.startswith("warning: prod/ml/borrower: queue: ClusterQueue small admits it only by borrowing: "
                               "32 nvidia.com/gpu in flavor p5 against a nominal quota of 16, the rest lent by "
                               "cohort org") and "[KT442]" in warning
-    assert (root / "dist" / "prod" / "ml" / "PyTorchJob.borrower.yaml").is_file()
+    assert (root / "dist" / "prod" / "ml" / "TrainJob.borrower.yaml").is_file()
     assert kubetrain("synth", "--app", "fleet", "--strict", cwd=root).returncode == 2
 
 
@@ -182,8 +183,8 @@ def test_a_static_pool_holds_its_static_nodes_and_an_elastic_job_its_fewest_pods
     c = cluster()
     pool = EfaNodePool(c, "p5", **P5, max_nodes=16, static_nodes=2)
     job(c, "static", pool, nodes=4)
-    job(c, "elastic-ok", pool, nodes=4, elastic=Elastic(min_nodes=2))
-    job(c, "elastic-never", pool, nodes=4, elastic=Elastic(min_nodes=3))
+    job(c, "elastic-ok", pool, nodes=4, elastic=Elastic(min_nodes=2), target=PyTorchJob())
+    job(c, "elastic-never", pool, nodes=4, elastic=Elastic(min_nodes=3), target=PyTorchJob())
     assert codes(c) == [("KT440", "nodes"), ("KT440", "elastic.min_nodes")]
     assert "at most 2 (static_nodes" in found(c)[0][2]
 
@@ -193,13 +194,13 @@ def test_a_required_domain_known_too_small_is_refused():
     pool = EfaNodePool(c, "p5", **P5, max_nodes=16, static_nodes=16, topology_domain_nodes={LAYER_3: 4})
     queue = LocalQueue(c, "q", cluster_queue=ClusterQueue(c, "q", flavors=[
         ResourceFlavor(c, "p5", pool=pool, topology=Topology(c, "net"))]))
-    # PyTorchJob pod sets are placed apart: master 1, workers nodes - 1, each within one domain
-    job(c, "fits-layer", pool, nodes=5, queue=queue, placement=TopologyPlacement(level=LAYER_3))
-    job(c, "too-wide", pool, nodes=6, queue=queue, placement=TopologyPlacement(level=LAYER_3))
+    # A TrainJob's pods are one pod set (the runtime's replicated job `node`), all within one domain
+    job(c, "fits-layer", pool, nodes=4, queue=queue, placement=TopologyPlacement(level=LAYER_3))
+    job(c, "too-wide", pool, nodes=5, queue=queue, placement=TopologyPlacement(level=LAYER_3))
     job(c, "one-host", pool, nodes=3, queue=queue, placement=TopologyPlacement(level="kubernetes.io/hostname"))
     job(c, "preferred", pool, nodes=6, queue=queue, placement=TopologyPlacement(level=LAYER_3, mode="preferred"))
     assert codes(c) == [("KT447", "placement.level")] * 2
-    assert "pod set worker needs 5 nodes in one topology.k8s.aws/network-node-layer-3 domain; pool p5 has at most " \
+    assert "pod set node needs 5 nodes in one topology.k8s.aws/network-node-layer-3 domain; pool p5 has at most " \
            "4 in one" in found(c)[0][2]
 
 

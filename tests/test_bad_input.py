@@ -51,7 +51,8 @@ def test_valid_fleet_synthesizes(tmp_path):
     result = kubetrain("synth", "--app", "fleet", cwd=project)
     assert result.returncode == 0, result.stderr
     assert sorted(p for p in read_tree(project / "dist") if p.endswith(".yaml")) == [
-        "dev/_cluster/Namespace.ml.yaml", "dev/ml/ConfigMap.job-config.yaml", "dev/ml/PyTorchJob.job.yaml"]
+        "dev/_cluster/Namespace.ml.yaml", "dev/ml/ConfigMap.job-config.yaml", "dev/ml/TrainJob.job.yaml",
+        "dev/ml/TrainingRuntime.job-runtime.yaml"]
 
 
 @pytest.mark.parametrize(("kwargs", "expected"), [
@@ -102,7 +103,7 @@ def test_warnings_do_not_stop_synth_unless_strict(tmp_path):
     result = kubetrain("synth", "--app", "fleet", cwd=project)
     assert result.returncode == 0, result.stderr
     assert "warning: dev/ml/job: image: 'ghcr.io/org/img:latest' has the tag latest [KT119]" in result.stderr
-    assert (project / "dist" / "dev" / "ml" / "PyTorchJob.job.yaml").is_file()
+    assert (project / "dist" / "dev" / "ml" / "TrainJob.job.yaml").is_file()
     lines = synth_fails(project, "--strict")
     assert any("[KT119]" in line for line in lines)
 

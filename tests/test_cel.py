@@ -115,7 +115,7 @@ def test_topology_levels_must_be_unique_with_the_hostname_last():
 
 
 def test_trainjob_name_over_63_characters_fails_its_rule():
-    job = yaml.safe_load(dist_file("dev", "TrainJob", "tiny-gpt-trainjob").read_text())
+    job = yaml.safe_load(dist_file("dev", "TrainJob", "tiny-gpt").read_text())
     job["metadata"]["name"] = "t" * 64
     messages = [f[1] for f in findings(job) if f[2] == "KT604"]
     assert any("63" in m for m in messages), messages
@@ -190,7 +190,7 @@ def test_transition_rules_are_skipped_on_create_unless_old_self_is_optional():
     assert failures == [("spec.b", "grows (rule: oldSelf.hasValue() && self > oldSelf.value())"),
                         ("spec.c", "failed rule: self != 'oldSelf'")]
     # PyTorchJob's only rule is a transition rule: a committed job has none to fail.
-    job = yaml.safe_load(dist_file("dev", "PyTorchJob", "tiny-gpt").read_text())
+    job = yaml.safe_load(dist_file("dev", "PyTorchJob", "tiny-gpt-pytorchjob").read_text())
     job["spec"]["runPolicy"]["schedulingPolicy"] = {"queue": "other"}
     assert findings(job) == []
 

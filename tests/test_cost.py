@@ -25,6 +25,7 @@ from kubetrain import (
     InstanceType,
     NodeResources,
     PoolPricing,
+    PyTorchJob,
     RunConfig,
     Trainer,
     TrainingJob,
@@ -223,7 +224,7 @@ def test_an_elastic_job_shows_its_range_at_one_price(tmp_path: Path) -> None:
     app = App()
     cluster = Cluster(app, "prod", kubernetes_version="1.33", namespaces=["ml"])
     pool = EfaNodePool(cluster, "p5", **P5_POOL)
-    _job(cluster, "elastic", pool, nodes=4, elastic=Elastic(min_nodes=2),
+    _job(cluster, "elastic", pool, nodes=4, elastic=Elastic(min_nodes=2), target=PyTorchJob(),
          workload=Trainer(run=_run().model_copy(update={"batch": _run().batch.model_copy(
              update={"global_size": 384})})))
     row = _costs(app, tmp_path / "dist")["elastic"]

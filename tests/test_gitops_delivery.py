@@ -105,14 +105,14 @@ def test_waves_and_sync_options(delivered: dict[Path, dict]) -> None:
         return _at(delivered, path)["metadata"]["annotations"]
 
     assert annotations("dev/_cluster/Namespace.ml-dev.yaml")[waves.WAVE_ANNOTATION] == "0"
-    job = annotations(str(dist_file("dev", "PyTorchJob", "tiny-gpt").relative_to(ROOT / "dist")))
+    job = annotations(str(dist_file("dev", "PyTorchJob", "tiny-gpt-pytorchjob").relative_to(ROOT / "dist")))
     # A claim comes with its consumer: a WaitForFirstConsumer claim would hold an earlier wave forever.
     assert job[waves.WAVE_ANNOTATION] == annotations("dev/ml-dev/PersistentVolumeClaim.checkpoints.yaml")[
         waves.WAVE_ANNOTATION]
     assert int(annotations("dev/ml-dev/LocalQueue.training.yaml")[waves.WAVE_ANNOTATION]) < int(
         job[waves.WAVE_ANNOTATION])
     assert job[SYNC_OPTIONS_ANNOTATION] == "SkipDryRunOnMissingResource=true"  # its CRD comes with the operator
-    run = dist_file("dev", "PyTorchJob", "tiny-gpt").name.split(".")[1]
+    run = dist_file("dev", "PyTorchJob", "tiny-gpt-pytorchjob").name.split(".")[1]
     assert SYNC_OPTIONS_ANNOTATION not in annotations(f"dev/ml-dev/ConfigMap.{run}-config.yaml")
 
 
@@ -166,6 +166,6 @@ def test_offline_sync_check_finds_what_argo_cd_would_refuse(delivered: dict[Path
     problems = "\n".join(plan.check(tmp_path, _write(broken, tmp_path)))
     assert "TrainJob ml-dev/llama (wave 5) needs kubetrain-dev: LocalQueue ml-dev/training (wave 9)" in problems
     assert "namespaced kind apps/DaemonSet is not allowed" in problems
-    megatron = dist_file("prod", "PyTorchJob", "megatron-gpt").name
+    megatron = dist_file("prod", "TrainJob", "megatron-gpt").name
     assert f"{megatron}: belongs to 2 Applications (kubetrain-prod, prod-again)" in problems
     assert "the Argo CD objects are inside Application argocd-self's source" in problems

@@ -9,7 +9,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubetrain import App, ClaimVolume, Cluster, NodeResources, Trainer, TrainingJob, TrainingJobProps
+from kubetrain import (
+    App,
+    ClaimVolume,
+    Cluster,
+    NodeResources,
+    PyTorchJob,
+    Trainer,
+    TrainingJob,
+    TrainingJobProps,
+)
 from kubetrain.cli import app as cli
 from kubetrain.gitops.diff import COMMENT_MARKER, FieldChange, Key, ObjectChange, Report, render_markdown
 from kubetrain.output.manifests import synth
@@ -25,7 +34,7 @@ def _fleet(nodes: int) -> App:
     cluster = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"])
     TrainingJob(cluster, "gpt", TrainingJobProps(
         name="gpt", image=IMAGE, nodes=nodes, procs_per_node=1, resources=NodeResources(cpu="2", memory="4Gi"),
-        volumes=[ClaimVolume(name="checkpoints", claim="checkpoints", mount_path="/checkpoints")],
+        volumes=[ClaimVolume(name="checkpoints", claim="checkpoints", mount_path="/checkpoints")], target=PyTorchJob(),
         workload=Trainer(run=tiny_gpt_run("/checkpoints/gpt"))))
     return app
 
@@ -158,7 +167,7 @@ def test_a_create_once_fleet_shows_the_new_run_and_the_old_ones_removal(tmp_path
         TrainingJob(cluster, "gpt", TrainingJobProps(
             name="gpt", image=IMAGE, nodes=nodes, procs_per_node=1, resources=NodeResources(cpu="2", memory="4Gi"),
             volumes=[ClaimVolume(name="checkpoints", claim="checkpoints", mount_path="/checkpoints")],
-            workload=Trainer(run=tiny_gpt_run("/checkpoints/gpt"))))
+            target=PyTorchJob(), workload=Trainer(run=tiny_gpt_run("/checkpoints/gpt"))))
         return app
 
     _git(tmp_path, "init", "-q", "-b", "main")

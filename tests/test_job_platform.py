@@ -11,6 +11,7 @@ from kubetrain import (
     ClusterQueue,
     EfaNodePool,
     LocalQueue,
+    PyTorchJob,
     ResourceFlavor,
     S3Bucket,
     Topology,
@@ -31,7 +32,7 @@ def fleet(**job: Any) -> tuple[dict[str, dict], list[tuple[str, str]]]:
     flavor = ResourceFlavor(cluster, "p5", pool=pool, topology=Topology(cluster, "net"))
     queue = LocalQueue(cluster, "training", namespace="ml", cluster_queue=ClusterQueue(cluster, "q", flavors=[flavor]))
     bucket = S3Bucket(cluster, "bucket", namespace="ml", bucket_name="corp-data", region="us-west-2")
-    props = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "pool": pool, "queue": queue,
+    props = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "pool": pool, "queue": queue, "target": PyTorchJob(),
              "resources": {"cpu": "96", "memory": "1000Gi", "accelerators": 8, "efa": 32},
              "volumes": [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}],
              "workload": {"kind": "trainer", "run": RUN}}
@@ -137,7 +138,7 @@ def test_a_volcano_queue_gangs_the_pods_through_the_operator():
     app = App()
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
     TrainingJob(cluster, "job", {"image": "img:1", "nodes": 3, "procs_per_node": 1, "queue": VolcanoQueue(
-        cluster, "research"), "resources": {"cpu": "2", "memory": "4Gi"},
+        cluster, "research"), "resources": {"cpu": "2", "memory": "4Gi"}, "target": PyTorchJob(),
         "workload": {"kind": "command", "command": ["train.py"]}})
     assert not diagnostics(app).errors
     objects = render_objects(app)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from kubetrain import App, ArgoCd, Cluster, NcclTest, TrainingJob
 from kubetrain.diagnostics import diagnostics
+from kubetrain.platform.kueue import ClusterQueue, ResourceFlavor
 from kubetrain.platform.monitoring import DcgmExporter, TrainingPodMonitor
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 from kubetrain.platform.queues import TopologyPlacement
@@ -77,6 +78,12 @@ CASES = [
     ("volcano resource name", lambda a, c: VolcanoQueue(c, "q", capability={"gpus": "8"}), "capability.gpus.[key]"),
     ("volcano quantity", lambda a, c: VolcanoQueue(c, "q", capability={"cpu": "lots"}), "capability.cpu"),
     ("topology level", lambda a, c: TopologyPlacement(level="not a label!"), "level"),
+    ("quota of no resource", lambda a, c: ClusterQueue(c, "cq", flavors=[ResourceFlavor(c, "cpu", pool=CpuNodePool(
+        c, "cpu", **CPU))], quotas={"cpu": {"gpus": "8"}}), "quotas.cpu.gpus.[key]"),
+    ("flavor listed twice", lambda a, c: ClusterQueue(c, "cq", flavors=[f := ResourceFlavor(c, "cpu", pool=CpuNodePool(
+        c, "cpu", **CPU)), f]), "flavors"),
+    ("topology domain of no label", lambda a, c: EfaNodePool(c, "p5", **{**P5, "topology_domain_nodes": {
+        "not a label": 4}}), "topology_domain_nodes.not a label.[key]"),
     # Argo CD delivery
     ("argocd server not a URL", lambda a, c: ArgoCd(a, "argocd", repo_url=REPO, destinations={
         "c": {"server": "prod-cluster"}}), "destinations.c.server"),

@@ -31,7 +31,7 @@ TOKEN = "a-projected-token"
 
 @pytest.fixture
 def trainjob() -> dict:
-    return yaml.safe_load(dist_file("dev", "TrainJob", "tiny-gpt-trainjob").read_text())
+    return yaml.safe_load(dist_file("dev", "TrainJob", "tiny-gpt").read_text())
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_the_endpoint_answers_as_the_trainers_does(trainjob, tls):
         # The token: missing, wrong, or this job's token on another job's endpoint.
         assert post(url, ca, payload(**good), authorization=None)[0] == 403
         assert post(url, ca, payload(**good), authorization="Bearer another")[0] == 403
-        other = url.replace("/trainjobs/tiny-gpt-trainjob", "/trainjobs/other")
+        other = url.replace(f"/trainjobs/{trainjob['metadata']['name']}/", "/trainjobs/other/")
         assert post(other, ca, payload(**good))[0] == 403
         assert post(url, ca, b"", path="/apis/other")[0] == 404
         assert post(url, ca, b"", method="GET")[0] == 405
@@ -156,7 +156,7 @@ class _HangingServer:
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.socket.getsockname()[1]}/apis/trainer.kubeflow.org/v1alpha1/namespaces/" \
-               "ml-dev/trainjobs/tiny-gpt-trainjob/status"
+               "ml-dev/trainjobs/tiny-gpt/status"
 
     def close(self):
         self.socket.close()
@@ -278,7 +278,7 @@ def test_a_broken_endpoint_does_not_slow_a_two_rank_run(tls, tmp_path, failure):
         server = _HangingServer()
         url, close = server.url, server.close
     else:
-        endpoint = StatusEndpoint({"metadata": {"namespace": "ml-dev", "name": "tiny-gpt-trainjob"}}, tls, TOKEN)
+        endpoint = StatusEndpoint({"metadata": {"namespace": "ml-dev", "name": "tiny-gpt"}}, tls, TOKEN)
         endpoint.answer = lambda *request: (500, {"message": "Internal error"})
         url, close = endpoint.start().url, endpoint.stop
     try:

@@ -7,7 +7,16 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, kubetrain
-from kubetrain import App, Cluster, TrainingJob, TrainJob
+from kubetrain import (
+    App,
+    Cluster,
+    ClusterQueue,
+    CpuNodePool,
+    LocalQueue,
+    PyTorchJob,
+    ResourceFlavor,
+    TrainingJob,
+)
 from kubetrain.diagnostics import diagnostics
 from kubetrain.rules.catalog import every_rule, markdown_table
 
@@ -33,6 +42,12 @@ def megatron(**parallelism: int) -> dict[str, Any]:
 def findings(props: dict[str, Any], name: str = "job") -> list[tuple[str, str]]:
     app = App()
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    if props.get("queue") == "KUEUE":  # a Kueue LocalQueue over a CPU pool that holds the job
+        pool = CpuNodePool(cluster, "cpu", instance_types=["m5.4xlarge"], zones=["us-west-2a"],
+                           subnet_ids=["subnet-00000001"], security_group_ids=["sg-00000001"], role="NodeRole",
+                           max_nodes=4)
+        queue = ClusterQueue(cluster, "q", flavors=[ResourceFlavor(cluster, "cpu", pool=pool)])
+        props = {**props, "pool": pool, "queue": LocalQueue(cluster, "q", cluster_queue=queue)}
     TrainingJob(cluster, name, props)
     return [(f.problem.code, f.problem.path) for f in diagnostics(app).findings]
 
@@ -147,9 +162,10 @@ CASES = [
      command(["pretrain_gpt.py", "--tensor-model-parallel-size", "8"])),
     ("KT122", command(["pretrain_gpt.py", "--micro-batch-size", "3", "--global-batch-size", "500"]),
      "workload.command", command(["pretrain_gpt.py", "--micro-batch-size", "2", "--global-batch-size", "512"])),
-    ("KT143", run(CPU, metrics={"port": 23456}), "workload.run.metrics.port", run(CPU, metrics={"port": 23457})),
-    ("KT143", {**run(CPU, metrics={"port": 29500}), "target": TrainJob()}, "workload.run.metrics.port",
-     {**run(CPU, metrics={"port": 23456}), "target": TrainJob()}),
+    ("KT143", run(CPU, metrics={"port": 29500}), "workload.run.metrics.port", run(CPU, metrics={"port": 23456})),
+    ("KT143", {**run(CPU, metrics={"port": 23456}), "target": PyTorchJob()}, "workload.run.metrics.port",
+     {**run(CPU, metrics={"port": 29500}), "target": PyTorchJob()}),
+    ("KT703", {**CPU, "target": PyTorchJob(), "queue": "KUEUE"}, "target", {**CPU, "queue": "KUEUE"}),
     ("KT144", {**P5, "pod": {"node_selector": {"node.kubernetes.io/instance-type": "p4d.24xlarge"}}},
      "pod.node_selector.node.kubernetes.io/instance-type", {**P5, "pod": {"node_selector": {"team": "llm"}}}),
     ("KT201", run(CPU, batch={"global_size": 5, "micro_size": 1}), "workload.run.batch.global_size", CPU),

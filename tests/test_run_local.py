@@ -35,10 +35,10 @@ def test_dev_job_trains_from_dist(tmp_path):
     assert steps[-1]["loss"] < steps[0]["loss"] - 1.0
     assert records[-1]["event"] == "finished" and records[-1]["step"] == 30
     digests = records[-1]["weights_sha256_per_rank"]
-    assert len(digests) == 2 and len(set(digests)) == 1  # a Master and a Worker, one rank each
+    assert len(digests) == 2 and len(set(digests)) == 1  # the TrainJob's two nodes, one rank each
     checkpoints = tmp_path / "volumes" / "checkpoints" / "tiny-gpt"
     assert sorted(p.name for p in checkpoints.glob("step-*")) == ["step-00000020", "step-00000030"]  # keep: 2
-    assert (tmp_path / "pods" / "worker-0" / "kubetrain-config" / "run.yaml").is_file()
+    assert (tmp_path / "pods" / "node-0-1" / "kubetrain-config" / "run.yaml").is_file()
     # The last line sums the run up from rank 0's records: steps, final loss, time, checkpoints of each tier.
     saves = [r.get("tier", "durable") for r in records if r["event"] == "checkpoint"]
     assert saves.count("durable") == 3 and saves.count("local") >= 1
@@ -62,7 +62,7 @@ def test_dev_command_job_trains_from_dist(tmp_path):
 
 def test_pods_get_the_operator_environment_and_the_callers(tmp_path, monkeypatch):
     monkeypatch.setenv("KUBETRAIN_CALLER_MARK", "kept")
-    job = plan_job(find_job(ROOT / "dist", "tiny-gpt"), tmp_path, steps=5, overrides=["seed=3"])
+    job = plan_job(find_job(ROOT / "dist", "tiny-gpt-pytorchjob"), tmp_path, steps=5, overrides=["seed=3"])
     assert [p.name for p in job.pods] == ["master-0", "worker-0"] and job.backoff_limit == 3
     for rank, pod in enumerate(job.pods):
         assert pod.env["KUBETRAIN_CALLER_MARK"] == "kept" and pod.restart_policy == "ExitCode"
@@ -75,7 +75,7 @@ def test_pods_get_the_operator_environment_and_the_callers(tmp_path, monkeypatch
         assert f"--rdzv-endpoint=127.0.0.1:{pod.env['MASTER_PORT']}" in pod.command
         sets = [pod.command[i + 1] for i, arg in enumerate(pod.command) if arg == "--set"]
         assert sets[:3] == ["seed=3", "max_steps=5",
-                            f"checkpoint.dir={(tmp_path / 'volumes' / 'checkpoints').resolve()}/tiny-gpt"]
+                            f"checkpoint.dir={(tmp_path / 'volumes' / 'checkpoints').resolve()}/tiny-gpt-pytorchjob"]
         # The fast tier on the pod's own emptyDir, and a metrics port of its own on this shared machine.
         assert sets[3] == f"checkpoint.local_dir={(tmp_path / 'pods' / pod.name / 'kubetrain-local-ckpt').resolve()}"
         assert sets[4].startswith("metrics.port=") and len(sets) == 5
@@ -128,9 +128,9 @@ def test_unknown_job_and_broken_manifest(tmp_path):
     assert result.returncode == 2 and "no job named 'nope'" in result.stderr
     dist = tmp_path / "dist"
     shutil.copytree(ROOT / "dist" / "dev", dist / "dev")
-    job = dist / "dev" / "ml-dev" / dist_file("dev", "PyTorchJob", "tiny-gpt").name
+    job = dist / "dev" / "ml-dev" / dist_file("dev", "PyTorchJob", "tiny-gpt-pytorchjob").name
     job.write_text("<<<<<<< HEAD\n" + job.read_text() + "=======\n>>>>>>> branch\n")
-    result = kubetrain("run-local", "dev/tiny-gpt", "--workdir", str(tmp_path / "w"), "--dist", str(dist))
+    result = kubetrain("run-local", "dev/tiny-gpt-pytorchjob", "--workdir", str(tmp_path / "w"), "--dist", str(dist))
     assert result.returncode == 2 and "Traceback" not in result.stderr and "cannot read" in result.stderr
 
 
@@ -141,12 +141,13 @@ def test_kubernetes_variable_references_are_expanded():
 
 
 RESTART_FLEET = '''
-from kubetrain import App, Cluster, TrainingJob
+from kubetrain import App, Cluster, PyTorchJob, TrainingJob
 
 def build():
     app = App()
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
     TrainingJob(cluster, "crashy", image="img:1", nodes=1, procs_per_node=1, max_restarts=0, backoff_limit=1,
+                target=PyTorchJob(),
                 resources={"cpu": "1", "memory": "2Gi", "shm": "256Mi"},
                 volumes=[{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}],
                 workload={"kind": "trainer", "run": {
@@ -184,7 +185,7 @@ def test_restarts_follow_the_operator(tmp_path):
 
 def test_launcher_fails_a_bad_config_at_once_without_torchrun(tmp_path):
     """The pod's launcher script checks the run config before torchrun: exit 2, which ExitCode never retries."""
-    job = yaml.safe_load(dist_file("dev", "PyTorchJob", "tiny-gpt").read_text())
+    job = yaml.safe_load(dist_file("dev", "PyTorchJob", "tiny-gpt-pytorchjob").read_text())
     command = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
     (tmp_path / "run.yaml").write_text("batch: {global_size: 4, micro_size: 1}\nmax_steps: 1\noptimiser: {}\n")
     (tmp_path / "bin").mkdir()

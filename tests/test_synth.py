@@ -40,11 +40,11 @@ def test_synth_is_byte_identical_across_runs(synthesized, tmp_path):
 
 
 def test_one_file_per_object_under_cluster_and_namespace(synthesized):
-    job = dist_file("dev", "PyTorchJob", "tiny-gpt")
+    job = dist_file("dev", "PyTorchJob", "tiny-gpt-pytorchjob")
     assert str(job.relative_to(ROOT / "dist")) in synthesized
     assert f"dev/ml-dev/ConfigMap.{job.name.split('.')[1]}-config.yaml" in synthesized
     assert "dev/_cluster/Namespace.ml-dev.yaml" in synthesized
-    assert str(dist_file("prod", "PyTorchJob", "gpt-1b-fsdp").relative_to(ROOT / "dist")) in synthesized
+    assert str(dist_file("prod", "TrainJob", "gpt-1b-fsdp").relative_to(ROOT / "dist")) in synthesized
     for path, text in synthesized.items():
         if path == ".kubetrain-synth":
             continue
@@ -98,7 +98,7 @@ def test_render_steps_run_after_every_chart_and_their_objects_are_validated(tmp_
                for path, text in written.items() if path.name != "ConfigMap.added.yaml")
 
     broken = build()
-    job = dist_file("dev", "PyTorchJob", "tiny-gpt").relative_to(ROOT / "dist")
+    job = dist_file("dev", "PyTorchJob", "tiny-gpt-pytorchjob").relative_to(ROOT / "dist")
     add_render_step(broken, lambda objects: objects[job]["spec"].update({"runPolicyy": {}}))
     with pytest.raises(ConfigError) as raised:
         synth(broken, tmp_path / "never")

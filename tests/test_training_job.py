@@ -1,4 +1,4 @@
-"""TrainingJob compiles into what its target's operator expects (shared/domain-facts.md section 1)."""
+"""TrainingJob compiles into what its target's operator expects (kubeflow/trainer v1.9.4's PyTorchJob contract)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from kubetrain import (
     JsonPatch,
     NodeResources,
     PodSettings,
+    PyTorchJob,
     SecurityContext,
     Toleration,
     Trainer,
@@ -29,10 +30,12 @@ from training.config import RunConfig, load_run_config
 
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
 VOLUMES = [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}]
-GPU_JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge",
+# The PyTorchJob target's contract is what most tests here read; the TrainJob default is tested with the others.
+GPU_JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge", "target": PyTorchJob(),
            "resources": {"cpu": "96", "memory": "1000Gi", "accelerators": 8, "efa": 32}, "volumes": VOLUMES,
            "workload": {"kind": "trainer", "run": RUN}}
 CPU_JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 1, "resources": {"cpu": "2", "memory": "4Gi"},
+           "target": PyTorchJob(),
            "volumes": VOLUMES, "workload": {"kind": "trainer", "run": {**RUN, "batch": {"global_size": 4,
                                                                                        "micro_size": 1}}}}
 
@@ -114,7 +117,7 @@ def test_config_change_changes_the_pod_template_hash():
 def test_typed_props_and_dicts_build_the_same_job():
     typed = TrainingJobProps(
         name="job", image="img:1", nodes=2, procs_per_node=1, resources=NodeResources(cpu="2", memory="4Gi"),
-        volumes=[ClaimVolume(name="ckpt", claim="ckpt", mount_path="/ckpt")],
+        volumes=[ClaimVolume(name="ckpt", claim="ckpt", mount_path="/ckpt")], target=PyTorchJob(),
         workload=Trainer(run=RunConfig.model_validate(CPU_JOB["workload"]["run"])))
     assert _render(typed) == _render(CPU_JOB)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from conftest import dist_file, kubetrain
 
-JOB = dist_file("dev", "PyTorchJob", "tiny-gpt")
+JOB = dist_file("dev", "PyTorchJob", "tiny-gpt-pytorchjob")
 
 
 def write(tmp_path: Path, name: str, obj: dict) -> Path:

@@ -23,7 +23,7 @@ from kubetrain.cost.annotations import CostInputError, estimate_of, peak_flops_o
 from kubetrain.cost.prices import NodePrice, node_price, region_of
 from kubetrain.cost.props import Estimate, PoolPricing
 from kubetrain.gitops import waves
-from kubetrain.gitops.runs import RunShape, run_shape, runtime_pod_spec
+from kubetrain.gitops.runs import RunShape, run_shape, with_runtime
 from kubetrain.platform.instances import BUILTIN_CATALOG
 from training.config import RunConfig, parse_yaml
 from training.flops import attention_flops_per_token, flops_per_token, parameter_count
@@ -193,10 +193,9 @@ class _Dist:
         meta = obj["metadata"]
         namespace = meta.get("namespace", "")
         shape = run_shape(obj)
-        pod_spec = shape.pod_specs[0] if shape.pod_specs else {}
         if shape.runtime:
-            runtime = self.named.get((cluster, namespace, "TrainingRuntime", shape.runtime))
-            pod_spec = runtime_pod_spec(runtime) if runtime else pod_spec
+            shape = with_runtime(shape, self.named.get((cluster, namespace, "TrainingRuntime", shape.runtime)))
+        pod_spec = shape.pod_specs[0] if shape.pod_specs else {}
         selector = pod_spec.get("nodeSelector") or {}
         pool = self.pools.get((cluster, selector.get(NODEPOOL_LABEL, "")))
         notes: list[str] = []

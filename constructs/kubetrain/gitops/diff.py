@@ -25,7 +25,7 @@ import yaml
 from kubetrain.cost.annotations import CostInputError
 from kubetrain.cost.change import CostChange, markdown_lines, price_change, text_lines
 from kubetrain.gitops import waves
-from kubetrain.gitops.runs import run_shape
+from kubetrain.gitops.runs import RunShape, run_shape, with_runtime
 from kubetrain.output.validate import parse_documents
 
 JOB_LABEL = "kubetrain.dev/job"
@@ -232,9 +232,8 @@ def compare(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]], base
 
 # -- the training meaning -----------------------------------------------------------------------------
 
-def _run_facts(obj: dict[str, Any]) -> dict[str, str]:
-    """World size, GPUs, image and queue of one run object, as far as its kind says."""
-    shape = run_shape(obj)
+def _run_facts(shape: RunShape) -> dict[str, str]:
+    """World size, GPUs, image and queue of one run, as far as its kind says."""
     facts = {"pods": str(shape.pods)}
     if shape.elastic:
         facts["nodes"] = f"{shape.elastic[0]}-{shape.elastic[1]} (elastic)"
@@ -274,7 +273,11 @@ def _jobs(objects: dict[Key, dict[str, Any]], wanted: set[tuple[str, str, str]])
         if not job or (key.cluster, key.namespace, job) not in wanted:
             continue
         if (key.group, key.kind) in waves.IMMUTABLE_RUNS:
-            jobs.setdefault((key.cluster, key.namespace, job), {}).update(_run_facts(obj))
+            shape = run_shape(obj)
+            if shape.runtime:  # a TrainJob's pod is in its TrainingRuntime
+                runtime = Key(key.cluster, key.group, "TrainingRuntime", key.namespace, shape.runtime)
+                shape = with_runtime(shape, objects.get(runtime))
+            jobs.setdefault((key.cluster, key.namespace, job), {}).update(_run_facts(shape))
         elif key.kind == "ConfigMap":
             jobs.setdefault((key.cluster, key.namespace, job), {}).update(_config_facts(obj))
     return jobs

@@ -7,7 +7,7 @@ dist/ the same way. PyTorchJob and MPIJob (replica specs; an MPIJob's Launcher r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubetrain.gitops import waves
@@ -99,3 +99,18 @@ def runtime_pod_spec(runtime: dict[str, Any]) -> dict[str, Any]:
     replicated = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or [{}]
     job = ((replicated[0].get("template") or {}).get("spec") or {})
     return (job.get("template") or {}).get("spec") or {}
+
+
+def with_runtime(shape: RunShape, runtime: dict[str, Any] | None) -> RunShape:
+    """A TrainJob's shape with its TrainingRuntime's pod: the runtime's template holds what the TrainJob's
+    `trainer` does not override (kubetrain's TrainJobs keep the whole pod there, image and resources included)."""
+    if runtime is None or not shape.runtime:
+        return shape
+    pod = runtime_pod_spec(runtime)
+    container = (pod.get("containers") or [{}])[0]
+    own = shape.pod_specs[0]["containers"][0] if shape.pod_specs else {}
+    image = own.get("image") or container.get("image")
+    limits = (own.get("resources") or {}).get("limits") or _container_limits(pod)
+    accelerators, resource = _accelerators(limits)
+    return replace(shape, pod_specs=[pod] * (1 if shape.pod_specs else 0), accelerators_per_pod=accelerators,
+                   accelerator_resource=resource, images=[image] if image else [])

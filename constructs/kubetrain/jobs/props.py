@@ -318,9 +318,9 @@ class Elastic(StrictProps):
 # -- the job ------------------------------------------------------------------------------------
 
 def _default_target() -> Target:
-    from kubetrain.targets.pytorchjob import PyTorchJob
+    from kubetrain.targets.trainjob import TrainJob
 
-    return PyTorchJob()
+    return TrainJob()
 
 
 class TrainingJobProps(StrictProps):
@@ -339,7 +339,8 @@ class TrainingJobProps(StrictProps):
     volumes: list[Volume] = Field(default_factory=list, description="Volumes to mount (checkpoints, data, caches).")
     pod: PodSettings = Field(default_factory=PodSettings, description="Labels, scheduling, security, networking.")
     target: InstanceOf[Target] = Field(default_factory=_default_target,
-                                       description="The operator that runs it. Default: Kubeflow PyTorchJob.")
+                                       description="The operator that runs it. Default: Kubeflow Trainer v2's TrainJob "
+                                                   "(PyTorchJob() for elastic jobs or the training operator v1).")
     pool: InstanceOf[NodePool] | None = Field(None, description="The node pool the pods run on: the instance type, "
                                                                 "node selector and tolerations come from it, and "
                                                                 "the rules check the pods fit it.")

@@ -28,7 +28,7 @@ from kubetrain.names import Dns1123Label, Dns1123Subdomain
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, NodePool
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
-from kubetrain.quantity import Quantity, format_quantity, parse_quantity
+from kubetrain.quantity import Quantity, ResourceName, format_quantity, parse_quantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import KARPENTER_NODECLASS, KUEUE_JOBS, KUEUE_KEP, cite
 from kubetrain.strict import StrictProps
@@ -164,7 +164,7 @@ def _quotas(value: Any) -> Any:
             if isinstance(resources, Mapping) else resources for flavor, resources in value.items()}
 
 
-Quotas = Annotated[dict[str, dict[str, Quota]], BeforeValidator(_quotas)]
+Quotas = Annotated[dict[str, dict[ResourceName, Quota]], BeforeValidator(_quotas)]
 
 LIMITS_REFUSED = register(
     "KT451", "error", "quota limits Kueue refuses",
@@ -282,6 +282,10 @@ class ClusterQueueProps(StrictProps):
             raise rule_violation("KT003", f"cohort is a {type(self.cohort).__name__}, not a Cohort",
                                  "pass a Cohort object, or the name of a cohort defined outside the fleet",
                                  field="cohort")
+        names = [flavor.name for flavor in self.flavors]
+        if len(set(names)) != len(names):  # Kueue's webhook: a flavor at most once across resource groups
+            raise rule_violation("KT003", f"flavors name {', '.join(n for n in names if names.count(n) > 1)} more than "
+                                 "once", "list each ResourceFlavor once, in order of preference", field="flavors")
         _known_flavors(self.quotas, self.flavors, "queue")
         _check_limits(self.quotas, self.cohort is not None, "a cohort", lending_at_most_nominal=True)
         return self

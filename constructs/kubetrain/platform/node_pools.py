@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -40,7 +40,7 @@ from kubetrain.cluster import Cluster
 from kubetrain.cost import annotations as cost_annotations
 from kubetrain.cost.prices import node_price
 from kubetrain.cost.props import POOL_PRICING_INVALID, PoolPricing
-from kubetrain.names import Dns1123Label
+from kubetrain.names import Dns1123Label, LabelKey
 from kubetrain.platform.aws_ids import (
     AvailabilityZone,
     CapacityReservationId,
@@ -168,7 +168,7 @@ class NodePoolProps(StrictProps):
                                                                "(or capacity blocks) hold: the most nodes the pool "
                                                                "can launch. Declare it with capacity_type='reserved' "
                                                                "(KT449 warns when it is missing).")
-    topology_domain_nodes: dict[str, int] = Field(
+    topology_domain_nodes: dict[LabelKey, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict, description="The most nodes of the pool in one topology domain, per node label level, "
                                           "where you know it (e.g. {'topology.k8s.aws/network-node-layer-3': 8} for "
                                           "a capacity block that spans two such domains): a job whose required "

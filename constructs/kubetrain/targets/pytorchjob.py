@@ -13,17 +13,33 @@ Pods and Services are named `<job>-<master|worker>-<i>`; a Service name is a 63-
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
+from kubetrain.rules.registry import register
+from kubetrain.rules.sources import cite
 from kubetrain.targets.base import LocalPlan, LocalReplica, Target
+from training.problems import Problem
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
 
 MASTER_PORT = 23456  # the operator's default, named pytorchjob-port
+
+QUEUED_ON_KUEUE = register(
+    "KT703", "warning", "PyTorchJob queued through Kueue",
+    rationale="Kueue 0.19 turned its training operator v1 integrations (kubeflow.org/pytorchjob among them) off "
+              "by default and plans to remove them: on such a Kueue the queue label is ignored, and the job starts "
+              "at once, outside its queue's quota and gang admission. Kueue supports Trainer v2's TrainJob "
+              "(Trainer >= 2.3).",
+    fix="use the TrainJob target (the default), or make sure the cluster's Kueue enables the kubeflow.org/pytorchjob "
+        "integration",
+    source=cite("https://github.com/kubernetes-sigs/kueue/issues/12606",
+                "https://github.com/kubernetes-sigs/kueue/issues/12620",
+                "https://kueue.sigs.k8s.io/docs/tasks/run/trainjobs/"),
+    targets=("pytorchjob",))
 
 
 class PyTorchJob(Target):
@@ -39,6 +55,13 @@ class PyTorchJob(Target):
                                                      "operator's (None: keep them, with their logs).")
     ttl_seconds_after_finished: int | None = Field(None, ge=0, description="Delete the finished job after this.")
     active_deadline_seconds: int | None = Field(None, ge=1, description="Fail the job when it runs longer.")
+
+    def check(self, job: JobSpec) -> Iterator[Problem]:
+        queue = job.props.queue
+        if queue is not None and queue.job_labels():  # Kueue labels the job; Volcano gangs it another way
+            yield Problem(QUEUED_ON_KUEUE.code, "target", f"a PyTorchJob queued on {queue.name}: Kueue 0.19 and "
+                          "later ignore it unless their kubeflow.org/pytorchjob integration is enabled",
+                          QUEUED_ON_KUEUE.fix)
 
     def injected_env(self, job: JobSpec) -> set[str]:
         return {"PYTHONUNBUFFERED", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "PET_MASTER_ADDR",
