@@ -22,7 +22,7 @@ from conftest import ROOT, dist_file
 from kubetrain.local.certificates import throwaway_ca
 from kubetrain.local.status_endpoint import StatusEndpoint, progress_line
 
-from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL, ProgressReporter, rfc3339_now
+from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL, ProgressReporter, rfc3339
 
 pytest.importorskip("cryptography", reason="the endpoint's throwaway CA needs cryptography: pip install -e '.[train]'")
 
@@ -51,7 +51,7 @@ def post(url: str, ca: Path | None, body: bytes, authorization: str | None = f"B
 
 
 def payload(**status) -> bytes:
-    return json.dumps({"trainerStatus": {"lastUpdatedTime": rfc3339_now(), **status}}).encode()
+    return json.dumps({"trainerStatus": {"lastUpdatedTime": rfc3339(), **status}}).encode()
 
 
 def test_the_endpoint_answers_as_the_trainers_does(trainjob, tls):
@@ -97,7 +97,7 @@ def test_the_endpoint_answers_as_the_trainers_does(trainjob, tls):
 
 
 def test_progress_line_says_what_the_status_holds():
-    status = {"progressPercentage": 42, "estimatedRemainingSeconds": 12, "lastUpdatedTime": rfc3339_now(),
+    status = {"progressPercentage": 42, "estimatedRemainingSeconds": 12, "lastUpdatedTime": rfc3339(),
               "metrics": [{"name": "loss", "value": "2.31"}, {"name": "current_step", "value": "42"}]}
     assert progress_line(status) == "42 %, 12 s left: loss 2.31, current_step 42"
 

@@ -10,12 +10,12 @@ certificate that signs the endpoint's (`KUBEFLOW_TRAINER_SERVER_CA_CERT`) and of
 requires it). (kubeflow/trainer v2.3.0: pkg/runtime/framework/plugins/trainjobstatus, pkg/statusserver,
 pkg/apis/trainer/v1alpha1/trainjob_types.go.)
 
-Only rank 0 reports. The training thread hands each log step's record over and goes on: building the status is a
-few dict operations, and a background thread posts at most one every `interval_s` (5 s, the Kubeflow SDK's and
-Transformers' KubeflowCallback's throttle), always the newest; a status that waits while a post is in flight is
-replaced by a newer one (dropped when behind). A post that fails or hangs (timeout `timeout_s`) costs the training
-thread nothing, and says so in one warning line per process, not one per step. The run's last status (100 % at
-`max_steps`) is posted at once; `close()` waits for it at most `timeout_s`.
+Only rank 0 reports. The training thread hands each log step's record over and goes on (a few dict operations); a
+background thread builds the status and posts at most one every `interval_s` (5 s, the Kubeflow SDK's and
+Transformers' KubeflowCallback's throttle), always the newest: one that waits while a post is in flight or the
+interval runs is replaced by a newer one (dropped when behind). A post that fails or hangs (timeout `timeout_s`)
+costs the training thread nothing, and says so in one warning line per process, not one per step. The run's last
+status (100 % at `max_steps`) is posted at once; `close()` waits for it at most `timeout_s`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import ssl
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,9 +51,9 @@ def status_path(namespace: str, name: str) -> str:
     return f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/{name}/status"
 
 
-def rfc3339_now() -> str:
-    # metav1.Time: RFC 3339 in UTC, whole seconds (what the API server stores).
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def rfc3339(seconds: float | None = None) -> str:
+    """A time (default: now) as metav1.Time writes it: RFC 3339 in UTC, whole seconds."""
+    return datetime.fromtimestamp(time.time() if seconds is None else seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def metric_value(value: Any) -> str:
@@ -61,9 +62,10 @@ def metric_value(value: Any) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
-def trainer_status(progress: int | None, remaining_s: float | None, metrics: dict[str, Any]) -> dict[str, Any]:
-    """The `trainerStatus` object, within the CRD's bounds whatever the inputs."""
-    status: dict[str, Any] = {"lastUpdatedTime": rfc3339_now()}
+def trainer_status(progress: int | None, remaining_s: float | None, metrics: dict[str, Any],
+                   observed: float | None = None) -> dict[str, Any]:
+    """The `trainerStatus` object, within the CRD's bounds whatever the inputs; `observed` is when (time.time())."""
+    status: dict[str, Any] = {"lastUpdatedTime": rfc3339(observed)}
     if progress is not None:
         status["progressPercentage"] = max(0, min(100, int(progress)))
     if remaining_s is not None and math.isfinite(remaining_s):
@@ -73,6 +75,17 @@ def trainer_status(progress: int | None, remaining_s: float | None, metrics: dic
     if pairs:
         status["metrics"] = pairs[:MAX_METRICS]
     return status
+
+
+@dataclass(frozen=True)
+class _Observation:
+    """What the training thread hands over: a step or finished record and what it knew then."""
+
+    record: dict[str, Any]
+    checkpoints: dict[str, int]  # the last checkpoint step of each tier
+    at: float  # time.monotonic()
+    wall: float  # time.time(), for lastUpdatedTime
+    finished: bool
 
 
 class ProgressReporter:
@@ -94,7 +107,7 @@ class ProgressReporter:
         self._first: tuple[float, int] | None = None  # (time, step) of this process's first step record
         # Shared with the poster thread, under the lock.
         self._lock = threading.Condition()
-        self._pending: tuple[dict[str, Any], bool] | None = None  # (status, post at once)
+        self._pending: tuple[_Observation, bool] | None = None  # (what to post, post it at once)
         self._closing = False
         self._in_flight = False
         self._last_post = float("-inf")
@@ -117,39 +130,44 @@ class ProgressReporter:
     # -- the training thread ------------------------------------------------------------------------
 
     def observe(self, record: dict[str, Any]) -> None:
+        """Take a record: a few dict operations on the training thread; the status is built by the poster thread,
+        and only for what it posts."""
         event = record["event"]
         if event == "checkpoint":
             key = "last_checkpoint_step" if record.get("tier", "durable") == "durable" else "last_local_checkpoint_step"
             self._metrics[key] = record["step"]
-        elif event == "step":
-            self._offer(self._status(record), force=False)
-        elif event == "finished":
-            self._offer(self._status(record, finished=True), force=True)
+        elif event in ("step", "finished"):
+            now = time.monotonic()
+            if self._first is None:
+                self._first = (now, record["step"])
+            # The trainer makes a new record every time and no sink changes one: it is kept, not copied.
+            observation = _Observation(record, {**self._metrics}, now, time.time(), event == "finished")
+            self._offer(observation, force=observation.finished)
 
-    def _status(self, record: dict[str, Any], finished: bool = False) -> dict[str, Any]:
-        step, now = record["step"], time.monotonic()
-        if self._first is None:
-            self._first = (now, step)
-        started, first_step = self._first
+    def _offer(self, observation: _Observation, force: bool) -> None:
+        with self._lock:
+            if self._pending is not None:
+                self.dropped += 1
+                force = force or self._pending[1]
+            self._pending = (observation, force)
+            self._lock.notify()
+
+    def status(self, observation: _Observation) -> dict[str, Any]:
+        """The trainerStatus of one observation (on the poster thread)."""
+        record, step = observation.record, observation.record["step"]
+        started, first_step = self._first or (observation.at, step)
         # Wall time per step in this process (saves included: they delay the end too); the step's own time until
         # a second record gives a span.
-        per_step = (now - started) / (step - first_step) if step > first_step else record.get("step_time_s")
-        done = finished and step >= self.max_steps
+        per_step = ((observation.at - started) / (step - first_step) if step > first_step
+                    else record.get("step_time_s"))
+        done = observation.finished and step >= self.max_steps
         progress = 100 if done else min(99, step * 100 // self.max_steps)  # 100 only once the run has ended
         remaining = 0.0 if done else (self.max_steps - step) * per_step if per_step is not None else None
         metrics = {"loss": record.get("loss"), "learning_rate": record.get("lr"),
                    "tokens_per_second": record.get("tokens_per_s"), "mfu": record.get("mfu"),
                    "ettr": record.get("ettr"), "skipped_steps": record.get("skipped_steps"),
-                   "current_step": step, "total_steps": self.max_steps, **self._metrics}
-        return trainer_status(progress, remaining, metrics)
-
-    def _offer(self, status: dict[str, Any], force: bool) -> None:
-        with self._lock:
-            if self._pending is not None:
-                self.dropped += 1
-                force = force or self._pending[1]
-            self._pending = (status, force)
-            self._lock.notify()
+                   "current_step": step, "total_steps": self.max_steps, **observation.checkpoints}
+        return trainer_status(progress, remaining, metrics, observation.wall)
 
     def close(self) -> None:
         """Post what is pending (the run's last status), waiting at most `timeout_s`, then stop."""
@@ -174,14 +192,14 @@ class ProgressReporter:
                         return
                     self._lock.wait()
                     continue
-                status, force = self._pending
+                observation, force = self._pending
                 wait = self._last_post + self.interval_s - time.monotonic()
                 if wait > 0 and not force and not self._closing:
                     self._lock.wait(wait)  # a newer status, a forced one or close() may come meanwhile
                     continue
                 self._pending, self._in_flight = None, True
                 self._last_post = time.monotonic()
-            error = self._post(status)
+            error = self._post(self.status(observation))
             with self._lock:
                 self._in_flight = False
                 if error is None:

@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from kubetrain.local.certificates import ServerTLS
 from kubetrain.local.summary import RunSummary
 from kubetrain.rules.registry import register
 from kubetrain.targets import Target, restart_after
@@ -67,7 +68,7 @@ class StatusEndpointPlan:
     status_object: dict[str, Any]  # the committed object whose status the posts update
     port: int
     token: str
-    tls: Any  # certificates.ServerTLS
+    tls: ServerTLS
 
     @property
     def url(self) -> str:
@@ -326,7 +327,8 @@ class _Supervisor:
     def pump(self, pod: LocalPod, process: subprocess.Popen) -> None:
         for line in process.stdout:
             self.say(pod.name, line)
-            self.summary.observe(line)
+            with self.lock:
+                self.summary.observe(line)
 
     def say(self, who: str, line: str) -> None:
         with self.lock:
@@ -339,7 +341,10 @@ class _Supervisor:
             self.say("run-local", note)
         with contextlib.ExitStack() as stack:
             if self.job.status_endpoint is not None:
-                stack.enter_context(self.serve_status(self.job.status_endpoint))
+                try:
+                    stack.enter_context(self.serve_status(self.job.status_endpoint))
+                except OSError as error:  # its port was taken since it was chosen: the pods will say they get no answer
+                    self.say("run-local", f"no status endpoint: {error.strerror or error}")
             status = self.run_pods()
             for pump in self.pumps:  # the pods' last lines (the trainer's finished record) before the summary
                 pump.join(timeout=5)
@@ -356,10 +361,11 @@ class _Supervisor:
                 refusals.add(message)
                 self.say("status", f"refused a post: HTTP {code}: {message}")
 
+        endpoint = StatusEndpoint(plan.status_object, plan.tls, plan.token,
+                                  lambda status: self.say("status", progress_line(status)), refused, port=plan.port)
         self.say("run-local", f"status endpoint of {plan.status_object['kind']} "
                               f"{plan.status_object['metadata']['name']} at {plan.url}")
-        return StatusEndpoint(plan.status_object, plan.tls, plan.token, lambda s: self.say("status", progress_line(s)),
-                              refused, port=plan.port)
+        return endpoint
 
     def run_pods(self) -> int:
         running = {pod.name: (pod, self.start(pod)) for pod in self.job.pods}
