@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubetrain.platform.monitoring import DcgmExporter, TrainingPodMonitor
 from kubetrain.platform.security import PodSecurity, namespace_level, pod_security_problems
-from platform_support import cluster, codes, emitted, pools
+from platform_support import cluster, codes, emitted, pools, rejected
 
 TRAINING_POD = {"automountServiceAccountToken": False, "containers": [{"name": "pytorch", "image": "x:1"}],
                 "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}]}
@@ -59,3 +59,18 @@ def test_pod_security_rule_judges_pods_by_level():
     assert [p.path for p in pod_security_problems(risky, "privileged")] == ["spec.automountServiceAccountToken"]
     restricted = [p.path for p in pod_security_problems(TRAINING_POD, "restricted")]
     assert "spec.containers.0.securityContext.runAsNonRoot" in restricted
+
+
+def test_names_and_labels_the_api_server_refuses_are_refused_at_the_props():
+    c = cluster()
+    gpu, _ = pools(c)
+    for i, (props, path) in enumerate((({"name": "9dcgm"}, "name"),  # its Service's name is a DNS-1035 label
+                                       ({"prometheus_labels": {"release": "kube prometheus"}},
+                                        "prometheus_labels.release"))):
+        problems = rejected(c, lambda: DcgmExporter(c, f"dcgm-{i}", pools=[gpu], **props))
+        assert [(p.code, p.path) for p in problems] == [("KT003", path)]
+    assert [p.path for p in rejected(c, lambda: TrainingPodMonitor(c, "training", prometheus_labels={"a/b/c": "x"}))] \
+        == ["prometheus_labels.a/b/c.[key]"]
+    before = len(codes(c))
+    DcgmExporter(c, "dcgm", pools=[gpu], prometheus_labels={"release": "kube-prometheus"})
+    assert len(codes(c)) == before

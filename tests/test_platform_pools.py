@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from kubetrain.platform.kueue import ResourceFlavor
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool, pool_placement_problems
 from platform_support import CPU, P5, cluster, codes, emitted, pools, rejected
@@ -154,3 +155,14 @@ def test_two_pools_with_one_id_are_a_recorded_problem_and_the_rest_is_still_chec
     EfaNodePool(c, "p5", **P5)                                                 # KT010, recorded
     EfaNodePool(c, "spread", **{**P5, "zones": ["us-west-2a", "us-west-2b"]})  # still checked: KT404
     assert [(code, path) for code, path, _ in codes(c)] == [("KT010", "name"), ("KT404", "zones")]
+
+
+@pytest.mark.parametrize(("huge_pages", "code"), [("5121Mi", "KT132"), ("5Gi", None), ("lots", "KT003")])
+def test_a_pools_huge_pages_are_whole_2mi_pages(huge_pages, code):
+    c = cluster()
+    if code is None:
+        assert EfaNodePool(c, "p5", **{**P5, "huge_pages": huge_pages}).huge_pages() == huge_pages
+        return
+    # the API server refuses a pod asking for part of a page
+    [problem] = rejected(c, lambda: EfaNodePool(c, "p5", **{**P5, "huge_pages": huge_pages}))
+    assert (problem.code, problem.path) == (code, "huge_pages") and problem.fix

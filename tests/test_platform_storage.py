@@ -87,3 +87,10 @@ def test_half_a_static_volume_or_a_foreign_namespace_is_caught():
     assert rejected(c, lambda: FsxLustre(c, "fsx", file_system_id="fs-0abc1234"))[0].code == "KT002"
     S3Bucket(c, "elsewhere", bucket_name="corp-datasets", namespace="kube-public")
     assert [code for code, _, _ in codes(c)] == ["KT002", "KT109"]
+
+
+@pytest.mark.parametrize("capacity", ["0", "a lot", "-1Ti"])
+def test_a_buckets_nominal_capacity_is_a_positive_size(capacity):
+    c = cluster()  # the PersistentVolume's capacity must be greater than zero
+    problems = rejected(c, lambda: S3Bucket(c, "data", bucket_name="corp-datasets", capacity=capacity))
+    assert [(p.code, p.path) for p in problems] == [("KT003", "capacity")]

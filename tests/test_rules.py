@@ -12,6 +12,7 @@ from kubetrain import (
     Cluster,
     ClusterQueue,
     CpuNodePool,
+    IndexedJob,
     LocalQueue,
     PyTorchJob,
     ResourceFlavor,
@@ -58,6 +59,18 @@ def with_env(base: dict, **env: str) -> dict:
 
 def run(base: dict, **changes: Any) -> dict:
     return {**base, "workload": {"kind": "trainer", "run": {**base["workload"]["run"], **changes}}}
+
+
+def pod(base: dict, **settings: Any) -> dict:
+    return {**base, "pod": settings}
+
+
+NODE_TERMS = "pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+TERM = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}]}
+
+
+def node_affinity(terms: list[dict]) -> dict:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
 
 
 # (code, a definition that breaks the rule, the field it names, a definition that passes)
@@ -168,6 +181,46 @@ CASES = [
     ("KT703", {**CPU, "target": PyTorchJob(), "queue": "KUEUE"}, "target", {**CPU, "queue": "KUEUE"}),
     ("KT144", {**P5, "pod": {"node_selector": {"node.kubernetes.io/instance-type": "p4d.24xlarge"}}},
      "pod.node_selector.node.kubernetes.io/instance-type", {**P5, "pod": {"node_selector": {"team": "llm"}}}),
+    # The API server's rules, refused at the input (kubetrain.output.apiserver is the backstop: test_apiserver.py).
+    ("KT130", pod(CPU, tolerations=[{"key": "a", "operator": "Exists", "value": "x"}]), "pod.tolerations.0.operator",
+     pod(CPU, tolerations=[{"key": "a", "operator": "Exists"}])),
+    ("KT130", pod(CPU, tolerations=[{"value": "x"}]), "pod.tolerations.0.operator",
+     pod(CPU, tolerations=[{"operator": "Exists"}])),
+    ("KT130", pod(CPU, tolerations=[{"key": "a", "effect": "NoSchedule", "toleration_seconds": 60}]),
+     "pod.tolerations.0.toleration_seconds", pod(CPU, tolerations=[{"key": "a", "effect": "NoExecute",
+                                                                     "toleration_seconds": 60}])),
+    ("KT131", pod(CPU, affinity=node_affinity([])), NODE_TERMS, pod(CPU, affinity=node_affinity([TERM]))),
+    ("KT131", pod(CPU, affinity=node_affinity([{}])), f"{NODE_TERMS}.0", pod(CPU, affinity=node_affinity([TERM]))),
+    ("KT131", pod(CPU, affinity=node_affinity([{"matchExpressions": [{"key": "zone", "operator": "In"}]}])),
+     f"{NODE_TERMS}.0.matchExpressions.0.values", pod(CPU, affinity=node_affinity([TERM]))),
+    ("KT131", pod(CPU, affinity=node_affinity([{"matchExpressions": [{"key": "gen", "operator": "Gt",
+                                                                      "values": ["five"]}]}])),
+     f"{NODE_TERMS}.0.matchExpressions.0.values.0",
+     pod(CPU, affinity=node_affinity([{"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["5"]}]}]))),
+    ("KT131", pod(CPU, affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 0, "preference": TERM}]}}), "pod.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuring"
+     "Execution.0.weight", pod(CPU, affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+         {"weight": 1, "preference": TERM}]}})),
+    ("KT131", pod(CPU, affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": ""}]}}),
+     "pod.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution.0.topologyKey",
+     pod(CPU, affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+         {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}})),
+    ("KT132", {**P5, "resources": {**P5["resources"], "hugepages_2mi": "5121Mi"}}, "resources.hugepages_2mi",
+     {**P5, "resources": {**P5["resources"], "hugepages_2mi": "5120Mi"}}),
+    ("KT133", {**run(CPU, metrics={"port": 65280}), "procs_per_node": 300}, "workload.run.metrics.port",
+     {**run(CPU, metrics={"port": 65000}), "procs_per_node": 300}),
+    ("KT134", {**pod(CPU, labels={"job-name": "x"}), "target": IndexedJob()}, "pod.labels.job-name",
+     {**pod(CPU, labels={"team": "x"}), "target": IndexedJob()}),
+    ("KT134", {**pod(CPU, labels={"training.kubeflow.org/replica-type": "x"}), "target": PyTorchJob()},
+     "pod.labels.training.kubeflow.org/replica-type", {**pod(CPU, labels={"example.com/replica": "x"}),
+                                                       "target": PyTorchJob()}),
+    ("KT134", pod(CPU, labels={"jobset.sigs.k8s.io/jobset-name": "x"}), "pod.labels.jobset.sigs.k8s.io/jobset-name",
+     pod(CPU, labels={"example.com/jobset": "x"})),
+    ("KT134", pod(CPU, labels={"kubetrain.dev/job": "other"}), "pod.labels.kubetrain.dev/job", CPU),
+    # kubetrain's own annotation (the run config's 64-hex hash) counts too
+    ("KT135", pod(CPU, annotations={"example.com/blob": "x" * (262_144 - 100)}), "pod.annotations",
+     pod(CPU, annotations={"example.com/blob": "x" * (262_144 - 200)})),
     ("KT201", run(CPU, batch={"global_size": 5, "micro_size": 1}), "workload.run.batch.global_size", CPU),
     ("KT201", {**run(CPU, batch={"global_size": 16, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 4}},
      "workload.run.batch.global_size",

@@ -78,7 +78,9 @@ def test_each_target_has_its_own_rules(target, overrides, expected):
     assert expected in build(target=target, **overrides)[1]
 
 
-@pytest.mark.parametrize(("target", "longest"), [(TrainJob(), 54), (IndexedJob(), 61)])
+# TrainJob: JobSet's webhook wants its last pod's name, <job>-node-0-<n-1>-<5 random characters>, to be a DNS-1035
+# label (jobset v0.12 pkg/webhooks/jobset_webhook.go); IndexedJob: the pods' hostnames <job>-<n-1>.
+@pytest.mark.parametrize(("target", "longest"), [(TrainJob(), 48), (IndexedJob(), 61)])
 def test_name_limits_are_the_targets(target, longest):
     app = App()
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
@@ -126,3 +128,17 @@ def test_nccl_test_measures_a_gpu_pool_over_efa():
     assert launcher[:4] == ["mpirun", "--allow-run-as-root", "-np", "32"] and "FI_PROVIDER" in launcher
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert worker["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
+
+
+def test_an_nccl_test_name_leaves_room_for_the_mpi_operators_names():
+    from kubetrain import NcclTest
+
+    app = App()
+    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    NcclTest(cluster, "n" * 54, image="nccl-tests:1", instance_type="p5.48xlarge")  # <name>-launcher: 63
+    NcclTest(cluster, "m" * 55, image="nccl-tests:1", instance_type="p5.48xlarge")
+    (error,) = diagnostics(app).errors
+    assert (error.where, error.problem.code, error.problem.path) == (f"c/ml/{'m' * 55}", "KT101", "name")
+    assert f"launcher Job '{'m' * 55}-launcher'" in error.problem.message and "54" in error.problem.fix
+    diagnostics(app).findings.clear()
+    check_objects(render_objects(app))  # and the operator's names of the 54-character one pass the output check

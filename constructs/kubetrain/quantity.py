@@ -14,6 +14,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from kubetrain.rules.registry import register
+from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from training.problems import INVALID_VALUE, rule_violation
 
 _SUFFIXES = {
@@ -69,6 +71,15 @@ def check_quantity(text: str) -> str:
     return text
 
 
+def check_positive_byte_quantity(text: str) -> str:
+    """Pydantic validator: a size in whole bytes, above zero (a volume's capacity)."""
+    check_byte_quantity(text)
+    if not parse_quantity(text):
+        raise rule_violation(INVALID_VALUE, f"{text!r} is no size: a volume's capacity is greater than zero",
+                             "use a size such as 1Ti")
+    return text
+
+
 def check_byte_quantity(text: str) -> str:
     """Pydantic validator: a size in whole bytes (memory, huge pages, volumes)."""
     check_quantity(text)
@@ -76,6 +87,41 @@ def check_byte_quantity(text: str) -> str:
         raise rule_violation(INVALID_VALUE, f"{text!r} is not a whole number of bytes",
                              "use a binary unit such as 512Mi or 16Gi")
     return text
+
+
+HUGE_PAGES = register(
+    "KT132", "error", "huge pages that are not a whole number of pages",
+    rationale="Huge pages are reserved in pages of their size: the API server refuses a hugepages-2Mi request that "
+              "is not a multiple of 2Mi (and a hugepages-1Gi one not a multiple of 1Gi), so the pod is never created.",
+    fix="use a multiple of the page size, e.g. 5120Mi for 2Mi pages",
+    source=K8S_CORE_VALIDATION)
+
+
+def huge_pages_problem(resource: str, amount: str | float) -> str | None:
+    """Why `amount` of the huge-pages `resource` (hugepages-<size>) is refused, None when it is a whole number
+    of pages (apimachinery's IsHugePageResourceValueDivisible)."""
+    try:
+        size = parse_quantity(resource[len("hugepages-"):]) if resource.startswith("hugepages-") else None
+    except ValueError:
+        size = None
+    if not size or size % 1:
+        return f"{resource!r} names no page size (hugepages-2Mi, hugepages-1Gi)"
+    if parse_quantity(amount) % size:
+        return f"{amount} is not a whole multiple of the {resource[len('hugepages-'):]} page size"
+    return None
+
+
+def check_huge_pages_2mi(text: str) -> str:
+    """Pydantic validator: 2 MiB huge pages, a whole number of pages."""
+    check_byte_quantity(text)
+    problem = huge_pages_problem("hugepages-2Mi", text)
+    if problem:
+        raise rule_violation(HUGE_PAGES.code, problem, "use a multiple of 2Mi, e.g. 5120Mi")
+    return text
+
+
+HugePages2Mi = Annotated[str, AfterValidator(check_huge_pages_2mi)]
+PositiveByteQuantity = Annotated[str, AfterValidator(check_positive_byte_quantity)]
 
 
 def format_quantity(resource: str, amount: Decimal) -> str:

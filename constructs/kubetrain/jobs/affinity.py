@@ -1,8 +1,10 @@
-"""Affinity is Kubernetes' own structure: checked against the Kubernetes schema, not re-modelled."""
+"""Affinity is Kubernetes' own structure: checked against the Kubernetes schema, then as the API server checks
+it (kubetrain.output.apiserver), not re-modelled."""
 
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from importlib.resources import files
 from typing import Any
@@ -10,10 +12,25 @@ from typing import Any
 import jsonschema
 from referencing import Registry, Resource
 
+from kubetrain.output.apiserver.pods import validate_affinity
+from kubetrain.output.apiserver.report import Report
+from kubetrain.rules.registry import register
+from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from training.problems import INVALID_VALUE, rule_violation
 
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 _AFFINITY = "io.k8s.api.core.v1.Affinity"
+_INDEX = re.compile(r"\[([0-9]+)\]")
+
+AFFINITY = register(
+    "KT131", "error", "affinity the API server refuses, or that no node can satisfy",
+    rationale="A required node affinity needs at least one term and every term an expression (an empty term matches "
+              "no node); In and NotIn need values, Exists and DoesNotExist take none, Gt and Lt exactly one integer; "
+              "preferred terms weigh 1-100; pod (anti-)affinity terms need a topologyKey and valid label selectors. "
+              "The API server refuses such a pod (or the scheduler never places it) after the job was merged.",
+    fix="give every term an expression: In/NotIn with values, Exists/DoesNotExist without, Gt/Lt one integer; "
+        "weights 1-100; a topologyKey in every pod (anti-)affinity term",
+    source=K8S_CORE_VALIDATION)
 
 
 @cache
@@ -35,3 +52,9 @@ def check_affinity(value: dict[str, Any]) -> None:
         raise rule_violation(INVALID_VALUE, f"not a Kubernetes Affinity: {where}: {first.message}",
                              "write it as in a pod spec, e.g. {'nodeAffinity': {'requiredDuringScheduling"
                              "IgnoredDuringExecution': {'nodeSelectorTerms': [...]}}}")
+    report = Report((1, 33))
+    validate_affinity(value, "", report)
+    if report.found:
+        _, path, message = report.found[0]
+        field = _INDEX.sub(r".\1", path).lstrip(".")
+        raise rule_violation(AFFINITY.code, message, AFFINITY.fix, field=field)

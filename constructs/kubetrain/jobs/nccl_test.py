@@ -9,7 +9,8 @@ in GB/s, to compare with the job's `kubetrain.dev/expected-busbw-gbytes` annotat
 instance's estimate from the catalog. Far below it means EFA is not in use (a missing
 `vpc.amazonaws.com/efa` request, the wrong FI_PROVIDER) or a bad node: the guides' "EFA not
 detected" and "slow training" rows, found in minutes instead of a day into a run.
-The workers run the image's sshd (the operator's default); the launcher needs no GPU.
+The workers run the image's sshd (the operator's default); the launcher needs no GPU. What mpi-operator
+creates from the MPIJob (its names, labels and volumes) is kubetrain.targets.mpijob's.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from kubetrain.platform.efa import efa_environment
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import NCCL_TESTS
 from kubetrain.strict import StrictProps
+from kubetrain.targets.mpijob import longest_names, max_name_length
 from training.problems import ConfigError, Problem, validate_model
 
 EXPECTED_BUSBW_ANNOTATION = "kubetrain.dev/expected-busbw-gbytes"
@@ -69,6 +71,12 @@ class NcclTest(Construct):
             super().__init__(scope, f"{id}#invalid")
             return
         namespace, problems = scope.check_namespace(spec.namespace)
+        longest = max_name_length(spec.nodes)
+        if len(spec.name) > longest:
+            derived = ", ".join(f"{what} {name!r}" for what, name in longest_names(spec.name, spec.nodes).items())
+            problems.append(Problem("KT101", "name", f"{len(spec.name)} characters is too long: the MPI operator names "
+                                    f"after it ({derived}), at most 63 characters each",
+                                    f"shorten the name to at most {longest} characters"))
         instance = scope.instance_type(spec.instance_type)
         if instance is None:
             problems.append(Problem("KT111", "instance_type", f"unknown instance type {spec.instance_type!r}",

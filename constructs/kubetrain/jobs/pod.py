@@ -108,6 +108,16 @@ def placement(job: JobSpec) -> dict[str, Any]:
             **({"tolerations": tolerations} if tolerations else {})}
 
 
+def pod_annotations(job: JobSpec, config_hash: str | None) -> dict[str, str]:
+    """The pod's annotations: the job's own, the queue's placement and the run config's hash."""
+    annotations = dict(job.props.pod.annotations)
+    if job.props.queue:
+        annotations |= job.props.queue.pod_annotations(job.props.placement)  # Kueue's topology-aware placement
+    if config_hash:
+        annotations[CONFIG_HASH_ANNOTATION] = config_hash
+    return annotations
+
+
 def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     props, pod = job.props, job.props.pod
     mounts: list[dict[str, Any]] = [{"name": "shm", "mountPath": SHM_MOUNT}]
@@ -170,11 +180,7 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     if pod.image_pull_secrets:
         spec["imagePullSecrets"] = [{"name": name} for name in pod.image_pull_secrets]
 
-    annotations = dict(pod.annotations)
-    if props.queue:
-        annotations |= props.queue.pod_annotations(props.placement)  # Kueue's topology-aware placement
-    if config_hash:
-        annotations[CONFIG_HASH_ANNOTATION] = config_hash
+    annotations = pod_annotations(job, config_hash)
     metadata: dict[str, Any] = {"labels": {**pod.labels, **job.labels}}
     if annotations:
         metadata["annotations"] = annotations

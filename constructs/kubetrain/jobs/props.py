@@ -15,6 +15,7 @@ from pydantic import Discriminator, Field, InstanceOf, Tag, field_validator, mod
 from kubetrain.cost.props import ESTIMATE_INVALID, Estimate
 from kubetrain.names import (
     AbsolutePath,
+    AnnotationKey,
     Dns1035Label,
     Dns1123Label,
     Dns1123Subdomain,
@@ -29,7 +30,9 @@ from kubetrain.platform.node_pools import NodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano import VolcanoQueue
-from kubetrain.quantity import ByteQuantity, Quantity
+from kubetrain.quantity import ByteQuantity, HugePages2Mi, Quantity
+from kubetrain.rules.registry import register
+from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from kubetrain.strict import StrictProps
 from kubetrain.targets.base import Target
 from training.config import RunConfig
@@ -55,7 +58,7 @@ class NodeResources(StrictProps):
     efa: int | None = Field(None, ge=0, le=64, description="EFA interfaces (vpc.amazonaws.com/efa). Default: every "
                                                           "interface of the instance (Karpenter attaches EFA only "
                                                           "for pods that request it), else 0.")
-    hugepages_2mi: ByteQuantity | None = Field(
+    hugepages_2mi: HugePages2Mi | None = Field(
         None, description="2 MiB huge pages. Default on EFA jobs: the EFA pool's huge_pages, else 5120Mi (the EFA "
                           "driver pre-allocates them); none otherwise.")
     shm: ByteQuantity | None = Field(None, description="Size of the memory-backed /dev/shm; counts against "
@@ -177,14 +180,40 @@ Volume = Annotated[Union[Annotated[ClaimVolume, Tag("ClaimVolume")], Annotated[E
 
 # -- the pod ------------------------------------------------------------------------------------
 
+TOLERATION = register(
+    "KT130", "error", "toleration the API server refuses",
+    rationale="An empty key tolerates every taint and only with operator Exists; Exists matches any value, so it "
+              "takes none; tolerationSeconds says how long a pod stays on a node tainted NoExecute, so it needs that "
+              "effect. The API server refuses the pod otherwise, after the job was merged.",
+    fix="give the taint's key (or operator Exists alone to tolerate every taint), no value with Exists, and "
+        "toleration_seconds only with effect NoExecute",
+    source=K8S_CORE_VALIDATION)
+
+
 class Toleration(StrictProps):
     """A taint the pods tolerate (Kubernetes' Toleration)."""
 
-    key: str | None = Field(None, description="Taint key; empty with operator Exists tolerates every taint.")
+    key: LabelKey | None = Field(None, description="Taint key; empty with operator Exists tolerates every taint.")
     operator: Literal["Exists", "Equal"] = Field("Equal")
-    value: str | None = Field(None, description="Taint value, for operator Equal.")
+    value: LabelValue | None = Field(None, description="Taint value, for operator Equal.")
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(None, description="Default: all.")
     toleration_seconds: int | None = Field(None, ge=0, description="NoExecute only: how long the pod stays.")
+
+    @model_validator(mode="after")
+    def _as_the_api_server_takes_it(self) -> Toleration:
+        if not self.key and self.operator != "Exists":
+            raise rule_violation(TOLERATION.code, f"operator {self.operator} needs a key: an empty key tolerates every "
+                                 "taint, with operator Exists only", "give the taint's key, or set operator='Exists' "
+                                 "to tolerate every taint", field="operator")
+        if self.operator == "Exists" and self.value:
+            raise rule_violation(TOLERATION.code, f"operator Exists matches any value, so it takes none (got "
+                                 f"{self.value!r})", "drop value, or use operator 'Equal' to match that value",
+                                 field="operator")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise rule_violation(TOLERATION.code, f"toleration_seconds applies to effect NoExecute only, not "
+                                 f"{self.effect or 'every effect'}", "set effect='NoExecute', or drop "
+                                 "toleration_seconds", field="toleration_seconds")
+        return self
 
     def manifest(self) -> dict[str, Any]:
         out = {"key": self.key, "operator": self.operator, "value": self.value, "effect": self.effect,
@@ -212,8 +241,11 @@ class SecurityContext(StrictProps):
 class PodSettings(StrictProps):
     """Everything else about the pods. Defaults are the safe choice; each field documents it."""
 
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Added to every pod.")
-    annotations: dict[LabelKey, Text] = Field(default_factory=dict, description="Added to every pod.")
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Added to every pod; the "
+                                               "operator's and the Job controller's own labels are not the job's to "
+                                               "set (KT134).")
+    annotations: dict[AnnotationKey, Text] = Field(default_factory=dict, description="Added to every pod; at most "
+                                                   "256 KiB in all (KT135).")
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict,
                                                       description="Added to the instance type's selector.")
     affinity: dict[str, Any] | None = Field(None, description="Kubernetes Affinity, as in a pod spec (camelCase); "

@@ -95,8 +95,8 @@ def check_objects(objects: dict[Path, dict[str, Any]], progress: Callable[[int],
     manifests = [Manifest(str(path), obj, Path("/", *path.parts[:-1])) for path, obj in objects.items()]
     findings = validate_objects(manifests, schemas, progress=progress)
     if findings:
-        raise ConfigError("synth", [Problem(finding.code, "", finding.format(), rule_named(finding.code).fix)
-                                    for finding in findings])
+        raise ConfigError("synth", [Problem(finding.code, "", finding.format(with_code=False),
+                                            rule_named(finding.code).fix) for finding in findings])
 
 
 def crd_schemas(folders: list[Path]) -> Schemas:

@@ -5,8 +5,9 @@ ships (its strict variant: unknown fields are errors). Custom resources are chec
 strict schemas kubetrain ships (generated from the operators' CRDs, see schemas.py), or against
 the CRDs of a `--crds` folder, which add kinds or override shipped ones; a custom resource that
 passes its schema is then checked against the schema's `x-kubernetes-validations` (CEL) rules, as the
-API server checks them on create (cel_rules.py). `metadata.name` is checked against the name format
-the kind needs.
+API server checks them on create (cel_rules.py). Then every object, and what its controllers and
+operators create from it, gets the API server's own checks, names per kind included
+(kubetrain.output.apiserver).
 
 Speed: every schema is compiled once per (Kubernetes version, kind) by jsonschema-rs, which checks
 an object in microseconds; only an object that fails is checked again with `jsonschema`, whose
@@ -32,6 +33,7 @@ import yaml_rs
 from kubernetes_validate.utils import all_versions
 from referencing import Registry, Resource
 
+from kubetrain.output.apiserver import api_server_problems
 from kubetrain.output.cel_rules import RULE_FAILED, RULES_NOT_CHECKED, RulePlan
 from kubetrain.output.progress import Advance, Progress, phase
 from kubetrain.output.schemas import crd_schemas, shipped_schemas
@@ -42,30 +44,21 @@ _SCHEMAS = files("kubernetes_validate") / "kubernetes-json-schema"
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 _OBJECT_META = {"$ref": f"{_DEFINITIONS_ID}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
 
-# Kinds whose names must be DNS-1035 labels (they become Service names) or DNS-1123 labels; the rest
-# are DNS-1123 subdomains (Kubernetes' apimachinery name validation).
-_DNS_1035_KINDS = {"Service", "PyTorchJob", "TrainJob", "MPIJob", "JobSet"}
-_DNS_1123_LABEL_KINDS = {"Namespace"}
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_NAME_FORMATS = {
-    "DNS-1035 label": (re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$"), 63),
-    "DNS-1123 label": (re.compile(f"^{_LABEL}$"), 63),
-    "DNS-1123 subdomain": (re.compile(rf"^{_LABEL}(\.{_LABEL})*$"), 253),
-}
-
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem with one object, printed as `file: kind/name: field.path: message`."""
+    """One problem with one object, printed as `file: kind/name: field.path: message [code]`."""
 
     file: str
     object: str
     path: str
     message: str
-    code: str = "KT602"  # the rule synth reports it under: schema findings are KT602, CEL rules KT604
+    code: str = "KT602"  # the rule synth reports it under: schema findings KT602, CEL rules KT604, the API server's
+    # own checks KT610-KT625
 
-    def format(self) -> str:
-        return f"{self.file}: {self.object}: {self.path or '(object)'}: {self.message}"
+    def format(self, with_code: bool = True) -> str:
+        line = f"{self.file}: {self.object}: {self.path or '(object)'}: {self.message}"
+        return f"{line} [{self.code}]" if with_code else line
 
 
 @dataclass(frozen=True)
@@ -309,6 +302,8 @@ def validate_objects(manifests: list[Manifest], schemas: Schemas, kubernetes_ver
         findings.extend(_validate_one(m, schemas, version))
         if progress and i % 256 == 0:
             progress(256)
+    findings += [Finding(m.file, m.label, path, message, code) for m, code, path, message in api_server_problems(
+        manifests, lambda m: by_folder[m.folder], {(f.file, f.object) for f in findings})]
     return findings
 
 
@@ -349,17 +344,3 @@ def _validate_one(m: Manifest, schemas: Schemas, kubernetes_version: str) -> Ite
         yield Finding(m.file, m.label, path, message)
     for path, message, code in validator.rule_failures(body, schema_valid=not errors):
         yield Finding(m.file, m.label, path, message, code)
-    name = (body.get("metadata") or {}).get("name") if isinstance(body.get("metadata"), dict) else None
-    if isinstance(name, str):
-        problem = _name_problem(kind, name)
-        if problem:
-            yield Finding(m.file, m.label, "metadata.name", problem)
-
-
-def _name_problem(kind: str, name: str) -> str | None:
-    fmt = ("DNS-1035 label" if kind in _DNS_1035_KINDS else
-           "DNS-1123 label" if kind in _DNS_1123_LABEL_KINDS else "DNS-1123 subdomain")
-    pattern, longest = _NAME_FORMATS[fmt]
-    if len(name) > longest or not pattern.match(name):
-        return f"{name!r} is not a {fmt} (at most {longest} lowercase letters, digits and '-'), as a {kind}'s name must be"
-    return None

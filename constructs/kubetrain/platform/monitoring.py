@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import Field, InstanceOf
 
 from kubetrain.cluster import Cluster
-from kubetrain.names import Dns1123Label, ImageRef, LabelKey, LabelValue, PortName, PrometheusDuration
+from kubetrain.names import Dns1035Label, Dns1123Label, ImageRef, LabelKey, LabelValue, PortName, PrometheusDuration
 from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.node_pools import NODEPOOL_LABEL, NodePool
@@ -44,15 +44,17 @@ NOT_A_GPU_POOL = register(
 
 
 class DcgmExporterProps(StrictProps):
-    name: Dns1123Label = Field(..., description="DaemonSet, Service and ServiceMonitor name; default the id.")
+    name: Dns1035Label = Field(..., description="DaemonSet, Service and ServiceMonitor name (a Service's name is a "
+                                                "DNS-1035 label); default the id.")
     namespace: Dns1123Label = Field("gpu-monitoring", description="A namespace of its own, created here and "
                                                                   "labelled privileged (see the module's note).")
     pools: list[InstanceOf[NodePool]] = Field(..., min_length=1, description="The GPU pools to run on.")
     image: ImageRef = Field("nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04",
                             description="Pin the release that supports your nodes' GPU driver.")
     interval: PrometheusDuration = Field("30s", description="Scrape interval.")
-    prometheus_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Labels your Prometheus selects "
-                                              "monitors by, e.g. {'release': 'kube-prometheus-stack'}.")
+    prometheus_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Labels your "
+                                                          "Prometheus selects monitors by, e.g. {'release': "
+                                                          "'kube-prometheus-stack'}.")
 
 
 class DcgmExporter(PlatformConstruct):

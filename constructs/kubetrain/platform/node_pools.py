@@ -52,7 +52,7 @@ from kubetrain.platform.aws_ids import (
 )
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.instances import InstanceType
-from kubetrain.quantity import format_bytes, format_quantity, parse_quantity
+from kubetrain.quantity import HugePages2Mi, format_bytes, format_quantity, parse_quantity
 from kubetrain.rules.registry import register, severity
 from kubetrain.rules.sources import EKS_EFA, KARPENTER_GPU, KARPENTER_NODECLASS, KARPENTER_TYPES, TAINTS, cite
 from kubetrain.strict import StrictProps
@@ -257,8 +257,8 @@ class EfaNodePoolProps(NodePoolProps):
     max_nodes: int = Field(..., ge=1)
     placement_group: PlacementGroupName | None = Field(None, description="Name of a cluster placement group "
                                                                          "(Karpenter >= 1.11).")
-    huge_pages: str = Field("5120Mi", description="2 MiB huge pages each pod requests (the EFA driver's; AWS's "
-                                                  "NCCL-test manifests use 5120Mi).")
+    huge_pages: HugePages2Mi = Field("5120Mi", description="2 MiB huge pages each pod requests (the EFA driver's; "
+                                                           "AWS's NCCL-test manifests use 5120Mi): whole 2Mi pages.")
     shm_fraction: float = Field(0.125, gt=0, lt=0.5, description="/dev/shm of a pod on the pool as a share of the "
                                                                    "pod's memory (it counts against the memory "
                                                                    "limit). A job's resources.shm overrides it.")

@@ -33,7 +33,7 @@ from kubetrain.platform.aws_ids import (
     bucket_name_problem,
 )
 from kubetrain.platform.construct import PlatformConstruct
-from kubetrain.quantity import ByteQuantity
+from kubetrain.quantity import PositiveByteQuantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import DCP, FSX_CAPACITY, FSX_CSI, FSX_PERF, MOUNTPOINT, VOLUMES, cite
 from kubetrain.strict import StrictProps
@@ -160,7 +160,8 @@ class S3BucketProps(ClaimProps):
         "general-purpose", description="Directory buckets (S3 Express One Zone) support rename through Mountpoint.")
     read_only: bool = Field(True, description="Mountpoint mounts read-only by default here; read-write allows "
                                               "new files and deletes, never changes to existing files.")
-    capacity: ByteQuantity = Field("1Ti", description="Nominal size (S3 ignores it; Kubernetes needs one).")
+    capacity: PositiveByteQuantity = Field("1Ti", description="Nominal size (S3 ignores it; Kubernetes needs a "
+                                                              "positive one).")
 
     @model_validator(mode="after")
     def _bucket_name_of_its_type(self) -> S3BucketProps:

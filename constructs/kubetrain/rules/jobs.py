@@ -22,10 +22,11 @@ from kubetrain.jobs.command_flags import (
     parallel_flags,
     starts_a_launcher,
 )
-from kubetrain.jobs.pod import container_resources, launcher_env, placement
+from kubetrain.jobs.pod import container_resources, launcher_env, metrics_ports, placement, pod_annotations
 from kubetrain.jobs.props import ClaimVolume, EmptyDirVolume
-from kubetrain.jobs.spec import LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
+from kubetrain.jobs.spec import JOB_LABEL, LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.names import image_digest, image_tag
+from kubetrain.output.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.platform.efa import environment_problems
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, pool_placement_problems
 from kubetrain.platform.queues import OTHER_SCHEDULER
@@ -47,9 +48,13 @@ from kubetrain.rules.sources import (
     EKS_EFA,
     EMPTYDIR,
     IMAGES,
+    K8S_BATCH_VALIDATION,
+    K8S_CORE_VALIDATION,
+    K8S_JOB_LABELS,
     K8S_NAMES,
     KARPENTER_TYPES,
     MEGATRON,
+    OBJECT_META,
     PG,
     PYTORCHJOB,
     PYTORCHJOB_TYPES,
@@ -59,6 +64,7 @@ from kubetrain.rules.sources import (
     VOLUMES,
     cite,
 )
+from kubetrain.targets.base import JOB_CONTROLLER_LABELS
 from training.problems import Problem
 
 Violation = tuple[str, str] | tuple[str, str, str]
@@ -387,6 +393,48 @@ def volumes_distinct(job: JobSpec) -> Iterator[Violation]:
                    f"choose another path; kubetrain's own are {reserved}")
         names.add(volume.name)
         paths.add(volume.mount_path)
+
+
+@job_rule("KT133", "error", "metrics ports past 65535",
+          rationale="The trainer serves metrics on run.metrics.port + the local rank, one container port per rank; "
+                    "the API server refuses a container port above 65535, so the pod is never created.",
+          fix="lower run.metrics.port so that port + procs_per_node - 1 stays within 65535",
+          source=cite(K8S_CORE_VALIDATION, "training/telemetry.py"))
+def ports_in_range(job: JobSpec) -> Iterator[Violation]:
+    ports = [port["containerPort"] for port in metrics_ports(job)]
+    if ports and ports[-1] > 65535:
+        yield ("workload.run.metrics.port", f"{job.props.procs_per_node} ranks serve metrics on ports {ports[0]}.."
+               f"{ports[-1]}, beyond 65535", f"use a port of at most {65536 - len(ports)}")
+
+
+@job_rule("KT134", "error", "pod label that the operator or the Job controller sets",
+          rationale="Operators label the pods they create (training.kubeflow.org/*, jobset.sigs.k8s.io/*) and the "
+                    "Job controller labels a Job's pods with its generated selector (batch.kubernetes.io/job-name, "
+                    "job-name and controller-uid): the API server refuses a Job whose template carries another value, "
+                    "and operators overwrite theirs. kubetrain sets kubetrain.dev/job itself.",
+          fix="choose another label key (e.g. under your own domain)",
+          source=cite(K8S_BATCH_VALIDATION, K8S_JOB_LABELS, PYTORCHJOB))
+def pod_labels_not_owned(job: JobSpec) -> Iterator[Violation]:
+    owned = job.props.target.owned_pod_labels(job)
+    for key in job.props.pod.labels:
+        if key == JOB_LABEL:
+            yield (f"pod.labels.{key}", f"kubetrain sets {key} to the job's name on every object of the run")
+        elif key in owned:
+            who = "the Job controller" if key in JOB_CONTROLLER_LABELS else "the operator"
+            yield (f"pod.labels.{key}", f"{who} sets {key} on the pods it creates (its selector): a job's own value "
+                   "is refused or overwritten")
+
+
+@job_rule("KT135", "error", "pod annotations larger than the API server takes",
+          rationale="The API server refuses an object whose annotations (keys and values) total more than 256 KiB; "
+                    "kubetrain adds its own to the job's (the run config's hash, the queue's placement).",
+          fix="keep large data out of annotations: a ConfigMap mounted as a volume holds up to 1 MiB",
+          source=OBJECT_META)
+def annotations_fit(job: JobSpec) -> Iterator[Violation]:
+    size = annotations_size(pod_annotations(job, "0" * 64 if job.trainer else None))
+    if size > ANNOTATIONS_LIMIT:
+        yield ("pod.annotations", f"the pods' annotations total {size} bytes with kubetrain's own; the API server "
+               f"takes at most {ANNOTATIONS_LIMIT} (256 KiB) per object")
 
 
 # -- resilience and sizes ---------------------------------------------------------------------------

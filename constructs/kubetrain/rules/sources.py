@@ -47,6 +47,24 @@ KARPENTER_GPU = "https://karpenter.sh/docs/concepts/scheduling/#acceleratorsgpu-
 VOLCANO = "https://volcano.sh/en/docs/queue/"
 TRITON = "https://github.com/triton-lang/triton/blob/main/python/triton/runtime/cache.py"
 
+# The API server's own validation (Kubernetes 1.33) and what the controllers and operators create.
+_K8S = "https://github.com/kubernetes/kubernetes/blob/v1.33.0/pkg/apis"
+K8S_CORE_VALIDATION = f"{_K8S}/core/validation/validation.go"
+K8S_BATCH_VALIDATION = f"{_K8S}/batch/validation/validation.go"
+K8S_APPS_VALIDATION = f"{_K8S}/apps/validation/validation.go"
+K8S_STORAGE_VALIDATION = f"{_K8S}/storage/validation/validation.go"
+K8S_SCHEDULING_VALIDATION = f"{_K8S}/scheduling/validation/validation.go"
+K8S_JOB_LABELS = "https://github.com/kubernetes/api/blob/v0.33.0/batch/v1/types.go"
+OBJECT_META = "https://github.com/kubernetes/apimachinery/blob/v0.33.0/pkg/api/validation/objectmeta.go"
+LABELS_AND_SELECTORS = ("https://github.com/kubernetes/apimachinery/blob/v0.33.0/pkg/apis/meta/v1/validation/"
+                        "validation.go")
+NAME_FORMATS = "https://github.com/kubernetes/apimachinery/blob/v0.33.0/pkg/util/validation/validation.go"
+PYTORCHJOB_DEFAULTS = ("https://github.com/kubeflow/trainer/blob/v1.9.4/pkg/apis/kubeflow.org/v1/"
+                       "pytorch_defaults.go")
+PYTORCHJOB_WEBHOOK = "https://github.com/kubeflow/trainer/blob/v1.9.4/pkg/webhooks/pytorch/pytorchjob_webhook.go"
+JOBSET_WEBHOOK = "https://github.com/kubernetes-sigs/jobset/blob/v0.12.0/pkg/webhooks/jobset_webhook.go"
+MPI_OPERATOR = "https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go"
+
 CRDS = "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/"
 CEL = "https://kubernetes.io/docs/reference/using-api/cel/"
 

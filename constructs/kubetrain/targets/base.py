@@ -13,16 +13,94 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from pydantic import ConfigDict
 
+from kubetrain.names import dns_1123_subdomain_problem
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import PYTORCHJOB, TRAINER, cite
 from training.problems import Problem, ReportedLater
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
+
+
+Sibling = Callable[[str, str], "dict[str, Any] | None"]  # (kind, name) -> another committed object beside it
+
+# Kubernetes' Job controller labels a Job's pods with its generated selector (k8s 1.33 pkg/apis/batch/types.go):
+# the Job's name and uid, and in Indexed mode the pod's completion index.
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+JOB_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+JOB_CONTROLLER_LABELS = frozenset((*JOB_NAME_LABELS, *JOB_UID_LABELS, JOB_INDEX_LABEL))
+
+
+class Created(NamedTuple):
+    """A built-in object a controller or operator creates from a committed object, as the API server gets it.
+
+    Its problems are reported at their source in the committed object: a field of its template at
+    `source` + the field's path (or as `paths` map it), its name and what the creator derives from names at
+    `name_field`.
+    """
+
+    body: dict[str, Any]  # apiVersion, kind, metadata, spec: the object as created
+    by: str  # who creates it, for messages: "the training operator", "JobSet"
+    source: str = ""  # where its template is in the committed object ("" when it has none)
+    # (its path prefix, the committed path it comes from) where that is not `source` + its path
+    paths: tuple[tuple[str, str], ...] = ()
+    # (a list of it, how many items come from the template): the creator appends the rest (a volume, a port)
+    appended: tuple[tuple[str, int], ...] = ()
+    name_field: str = "metadata.name"  # the committed field its name comes from
+    template_labels: frozenset[str] = frozenset()  # its labels that come from the template; the rest are the creator's
+    derived: frozenset[str] = frozenset()  # its fields the creator sets from names (spec.hostname, spec.subdomain)
+    describe: str | None = None  # how messages name it, when its name says nothing (a runtime's Jobs)
+    # Report only its problems at `paths`: the rest come from a template another committed object holds, whose
+    # own check reports them (a TrainJob's overrides applied to its runtime's template).
+    only_paths: bool = False
+
+
+def pod_from_template(template: dict[str, Any], *, name: str | None = None, generate_name: str | None = None,
+                      labels: dict[str, str] | None = None, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Pod a controller creates from `template`: its name, the template's labels and annotations with the
+    controller's `labels` over them, and its spec with the controller's `spec` fields over it."""
+    meta = template.get("metadata") or {}
+    metadata: dict[str, Any] = {"name": name} if name else {"generateName": generate_name}
+    metadata["labels"] = {**(meta.get("labels") or {}), **(labels or {})}
+    if meta.get("annotations"):
+        metadata["annotations"] = meta["annotations"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+            "spec": {**(template.get("spec") or {}), **(spec or {})}}
+
+
+@dataclass(frozen=True)
+class OperatorKind:
+    """A custom resource kind an operator turns into built-in objects: what the API server and the operator's
+    admission webhook say about it, looked up by (apiVersion, kind)."""
+
+    api_version: str
+    kind: str
+    created: Callable[[dict[str, Any], Sibling], list[Created]]  # the objects the operator creates from one
+    name_problem: Callable[[str], str | None] = dns_1123_subdomain_problem  # the name format the operator needs
+    # (path, problem) of the names the operator derives from one (pods, Services, Jobs) that would be refused
+    derived_names: Callable[[dict[str, Any], Sibling], list[tuple[str, str]]] = lambda manifest, sibling: []
+    # (path, problem) of what the operator's admission webhook refuses
+    admission: Callable[[dict[str, Any], Sibling], list[tuple[str, str]]] = lambda manifest, sibling: []
+
+
+_OPERATOR_KINDS: dict[tuple[str, str], OperatorKind] = {}
+
+
+def register_operator_kind(kind: OperatorKind) -> OperatorKind:
+    _OPERATOR_KINDS[(kind.api_version, kind.kind)] = kind
+    return kind
+
+
+def operator_kind(api_version: str, kind: str) -> OperatorKind | None:
+    """The operator contract of a custom resource kind, None for kinds no operator module describes."""
+    import kubetrain.targets  # noqa: F401  (every operator module registers its kinds when imported)
+
+    return _OPERATOR_KINDS.get((api_version, kind))
 
 
 @dataclass
@@ -95,6 +173,10 @@ class Target(ReportedLater, ABC):
     def derived_names(self, job: JobSpec) -> list[str]:
         """Names the target's objects take in the job's namespace, besides the job's own name."""
         return []
+
+    @abstractmethod
+    def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
+        """Pod labels the operator or the Job controller sets (or selects pods by): not the user's to set (KT134)."""
 
     @abstractmethod
     def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kubetrain.targets.base import LocalPlan, LocalReplica, Target, fail_job_exit_codes
+from kubetrain.targets.base import JOB_CONTROLLER_LABELS, LocalPlan, LocalReplica, Target, fail_job_exit_codes
 from training.problems import Problem
 
 if TYPE_CHECKING:
@@ -51,6 +51,9 @@ class IndexedJob(Target):
     def max_name_length(self, job: JobSpec) -> tuple[int, str]:
         suffix = f"-{job.props.nodes - 1}"
         return 63 - len(suffix), f"{job.name}{suffix}"
+
+    def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
+        return JOB_CONTROLLER_LABELS
 
     def check(self, job: JobSpec) -> Iterator[Problem]:
         if job.props.elastic is not None:

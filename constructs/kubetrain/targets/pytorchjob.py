@@ -9,6 +9,15 @@ each rendezvous, not by pod index. The operator points PET_RDZV_ENDPOINT at the 
 sets PET_NNODES=min:max, but sets PET_NPROC_PER_NODE only when there is a Master.
 Pods and Services are named `<job>-<master|worker>-<i>`; a Service name is a 63-character label.
 (kubeflow/trainer v1.9.4: pkg/controller.v1/pytorch, pkg/webhooks/pytorch.)
+
+What the operator creates (`pytorchjob_objects`, for the output check): per replica, pods named
+`<job>-<type>-<i>` from the replica's template, labelled `training.kubeflow.org/{job-name, operator-name,
+replica-type, replica-index}` (and `job-role: master` on the Master) over the template's labels, restartPolicy
+from the replica's (ExitCode becomes Never), and its defaulting adds the port `pytorchjob-port` (23456) to the
+`pytorch` container when it has none of that name; a headless Service per pod, named like it (a DNS-1035
+label). Its admission webhook wants a `pytorch` container in every replica and exactly one Master.
+(kubeflow/trainer v1.9.4 pkg/controller.v1/common/pod.go, service.go; pkg/apis/kubeflow.org/v1/pytorch_defaults.go;
+pkg/webhooks/pytorch/pytorchjob_webhook.go.)
 """
 
 from __future__ import annotations
@@ -18,15 +27,29 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
+from kubetrain.names import dns_1035_label_problem
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import cite
-from kubetrain.targets.base import LocalPlan, LocalReplica, Target
+from kubetrain.targets.base import (
+    Created,
+    LocalPlan,
+    LocalReplica,
+    OperatorKind,
+    Sibling,
+    Target,
+    pod_from_template,
+    register_operator_kind,
+)
 from training.problems import Problem
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
 
 MASTER_PORT = 23456  # the operator's default, named pytorchjob-port
+PORT_NAME = "pytorchjob-port"
+LABELS = "training.kubeflow.org"
+OPERATOR_LABELS = frozenset(f"{LABELS}/{key}" for key in ("job-name", "operator-name", "replica-type",
+                                                          "replica-index", "job-role"))
 
 QUEUED_ON_KUEUE = register(
     "KT703", "warning", "PyTorchJob queued through Kueue",
@@ -88,6 +111,9 @@ class PyTorchJob(Target):
         # keeps the longest within the limit, and no job name can end in -master-0 or -worker-N.
         return []
 
+    def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
+        return OPERATOR_LABELS
+
     def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
         props = job.props
         run_policy: dict[str, Any] = {"backoffLimit": props.backoff_limit}
@@ -146,3 +172,74 @@ class PyTorchJob(Target):
             replicas.append(LocalReplica(f"{kind.lower()}-{index}", replica["template"],
                                          replica.get("restartPolicy", "OnFailure"), pod_env))
         return LocalPlan(replicas, cls.container_name, spec.get("runPolicy", {}).get("backoffLimit", 6))
+
+
+def pytorchjob_objects(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
+    """The pod of each replica type with the longest name (its last index), and its Service."""
+    name = manifest["metadata"]["name"]
+    created = []
+    for kind, replica in (manifest.get("spec", {}).get("pytorchReplicaSpecs") or {}).items():
+        replicas = replica.get("replicas", 1)
+        if replicas < 1:
+            continue
+        kind_label, index = kind.lower(), replicas - 1
+        pod_name = f"{name}-{kind_label}-{index}"
+        template = replica.get("template") or {}
+        labels = {f"{LABELS}/operator-name": "pytorchjob-controller", f"{LABELS}/job-name": name,
+                  f"{LABELS}/replica-type": kind_label, f"{LABELS}/replica-index": str(index)}
+        if kind == "Master":
+            labels[f"{LABELS}/job-role"] = "master"
+        containers = (template.get("spec") or {}).get("containers") or []
+        restart = replica.get("restartPolicy", "OnFailure")
+        pod = pod_from_template(template, name=pod_name, labels=labels, spec={
+            "restartPolicy": "Never" if restart == "ExitCode" else restart,
+            "containers": _with_default_port(containers)})
+        ports = tuple((f"spec.containers[{i}].ports", len(c.get("ports") or ())) for i, c in enumerate(containers))
+        created.append(Created(pod, "the training operator", source=f"spec.pytorchReplicaSpecs.{kind}.template",
+                               template_labels=frozenset((template.get("metadata") or {}).get("labels") or ()),
+                               appended=ports))
+    return created
+
+
+def pytorchjob_names(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str, str]]:
+    """Every pod has a headless Service of its name, and a Service's name is a DNS-1035 label."""
+    name = manifest["metadata"]["name"]
+    problems = []
+    for kind, replica in (manifest.get("spec", {}).get("pytorchReplicaSpecs") or {}).items():
+        longest = f"{name}-{kind.lower()}-{replica.get('replicas', 1) - 1}"
+        problem = dns_1035_label_problem(longest)
+        if replica.get("replicas", 1) > 0 and problem:
+            problems.append(("metadata.name", (f"the training operator names a pod and its Service {longest!r} "
+                             f"({len(longest)} characters): {problem}")))
+    return problems
+
+
+def _with_default_port(containers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The operator's defaulting: the `pytorch` container (else the first) gets pytorchjob-port unless it has a
+    port of that name."""
+    names = [c.get("name") for c in containers]
+    index = names.index(PyTorchJob.container_name) if PyTorchJob.container_name in names else 0
+    if not containers or PORT_NAME in [p.get("name") for p in containers[index].get("ports") or ()]:
+        return containers
+    container = containers[index]
+    default = {"name": PORT_NAME, "containerPort": MASTER_PORT, "protocol": "TCP"}
+    return [*containers[:index], {**container, "ports": [*(container.get("ports") or ()), default]},
+            *containers[index + 1:]]
+
+
+def pytorchjob_admission(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str, str]]:
+    problems = []
+    for kind, replica in (manifest.get("spec", {}).get("pytorchReplicaSpecs") or {}).items():
+        containers = ((replica.get("template") or {}).get("spec") or {}).get("containers") or ()
+        if PyTorchJob.container_name not in [c.get("name") for c in containers]:
+            problems.append((f"spec.pytorchReplicaSpecs.{kind}.template.spec.containers",
+                             (f"must have a container named {PyTorchJob.container_name!r}: the operator injects its "
+                             "variables and ports there")))
+        if kind == "Master" and replica.get("replicas", 1) != 1:
+            problems.append((f"spec.pytorchReplicaSpecs.{kind}.replicas", "must be 1: a PyTorchJob has one Master"))
+    return problems
+
+
+register_operator_kind(OperatorKind(PyTorchJob.api_version, PyTorchJob.kind, pytorchjob_objects,
+                                    name_problem=dns_1035_label_problem, derived_names=pytorchjob_names,
+                                    admission=pytorchjob_admission))

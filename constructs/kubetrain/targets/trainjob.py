@@ -15,6 +15,16 @@ With the TrainJobStatus feature gate the controller also injects its status endp
 progress into status.trainerStatus (training/progress.py); run-local serves that endpoint too.
 (kubeflow/trainer v2.3.0: pkg/runtime/framework/plugins/torch, pkg/runtime/framework/plugins/trainjobstatus,
 pkg/webhooks.)
+
+What the operators create (for the output check): the Trainer controller makes a JobSet named like the
+TrainJob from the runtime's template, its torch plugin sets the `node` replicated Job's parallelism and
+completions to numNodes and adds containerPort 29500 to container `node` (kubeflow/trainer v2.3.0
+pkg/runtime/framework/plugins/torch/torch.go); JobSet makes one Job per replica, `<jobset>-<replicatedJob>-<j>`,
+Indexed by default, labelled `jobset.sigs.k8s.io/*`, with the JobSet's name as its pods' subdomain, and its
+webhook refuses a JobSet whose Job names, or pod names plus the 5-character suffix, are not DNS-1035 labels
+(jobset v0.12 pkg/webhooks/jobset_webhook.go). The Job controller then makes the pods (kubetrain.output.apiserver).
+A TrainJob's own spec.trainer (image, command, args, env, resourcesPerNode) changes container `node` of
+those pods; its problems are the TrainJob's, the rest the runtime's.
 """
 
 from __future__ import annotations
@@ -25,9 +35,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
+from kubetrain.names import dns_1035_label_problem
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import TRAINER_STATUS
-from kubetrain.targets.base import LocalPlan, LocalReplica, Target, fail_job_exit_codes
+from kubetrain.targets.base import (
+    JOB_CONTROLLER_LABELS,
+    Created,
+    LocalPlan,
+    LocalReplica,
+    OperatorKind,
+    Sibling,
+    Target,
+    fail_job_exit_codes,
+    register_operator_kind,
+)
 from training.problems import Problem
 from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
 
@@ -36,10 +57,10 @@ if TYPE_CHECKING:
 
 GROUP = "trainer.kubeflow.org"
 MASTER_PORT = 29500
-# With the TrainJobStatus feature gate (Trainer >= 2.2) also its status endpoint's three (training/progress.py),
-# upserted over whatever the container sets.
-INJECTED = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT",
-            ENV_URL, ENV_CA_CERT, ENV_TOKEN}
+INJECTED = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
+# The TrainJobStatus plugin (feature gate, Trainer >= 2.2) injects its status endpoint's three as well
+# (training/progress.py), upserted over whatever the container sets; the torch plugin's webhook refuses only its own.
+STATUS_ENV = {ENV_URL, ENV_CA_CERT, ENV_TOKEN}
 # What the TrainJobStatus plugin adds to every trainer container: upserted by volume name and by mount path, so a
 # volume of the job with either is replaced without a word.
 STATUS_VOLUME = "kubeflow-trainer-token"
@@ -55,6 +76,13 @@ STATUS_MOUNT_TAKEN = register(
 RUNTIME_WAVE = {"argocd.argoproj.io/sync-wave": "-1"}
 # The launcher exits 2 for a bad run config: fail the whole job at once; other failures are retried.
 BAD_CONFIG_EXIT = 2
+ANCESTOR_LABEL = f"{GROUP}/trainjob-ancestor-step"
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+JOBSET = "jobset.sigs.k8s.io"
+JOBSET_LABELS = frozenset(f"{JOBSET}/{key}" for key in (
+    "jobset-name", "jobset-uid", "replicatedjob-replicas", "global-replicas", "replicatedjob-name", "job-index",
+    "job-global-index", "job-key", "restart-attempt"))
+POD_NAME_SUFFIX = "-abcde"  # JobSet's webhook checks pod names with the Job controller's 5 random characters
 
 
 class TrainJob(Target):
@@ -71,7 +99,7 @@ class TrainJob(Target):
         return f"{job.name}-runtime"
 
     def injected_env(self, job: JobSpec) -> set[str]:
-        return set(INJECTED)
+        return INJECTED | STATUS_ENV
 
     def rendezvous_port(self, job: JobSpec) -> int:
         return MASTER_PORT
@@ -81,11 +109,15 @@ class TrainJob(Target):
         return ["--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)"]
 
     def max_name_length(self, job: JobSpec) -> tuple[int, str]:
-        suffix = f"-node-0-{job.props.nodes - 1}"
+        # The JobSet's last pod, <job>-node-0-<n-1>-<5 random characters>, is a DNS-1035 label.
+        suffix = f"-node-0-{job.props.nodes - 1}{POD_NAME_SUFFIX}"
         return 63 - len(suffix), f"{job.name}{suffix}"
 
     def derived_names(self, job: JobSpec) -> list[str]:
         return [self.runtime_name(job)]
+
+    def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
+        return JOB_CONTROLLER_LABELS | JOBSET_LABELS | {ANCESTOR_LABEL}
 
     def check(self, job: JobSpec) -> Iterator[Problem]:
         if job.props.elastic is not None:
@@ -114,7 +146,7 @@ class TrainJob(Target):
                 "template": {"spec": {"replicatedJobs": [{
                     "name": "node",
                     "template": {
-                        "metadata": {"labels": {f"{GROUP}/trainjob-ancestor-step": "trainer"}},
+                        "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
                         "spec": {
                             "backoffLimit": props.backoff_limit,
                             # A bad config fails the job at once; preemption is no failure of the job.
@@ -153,3 +185,190 @@ class TrainJob(Target):
         return LocalPlan(replicas, cls.container_name, job_spec.get("backoffLimit", 6),
                          fail_job_exit_codes=fail_job_exit_codes(job_spec, cls.container_name),
                          status_object=manifest)
+
+
+def jobset_jobs(jobset_name: str, spec: dict[str, Any], source: str, by: str, num_nodes: int | None = None,
+                describe: str | None = None, trainer_runtime: bool = False,
+                overrides: dict[str, Any] | None = None) -> list[Created]:
+    """The last Job of each replicated Job, as JobSet creates it. From a Trainer runtime the Trainer sets every
+    Job's parallelism and completions to its pod count: numNodes for the trainer's, else the template's parallelism
+    (pkg/runtime SyncPodSetsToTemplateSpec), and adds its port to container node; with a TrainJob's `overrides`
+    (its spec.trainer) only the Jobs they change, reporting only what comes from them."""
+    network = spec.get("network") or {}
+    subdomain = network.get("subdomain") or jobset_name
+    created = []
+    for i, replicated in enumerate(spec.get("replicatedJobs") or ()):
+        replicas = replicated.get("replicas", 1)
+        if replicas < 1:
+            continue
+        template = replicated.get("template") or {}
+        job_meta = template.get("metadata") or {}
+        job_spec = {"completionMode": "Indexed", **(template.get("spec") or {})}
+        trainer = trainer_runtime and (job_meta.get("labels") or {}).get(ANCESTOR_LABEL) == "trainer"
+        if trainer_runtime:
+            count = (num_nodes if trainer else None) or job_spec.get("parallelism") or 1
+            job_spec |= {"parallelism": count, "completions": count}
+        labels = {f"{JOBSET}/jobset-name": jobset_name, f"{JOBSET}/replicatedjob-name": replicated["name"],
+                  f"{JOBSET}/replicatedjob-replicas": str(replicas), f"{JOBSET}/job-index": str(replicas - 1)}
+        pod_template = job_spec.get("template") or {}
+        pod_meta = pod_template.get("metadata") or {}
+        pod_spec = dict(pod_template.get("spec") or {})
+        if network.get("enableDNSHostnames", True):
+            pod_spec["subdomain"] = subdomain
+        paths: tuple[tuple[str, str], ...] = ()
+        if trainer:
+            pod_spec["containers"] = [_with_trainer_port(c) for c in pod_spec.get("containers") or ()]
+            if overrides:
+                pod_spec["containers"], paths = _with_overrides(pod_spec["containers"], overrides)
+        elif overrides:
+            continue  # the runtime's own check covers a Job the TrainJob does not change
+        job_spec["template"] = {"metadata": {**pod_meta, "labels": {**(pod_meta.get("labels") or {}), **labels}},
+                                "spec": pod_spec}
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": f"{jobset_name}-{replicated['name']}-{replicas - 1}",
+                            "labels": {**(job_meta.get("labels") or {}), **labels},
+                            **({"annotations": job_meta["annotations"]} if job_meta.get("annotations") else {})},
+               "spec": job_spec}
+        ports = tuple((f"spec.template.spec.containers[{j}].ports", len(c.get("ports") or ()))
+                      for j, c in enumerate((pod_template.get("spec") or {}).get("containers") or ()))
+        created.append(Created(job, by, source=f"{source}.replicatedJobs[{i}].template", describe=describe,
+                               template_labels=frozenset(job_meta.get("labels") or ()), appended=ports,
+                               paths=paths, only_paths=bool(overrides)))
+    return created
+
+
+def _with_overrides(containers: list[dict[str, Any]], trainer: dict[str, Any]) -> tuple[
+        list[dict[str, Any]], tuple[tuple[str, str], ...]]:
+    """Container node as the Trainer changes it from a TrainJob's spec.trainer (kubeflow/trainer v2.3.0 pkg/runtime
+    framework plugins jobset: image, command and args replaced, env upserted by name, resourcesPerNode as its
+    resources), and (its field in the Job, the TrainJob's field) for each value that comes from the TrainJob."""
+    out, paths = [], []
+    for k, container in enumerate(containers):
+        if container.get("name") != TrainJob.container_name:
+            out.append(container)
+            continue
+        at = f"spec.template.spec.containers[{k}]"
+        container = dict(container)
+        for field, override in (("image", "image"), ("command", "command"), ("args", "args"),
+                                ("resources", "resourcesPerNode")):
+            if trainer.get(override) is not None:
+                container[field] = trainer[override]
+                paths.append((f"{at}.{field}", f"spec.trainer.{override}"))
+        if trainer.get("env"):
+            env = list(container.get("env") or ())
+            names = [variable.get("name") for variable in env]
+            for j, variable in enumerate(trainer["env"]):
+                name = variable.get("name")
+                index = names.index(name) if name in names else len(env)
+                if index == len(env):
+                    env.append(variable)
+                    names.append(name)
+                else:
+                    env[index] = variable
+                paths.append((f"{at}.env[{index}]", f"spec.trainer.env[{j}]"))
+            container["env"] = env
+        out.append(container)
+    return out, tuple(paths)
+
+
+def _with_trainer_port(container: dict[str, Any]) -> dict[str, Any]:
+    ports = container.get("ports") or []
+    if container.get("name") != TrainJob.container_name or any(p.get("containerPort") == MASTER_PORT for p in ports):
+        return container
+    return {**container, "ports": [*ports, {"containerPort": MASTER_PORT, "protocol": "TCP"}]}
+
+
+def jobset_names(name: str, spec: dict[str, Any], num_nodes: int | None = None,
+                 trainer_runtime: bool = False) -> list[tuple[str, str]]:
+    """JobSet's webhook: the last Job of each replicated Job, and its last pod with the Job controller's
+    5-character suffix, are DNS-1035 labels (with the pod counts the Trainer sets, from a Trainer runtime)."""
+    where = "metadata.name"
+    problems = []
+    for replicated in spec.get("replicatedJobs") or ():
+        job_name = f"{name}-{replicated.get('name')}-{replicated.get('replicas', 1) - 1}"
+        problem = dns_1035_label_problem(job_name)
+        if problem:
+            problems.append((where, f"JobSet names a Job {job_name!r} ({len(job_name)} characters): {problem}"))
+            continue
+        job_spec = (replicated.get("template") or {}).get("spec") or {}
+        trainer = trainer_runtime and ((replicated.get("template") or {}).get("metadata") or {}).get(
+            "labels", {}).get(ANCESTOR_LABEL) == "trainer"
+        completions = job_spec.get("completions")
+        if trainer_runtime:
+            completions = (num_nodes if trainer else None) or job_spec.get("parallelism") or 1
+        if job_spec.get("completionMode", "Indexed") == "Indexed" and isinstance(completions, int) and completions:
+            pod_name = f"{job_name}-{completions - 1}{POD_NAME_SUFFIX}"
+            problem = dns_1035_label_problem(pod_name)
+            if problem:
+                problems.append((where, (f"JobSet names a pod {pod_name!r} ({len(pod_name)} characters, with the "
+                                 f"Job controller's 5 random characters): {problem}")))
+    return problems
+
+
+def _runtime(manifest: dict[str, Any], sibling: Sibling) -> dict[str, Any] | None:
+    ref = manifest.get("spec", {}).get("runtimeRef") or {}
+    return sibling(ref.get("kind", "ClusterTrainingRuntime"), ref.get("name", ""))
+
+
+def _num_nodes(manifest: dict[str, Any], runtime: dict[str, Any] | None) -> int | None:
+    trainer = manifest.get("spec", {}).get("trainer") or {}
+    return trainer.get("numNodes") or ((runtime or {}).get("spec", {}).get("mlPolicy") or {}).get("numNodes")
+
+
+def trainjob_names(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str, str]]:
+    """The JobSet the controller makes is named like the TrainJob: its Job and pod names come from both. A runtime
+    not beside the job (one installed with the Trainer) is taken to have the `node` Job of the default runtimes."""
+    runtime = _runtime(manifest, sibling)
+    spec = ((runtime or {}).get("spec", {}).get("template") or {}).get("spec") or {
+        "replicatedJobs": [{"name": "node", "template": {"metadata": {"labels": {ANCESTOR_LABEL: "trainer"}}}}]}
+    return jobset_names(manifest["metadata"]["name"], spec, _num_nodes(manifest, runtime), trainer_runtime=True)
+
+
+_OVERRIDES = ("image", "command", "args", "env", "resourcesPerNode")
+
+
+def trainjob_objects(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
+    """What the TrainJob itself changes in its runtime's pods (spec.trainer's image, command, args, env and
+    resourcesPerNode), checked in the Jobs JobSet makes: the runtime's own check covers the rest, so a TrainJob
+    without such overrides (kubetrain's own) costs nothing here."""
+    trainer = manifest.get("spec", {}).get("trainer") or {}
+    if not any(trainer.get(field) is not None for field in _OVERRIDES):
+        return []
+    runtime = _runtime(manifest, sibling)
+    template = ((runtime or {}).get("spec", {}).get("template") or {}).get("spec")
+    if template is None:
+        return []  # a runtime installed with the Trainer: its template is not in the fleet
+    return jobset_jobs(manifest["metadata"]["name"], template, "spec", "JobSet", _num_nodes(manifest, runtime),
+                       trainer_runtime=True, overrides=trainer)
+
+
+def trainjob_admission(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str, str]]:
+    """The Trainer's torch plugin refuses spec.trainer.env setting what it injects itself."""
+    env = (manifest.get("spec", {}).get("trainer") or {}).get("env") or ()
+    return [(f"spec.trainer.env[{j}].name", f"{variable.get('name')} is set by the Trainer (torch plugin): a "
+             "TrainJob may not set it") for j, variable in enumerate(env) if variable.get("name") in INJECTED]
+
+
+def runtime_jobs(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
+    """The Jobs of any TrainJob on this runtime (named after each TrainJob, whose names the TrainJob's check
+    covers): JobSet's Jobs of the runtime's template."""
+    template = (manifest.get("spec", {}).get("template") or {}).get("spec") or {}
+    return jobset_jobs("x", template, "spec.template.spec", "JobSet", (manifest["spec"].get("mlPolicy") or {}).get(
+        "numNodes"), describe="Jobs JobSet creates from this runtime for each TrainJob", trainer_runtime=True)
+
+
+def jobset_objects(manifest: dict[str, Any], sibling: Sibling) -> list[Created]:
+    return jobset_jobs(manifest["metadata"]["name"], manifest.get("spec") or {}, "spec", "JobSet")
+
+
+def jobset_admission_names(manifest: dict[str, Any], sibling: Sibling) -> list[tuple[str, str]]:
+    return jobset_names(manifest["metadata"]["name"], manifest.get("spec") or {})
+
+
+register_operator_kind(OperatorKind(TrainJob.api_version, TrainJob.kind, trainjob_objects,
+                                    name_problem=dns_1035_label_problem, derived_names=trainjob_names,
+                                    admission=trainjob_admission))
+for _runtime_kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
+    register_operator_kind(OperatorKind(TrainJob.api_version, _runtime_kind, runtime_jobs))
+register_operator_kind(OperatorKind(JOBSET_API_VERSION, "JobSet", jobset_objects, name_problem=dns_1035_label_problem,
+                                    derived_names=jobset_admission_names))
