@@ -41,7 +41,7 @@ from kubetrain.rules.registry import register
 from kubetrain.targets import Target, restart_after
 from training.config import load_run_config
 from training.problems import ConfigError, Problem
-from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL, status_path
+from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
 
 CANNOT_RUN = register(
     "KT301", "error", "run-local cannot run this job here",
@@ -63,17 +63,12 @@ class LocalPod:
 
 @dataclass
 class StatusEndpointPlan:
-    """The operator's status endpoint as run-local serves it: on loopback, with a CA and a token of the run's own."""
+    """The operator's status endpoint as run-local serves it: on loopback, with a CA and a token of the run's own.
+    It listens just before the pods start, on a port free_port hands out then; the pods' URL is set then."""
 
     status_object: dict[str, Any]  # the committed object whose status the posts update
-    port: int
     token: str
     tls: ServerTLS
-
-    @property
-    def url(self) -> str:
-        metadata = self.status_object["metadata"]
-        return f"https://127.0.0.1:{self.port}{status_path(metadata['namespace'], metadata['name'])}"
 
 
 @dataclass
@@ -131,11 +126,19 @@ def expand_env_refs(arg: str, env: dict[str, str]) -> str:
     return _ENV_REF.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), arg)
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port nobody listens on now, for a local rendezvous or store."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port nobody listens on now and not handed out before, for a local rendezvous, store or endpoint: the
+    ports it hands out are bound only when the pods start, and the system may offer a closed one again meanwhile."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[str]) -> LocalJob:
@@ -196,12 +199,13 @@ def _status_endpoint(status_object: dict[str, Any] | None, workdir: Path) -> tup
         return None, [("no status endpoint: it needs the `cryptography` package (pip install -e '.[train]'); "
                        "the job runs without it, as on a cluster without the TrainJobStatus feature gate")]
     tls = throwaway_ca(workdir / "status-endpoint")
-    return StatusEndpointPlan(status_object, free_port(), secrets.token_urlsafe(32), tls), []
+    return StatusEndpointPlan(status_object, secrets.token_urlsafe(32), tls), []
 
 
 def _status_endpoint_env(endpoint: StatusEndpointPlan | None, pod_dir: Path) -> dict[str, str]:
     """The pod's view of the endpoint, as the operator's projected volume gives it: the CA and the token as files
-    (at /var/run/secrets/kubeflow/trainer in a cluster, here in the pod's folder), their paths and the URL."""
+    (at /var/run/secrets/kubeflow/trainer in a cluster, here in the pod's folder) and their paths; the URL comes
+    when the endpoint listens."""
     if endpoint is None:
         return {}
     folder = (pod_dir / "kubeflow-trainer").resolve()
@@ -210,7 +214,7 @@ def _status_endpoint_env(endpoint: StatusEndpointPlan | None, pod_dir: Path) -> 
     token = folder / "token"
     token.touch(mode=0o600)
     token.write_text(endpoint.token)
-    return {ENV_URL: endpoint.url, ENV_CA_CERT: str(folder / "ca.crt"), ENV_TOKEN: str(token)}
+    return {ENV_CA_CERT: str(folder / "ca.crt"), ENV_TOKEN: str(token)}
 
 
 def _check_run_config(template: dict[str, Any], container: dict[str, Any], job_file: Path, steps: int | None,
@@ -343,7 +347,7 @@ class _Supervisor:
             if self.job.status_endpoint is not None:
                 try:
                     stack.enter_context(self.serve_status(self.job.status_endpoint))
-                except OSError as error:  # its port was taken since it was chosen: the pods will say they get no answer
+                except OSError as error:  # no loopback socket to be had: the job runs without its endpoint
                     self.say("run-local", f"no status endpoint: {error.strerror or error}")
             status = self.run_pods()
             for pump in self.pumps:  # the pods' last lines (the trainer's finished record) before the summary
@@ -362,9 +366,11 @@ class _Supervisor:
                 self.say("status", f"refused a post: HTTP {code}: {message}")
 
         endpoint = StatusEndpoint(plan.status_object, plan.tls, plan.token,
-                                  lambda status: self.say("status", progress_line(status)), refused, port=plan.port)
+                                  lambda status: self.say("status", progress_line(status)), refused, free_port())
+        for pod in self.job.pods:
+            pod.env[ENV_URL] = endpoint.url
         self.say("run-local", f"status endpoint of {plan.status_object['kind']} "
-                              f"{plan.status_object['metadata']['name']} at {plan.url}")
+                              f"{plan.status_object['metadata']['name']} at {endpoint.url}")
         return endpoint
 
     def run_pods(self) -> int:
