@@ -1,11 +1,13 @@
 """The dev cluster: CPU only, small enough that its jobs run on a laptop (`kubetrain run-local dev/tiny-gpt`)."""
 
+from examples.fashion_mnist import train_fashion_mnist
 from kubetrain import (
     App,
     ClaimVolume,
     Cluster,
     Command,
     Elastic,
+    Function,
     IndexedJob,
     NodeResources,
     PyTorchJob,
@@ -70,4 +72,8 @@ def define(app: App) -> Cluster:
         workload=Command(command=["examples/ddp_minimal.py", "--steps", "20",
                                   "--checkpoint-dir", "/checkpoints/ddp-minimal"],
                          checkpoint_dir="/checkpoints/ddp-minimal")))
+    # The Kubeflow Trainer guide's training function, captured at synth: the ConfigMap holds its source.
+    TrainingJob(cluster, "fashion-mnist", TrainingJobProps(
+        name="fashion-mnist", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop,
+        workload=Function(train_fashion_mnist, kwargs={"epochs": 3, "batch_size": 32, "synthetic": 512})))
     return cluster

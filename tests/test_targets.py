@@ -10,6 +10,8 @@ from kubetrain import App, Cluster, IndexedJob, TrainingJob, TrainJob
 from kubetrain.diagnostics import diagnostics
 from kubetrain.output.manifests import check_objects, render_objects
 
+from training.failures import PERMANENT_EXITS
+
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
 JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge",
        "resources": {"cpu": "96", "memory": "1000Gi", "accelerators": 8, "efa": 32},
@@ -51,7 +53,7 @@ def test_indexed_job_sets_torchruns_variables_itself():
     objects, _ = build(target=IndexedJob())
     job, service = objects["c/ml/Job.job.yaml"], objects["c/ml/Service.job.yaml"]
     assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["completions"] == job["spec"]["parallelism"] == 2
-    assert job["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"] == [2]
+    assert job["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"] == list(PERMANENT_EXITS) == [2, 3, 4]
     assert job["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
     pod = job["spec"]["template"]["spec"]
     assert pod["subdomain"] == "job" and pod["restartPolicy"] == "Never"

@@ -43,6 +43,8 @@ from training.config import load_run_config
 from training.problems import ConfigError, Problem
 from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
 
+KUBERNETES_GRACE_S = 30  # a pod's terminationGracePeriodSeconds unless its spec sets one
+
 CANNOT_RUN = register(
     "KT301", "error", "run-local cannot run this job here",
     rationale="run-local runs what was committed, on this machine's CPUs: the job must be in dist/, need no GPUs, "
@@ -59,6 +61,7 @@ class LocalPod:
     restart_policy: str
     cwd: Path | None = None
     mounts: dict[str, Path] = field(default_factory=dict)  # mountPath -> local folder
+    grace_s: float = KUBERNETES_GRACE_S  # terminationGracePeriodSeconds: from the stop signal to the kill
 
 
 @dataclass
@@ -180,9 +183,13 @@ def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[s
         command = [_map_path(expand_env_refs(arg, pod_env), mounts)
                    for arg in [*container.get("command", []), *container.get("args", [])]]
         command += _config_overrides(command, mounts, steps, overrides, where)
-        env = {**os.environ, **pod_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+        # A container's /tmp is its own: the pod's here (the launcher keeps its failure note there).
+        tmp = (workdir / "pods" / replica.name / "tmp").resolve()
+        tmp.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **pod_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "TMPDIR": str(tmp)}
         cwd = Path(_map_path(container["workingDir"], mounts)) if "workingDir" in container else None
-        pods.append(LocalPod(replica.name, command, env, replica.restart_policy, cwd, mounts))
+        grace = replica.template["spec"].get("terminationGracePeriodSeconds", KUBERNETES_GRACE_S)
+        pods.append(LocalPod(replica.name, command, env, replica.restart_policy, cwd, mounts, grace))
     trainer = any("--config" in pod.command for pod in pods)
     return LocalJob(pods, plan.backoff_limit, plan.fail_job_exit_codes, plan.per_pod_backoff, where, trainer,
                     endpoint, notes)
@@ -382,7 +389,8 @@ class _Supervisor:
                     code = process.poll()
                     if code is None:
                         continue
-                    del running[name]
+                    if running.pop(name, None) is None:
+                        continue  # stopped with a sibling that failed before it in this round
                     code = code if code >= 0 else 128 - code  # killed by a signal, as a container reports it
                     if code == 0:
                         continue
@@ -398,12 +406,15 @@ class _Supervisor:
                               else f"restartPolicy {pod.restart_policy} does not retry it")
                     self.say("run-local", f"pod {name} exited {code} and {reason}: the job failed")
                     status = code
-                    _terminate([p for _, p in running.values()])  # a failed pod fails the job: stop the others
+                    _terminate(list(running.values()))  # a failed pod fails the job: stop the others
                     running.clear()
+                    break
                 if running:
                     time.sleep(0.2)
         except KeyboardInterrupt:
-            _terminate([p for _, p in running.values()])
+            self.say("run-local", "stopping every pod, as Kubernetes stops them (SIGTERM, then SIGKILL after "
+                     "each pod's grace period)")
+            _terminate(list(running.values()))
             status = 130
         return status
 
@@ -419,14 +430,17 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _terminate(processes: list[subprocess.Popen]) -> None:
-    for process in processes:
+def _terminate(pods: list[tuple[LocalPod, subprocess.Popen]]) -> None:
+    """Stop pods as the kubelet does: SIGTERM to the container's first process only (the launcher passes it
+    on), then SIGKILL to everything left once the pod's grace period is over."""
+    for _, process in pods:
         if process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-    for process in processes:
+                os.kill(process.pid, signal.SIGTERM)
+    signalled = time.monotonic()
+    for pod, process in pods:
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=max(0.0, signalled + pod.grace_s - time.monotonic()))
         except subprocess.TimeoutExpired:
             kill_pod(process.pid)
 

@@ -6,7 +6,7 @@ The plainest option (no operator). Kubernetes gives each of the `nodes` pods a c
 Nothing injects torchrun's variables, so the target sets them itself: PET_NNODES,
 PET_NPROC_PER_NODE and PET_RDZV_ENDPOINT, which torchrun reads as the defaults of its flags.
 Failures: pods restart never in place; the Job replaces a failed pod up to `backoffLimitPerIndex`
-times per index, fails at once on the launcher's bad-config exit (podFailurePolicy), ignores
+times per index, fails at once on the launcher's permanent exits (podFailurePolicy), ignores
 preemption, and ends with success when pod 0 (rank 0's node) succeeds (successPolicy).
 Pod hostnames are `<job>-<index>`, a DNS label; the Service name is a DNS-1035 label.
 """
@@ -16,14 +16,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kubetrain.targets.base import JOB_CONTROLLER_LABELS, LocalPlan, LocalReplica, Target, fail_job_exit_codes
+from kubetrain.targets.base import (
+    JOB_CONTROLLER_LABELS,
+    LocalPlan,
+    LocalReplica,
+    Target,
+    fail_job_exit_codes,
+    pod_failure_policy,
+)
 from training.problems import Problem
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
 
 RENDEZVOUS_PORT = 29500
-BAD_CONFIG_EXIT = 2  # the launcher's exit for a bad run config
 INDEX_LABEL = "batch.kubernetes.io/job-name"
 
 
@@ -72,10 +78,7 @@ class IndexedJob(Target):
             "spec": {
                 "completionMode": "Indexed", "completions": props.nodes, "parallelism": props.nodes,
                 "backoffLimitPerIndex": props.backoff_limit, "maxFailedIndexes": 0,
-                "podFailurePolicy": {"rules": [
-                    {"action": "FailJob", "onExitCodes": {"containerName": self.container_name, "operator": "In",
-                                                          "values": [BAD_CONFIG_EXIT]}},
-                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
+                "podFailurePolicy": pod_failure_policy(self.container_name),
                 "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
                 "template": pod}}
         service = {

@@ -47,6 +47,7 @@ from kubetrain.targets.base import (
     Sibling,
     Target,
     fail_job_exit_codes,
+    pod_failure_policy,
     register_operator_kind,
 )
 from training.problems import Problem
@@ -74,8 +75,6 @@ STATUS_MOUNT_TAKEN = register(
     fix="rename the volume, or mount it elsewhere", source=TRAINER_STATUS, targets=("trainjob",))
 # Argo CD applies lower waves first and waits for them: the runtime must exist when the job is admitted.
 RUNTIME_WAVE = {"argocd.argoproj.io/sync-wave": "-1"}
-# The launcher exits 2 for a bad run config: fail the whole job at once; other failures are retried.
-BAD_CONFIG_EXIT = 2
 ANCESTOR_LABEL = f"{GROUP}/trainjob-ancestor-step"
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 JOBSET = "jobset.sigs.k8s.io"
@@ -149,11 +148,7 @@ class TrainJob(Target):
                         "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
                         "spec": {
                             "backoffLimit": props.backoff_limit,
-                            # A bad config fails the job at once; preemption is no failure of the job.
-                            "podFailurePolicy": {"rules": [
-                                {"action": "FailJob", "onExitCodes": {"containerName": self.container_name,
-                                                                      "operator": "In", "values": [BAD_CONFIG_EXIT]}},
-                                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
+                            "podFailurePolicy": pod_failure_policy(self.container_name),
                             "template": pod}}}]}}}}
         spec: dict[str, Any] = {
             "runtimeRef": {"name": self.runtime_name(job), "apiGroup": GROUP, "kind": "TrainingRuntime"},
