@@ -64,6 +64,13 @@ def test_indexed_job_sets_torchruns_variables_itself():
 
 @pytest.mark.parametrize(("target", "overrides", "expected"), [
     (TrainJob(), {"env": {"PET_NNODES": "2"}}, ("KT105", "env.PET_NNODES")),
+    (TrainJob(), {"env": {"KUBEFLOW_TRAINER_SERVER_TOKEN": "/t"}}, ("KT105", "env.KUBEFLOW_TRAINER_SERVER_TOKEN")),
+    (TrainJob(), {"volumes": [{"name": "kubeflow-trainer-token", "claim": "ckpt", "mount_path": "/ckpt"}]},
+     ("KT219", "volumes.0.name")),
+    (TrainJob(), {"volumes": [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"},
+                                 {"name": "mine", "secret": "mine",
+                                  "mount_path": "/var/run/secrets/kubeflow/trainer"}]},
+     ("KT219", "volumes.1.mount_path")),
     (TrainJob(), {"elastic": {"min_nodes": 1}}, ("KT701", "elastic")),
     (IndexedJob(), {"workload": {"kind": "command", "command": ["run.sh"], "launcher": "none"}},
      ("KT701", "workload.launcher")),
@@ -93,6 +100,14 @@ def test_the_dev_job_trains_the_same_on_every_target(tmp_path):
                     if '"event": "finished"' in line]
         assert finished and finished[0]["step"] == 12
         digests[job] = finished[0]["weights_sha256_per_rank"]
+        # Kubeflow Trainer's status endpoint, served by run-local for the TrainJob alone: rank 0's last post
+        # arrives, accepted, with the run's end in it.
+        statuses = [line for line in result.stdout.splitlines() if line.startswith("[status] ")]
+        if job == "tiny-gpt":
+            assert "status endpoint of TrainJob tiny-gpt-" in result.stdout and "refused" not in result.stdout
+            assert statuses[-1].startswith("[status] 100 %, 0 s left: loss ") and "current_step 12," in statuses[-1]
+        else:
+            assert statuses == []
     # Same run config, same world size, same seed: the targets differ only in how the pods meet.
     assert digests["tiny-gpt"] == digests["tiny-gpt-pytorchjob"] == digests["tiny-gpt-indexed"]
 

@@ -11,6 +11,7 @@ PRUNING = "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/c
 PYTORCHJOB = "https://github.com/kubeflow/trainer/tree/v1.9.4/pkg/controller.v1/pytorch"
 PYTORCHJOB_TYPES = "https://github.com/kubeflow/trainer/blob/v1.9.4/pkg/apis/kubeflow.org/v1/pytorch_types.go"
 TRAINER = "https://github.com/kubeflow/trainer/tree/v2.3.0/pkg/runtime/framework/plugins/torch"
+TRAINER_STATUS = "https://github.com/kubeflow/trainer/tree/v2.3.0/pkg/runtime/framework/plugins/trainjobstatus"
 EC2 = "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html"
 EFA_TYPES = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html"
 EKS_EFA = "https://docs.aws.amazon.com/eks/latest/userguide/node-efa.html"

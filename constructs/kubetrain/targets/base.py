@@ -123,6 +123,9 @@ class LocalPlan:
     backoff_limit: int  # pod restarts before the job fails: over all pods, or each pod's own with per_pod_backoff
     fail_job_exit_codes: set[int] = field(default_factory=set)  # exits that fail the job at once (podFailurePolicy)
     per_pod_backoff: bool = False
+    # The object whose status.trainerStatus the operator's status endpoint updates (Kubeflow Trainer's
+    # TrainJobStatus): run-local serves that endpoint and hands the pods its variables (training/progress.py).
+    status_object: dict[str, Any] | None = None
 
 
 class Target(ReportedLater, ABC):
