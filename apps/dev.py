@@ -6,6 +6,7 @@ from kubetrain import (
     Cluster,
     Command,
     Elastic,
+    Function,
     IndexedJob,
     NodeResources,
     PyTorchJob,
@@ -15,6 +16,8 @@ from kubetrain import (
     TrainingJobProps,
     k8s,
 )
+
+from examples.fashion_mnist import train_fashion_mnist
 
 NAMESPACE = "ml-dev"
 IMAGE = "ghcr.io/kubetrain/kubetrain:0.1.0"  # this repository's image: training/ and examples/
@@ -70,4 +73,8 @@ def define(app: App) -> Cluster:
         workload=Command(command=["examples/ddp_minimal.py", "--steps", "20",
                                   "--checkpoint-dir", "/checkpoints/ddp-minimal"],
                          checkpoint_dir="/checkpoints/ddp-minimal")))
+    # The Kubeflow Trainer guide's training function, captured at synth: the ConfigMap holds its source.
+    TrainingJob(cluster, "fashion-mnist", TrainingJobProps(
+        name="fashion-mnist", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop,
+        workload=Function(train_fashion_mnist, kwargs={"epochs": 3, "batch_size": 32, "synthetic": 512})))
     return cluster

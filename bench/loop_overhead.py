@@ -6,7 +6,8 @@ Starts two gloo ranks on this machine (through torchrun) and alternates the two 
 and last, so both see the same machine state; a round's ratio is a kubetrain run's steps/s over the
 mean of the bare runs before and after it. Prints the median steps/s of each and the median of the
 rounds' ratios (target >= 0.97). The trainer runs as pods run it: every rank serves its Prometheus
-endpoint, and the node-local checkpoint tier saves once a round, a third of the round before its
+endpoint, the ranks agree every step on whether to stop (training/preemption.py), and the node-local
+checkpoint tier saves once a round, a third of the round before its
 end (the durable tier's interval is beyond the round). Whether the figure can be trusted is
 measured, not guessed: during the timed rounds the benchmark counts the CPU time the machine spent
 on work other than its own two ranks (from /proc/stat), and the spread of the rounds' ratios. Other
@@ -40,6 +41,7 @@ from training.distributed import all_gather_object, init_world
 from training.host_memory import keep_freed_memory
 from training.model import GPT
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
+from training.preemption import StopRequest
 from training.trainer import Trainer
 
 NOISY_OTHERS = 0.05  # share of the machine's CPU time spent on other work above which the figure is noise
@@ -103,8 +105,8 @@ def bare_loop(run: RunConfig, world, steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def kubetrain_loop(run: RunConfig, world, steps: int) -> float:
-    trainer = Trainer(run, world)
+def kubetrain_loop(run: RunConfig, world, steps: int, stop: StopRequest) -> float:
+    trainer = Trainer(run, world, stop)
     dist.barrier()
     start = time.perf_counter()
     trainer.train(stop_after_step=steps)
@@ -116,6 +118,8 @@ def kubetrain_loop(run: RunConfig, world, steps: int) -> float:
 
 def worker(steps: int, rounds: int, workdir: str, metrics_port: int) -> None:
     keep_freed_memory()  # as every Trainer does: the bare loop gets the same allocator
+    # As `python -m training` does: the stop agreement's all-reduce runs every step.
+    stop = StopRequest(int(os.environ["RANK"])).install()
     world = init_world()
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // world.world_size))
     runs = itertools.count()  # each run's own checkpoint folder
@@ -129,7 +133,7 @@ def worker(steps: int, rounds: int, workdir: str, metrics_port: int) -> None:
         # A fresh checkpoint folder each run: the trainer must start, not resume.
         run = run_config(os.path.join(workdir, f"run{next(runs)}"), steps, metrics_port)
         with contextlib.redirect_stdout(io.StringIO()):  # the trainer's metrics lines
-            return kubetrain_loop(run, world, steps)
+            return kubetrain_loop(run, world, steps, stop)
 
     run_ours()  # warms up both loops, untimed
     bare = [run_bare()]

@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import kubetrain, read_tree, run
+from conftest import ROOT, kubetrain, read_tree, run
 
 BAD_FLEET = '''
 from kubetrain import App, Cluster, TrainingJob
@@ -168,14 +168,76 @@ def test_synth_never_replaces_what_it_did_not_write(tmp_path, target):
     assert {str(p): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
-def test_synth_replaces_its_own_output(tmp_path):
+def test_synth_replaces_its_own_output_and_names_a_file_it_did_not_write(tmp_path):
     project = fleet(tmp_path)
     assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0
     assert (project / "dist" / ".kubetrain-synth").is_file()
     assert not (project / "dist" / "dev" / "ml" / "ConfigMap.keep.yaml").exists()
-    (project / "dist" / "dev" / "ml" / "stray.txt").write_text("x")  # the marker says the folder is synth's
+    assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0  # its own output: replaced
+    # A file synth did not write, even one shaped like a manifest, is never deleted: synth names it and stops.
+    for stray in ("dev/ml/stray.txt", "dev/ml/ConfigMap.mine.yaml"):
+        (project / "dist" / stray).write_text("mine\n")
+        before = read_tree(project / "dist")
+        result = kubetrain("synth", "--app", "fleet", cwd=project)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert f"holds {stray}, which synth did not write" in result.stderr and "[KT601]" in result.stderr
+        assert read_tree(project / "dist") == before
+        (project / "dist" / stray).unlink()
+
+
+def test_a_file_git_tracks_is_the_repositorys_not_a_users_own(tmp_path):
+    # A merge of two branches' dist/ brings files the committed marker does not list: they are in git, so synth
+    # may replace them (the next synth writes them again or drops them); an untracked one is still named.
+    project = fleet(tmp_path)
     assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0
-    assert not (project / "dist" / "dev" / "ml" / "stray.txt").exists()
+    merged = project / "dist" / "dev" / "ml" / "ConfigMap.merged.yaml"
+    merged.write_text("kind: ConfigMap\n")
+    git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for args in (["init", "-q"], ["add", "dist"], ["commit", "-q", "-m", "merge"]):
+        assert run([*git, *args]).returncode == 0
+    assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0
+    assert not merged.exists()
+
+
+def test_an_interrupted_synths_leftovers_are_removed_by_the_next(tmp_path):
+    from kubetrain.output.manifests import MARKER
+
+    project = fleet(tmp_path)
+    assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0
+    # What kills at each point of a synth leave beside dist/: an empty staging folder, a staging folder with
+    # its marker and part of the files, and (older synths) the retired output.
+    (project / ".dist.tmp-empty").mkdir()
+    (project / ".dist.tmp-half" / "dev" / "ml").mkdir(parents=True)
+    (project / ".dist.tmp-half" / MARKER).write_text("x\n")
+    (project / ".dist.tmp-half" / "dev" / "ml" / "ConfigMap.a.yaml").write_text("kind: ConfigMap\n")
+    (project / ".dist.old-abc" / "dist").mkdir(parents=True)
+    (project / ".dist.old-abc" / "dist" / MARKER).write_text("x\n")
+    (project / ".dist.tmp-users").mkdir()  # not synth's: kept
+    (project / ".dist.tmp-users" / "notes.txt").write_text("mine\n")
+    assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0
+    assert sorted(p.name for p in project.iterdir() if p.name.startswith(".dist")) == [".dist.tmp-users"]
+    ignored = run(["git", "check-ignore", "--no-index", ".dist.tmp-x1", ".dist.old-x2"], cwd=ROOT)
+    assert ignored.stdout.split() == [".dist.tmp-x1", ".dist.old-x2"], "leftovers beside dist/ are git-ignored"
+
+
+def test_the_output_folder_is_exchanged_whole_or_filled_in_place(tmp_path):
+    from kubetrain.output.manifests import MARKER, _move_in, write_tree
+
+    out = tmp_path / "dist"
+    write_tree({Path("a/ns/ConfigMap.one.yaml"): "one\n", Path("a/ns/ConfigMap.two.yaml"): "two\n"}, out)
+    inode = out.stat().st_ino
+    write_tree({Path("a/ns/ConfigMap.one.yaml"): "ONE\n", Path("b/ns/ConfigMap.three.yaml"): "three\n"}, out)
+    assert out.stat().st_ino != inode, "the staged folder took the old one's place in one step"
+    # Where it cannot, the staged files are moved in one by one and the old ones deleted: same result.
+    staging = tmp_path / "staging"
+    files = {Path("a/ns/ConfigMap.one.yaml"): "uno\n", Path("c/ns/ConfigMap.four.yaml"): "four\n"}
+    for path, text in files.items():
+        (staging / path).parent.mkdir(parents=True, exist_ok=True)
+        (staging / path).write_text(text)
+    (staging / MARKER).write_text("marker\n")
+    _move_in(staging, out, files)
+    assert read_tree(out) == {"a/ns/ConfigMap.one.yaml": b"uno\n", "c/ns/ConfigMap.four.yaml": b"four\n",
+                              MARKER: b"marker\n"}
 
 
 TYPED_FLEET = '''

@@ -101,8 +101,6 @@ CASES = [
     ("claim of another namespace", lambda a, c: TrainingJob(c, "j", **{**JOB, "volumes": [{
         "name": "data", "claim": S3Bucket(c, "s3", bucket_name="corp-data", namespace="other"),
         "mount_path": "/data"}]}), "volumes.0.claim"),
-    ("system priority class", lambda a, c: TrainingJob(c, "j", **{**JOB, "pod": {
-        "priority_class": "system-node-critical"}}), "pod.priority_class"),
     ("mlflow uri", lambda a, c: TrainingJob(c, "j", **{**JOB, "workload": {"kind": "trainer", "run": {
         "batch": {"global_size": 1, "micro_size": 1}, "max_steps": 1,
         "metrics": {"mlflow_tracking_uri": "mlflow server"}}}}), "workload.run.metrics.mlflow_tracking_uri"),

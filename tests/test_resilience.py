@@ -6,10 +6,12 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -41,6 +43,44 @@ def test_crashed_rank_recovers_to_the_exact_fault_free_result(fault_free, tmp_pa
     assert finished["loss"] == expected["loss"]
     assert finished["weights_sha256_per_rank"] == expected["weights_sha256_per_rank"]
     assert 0 < finished["ettr"] <= 1 and finished["lost_s"] > 0
+
+
+def children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds torchrun's workers through procfs")
+def test_killing_what_torchrun_started_ends_its_rank_and_the_run_recovers(fault_free, tmp_path):
+    """Ranks run as forks of the pod's warm process (training/warm.py); torchrun sees thin clients. Killing a
+    client, as a crash of what torchrun started looks, must end its rank, and the restarted ranks resume."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'constructs'}{os.pathsep}{ROOT}", "KUBETRAIN_FAULT": "hang:step=13:rank=1"}
+    agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                              "--max-restarts=1", "-m", "training", "--config", str(write_config(tmp_path))],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(agent.stdout), daemon=True)
+    reader.start()
+    try:
+        while not any('"step": 12,' in line for line in lines):
+            assert agent.poll() is None, "".join(lines[-20:])
+            time.sleep(0.05)
+        clients = children(agent.pid)
+        (client,) = [pid for pid in clients
+                     if b"LOCAL_RANK=1\0" in Path(f"/proc/{pid}/environ").read_bytes()]
+        os.kill(client, signal.SIGKILL)  # rank 1 is stuck at step 13: only its client's death ends it
+        assert agent.wait(timeout=240) == 0
+        reader.join(timeout=10)
+    finally:
+        kill_pod(agent.pid)
+    records = [json.loads(line) for line in lines if line.startswith("{")]
+    assert [r["step"] for r in records if r["event"] == "resumed"] == [10]
+    assert records[-1]["weights_sha256_per_rank"] == fault_free[-1]["weights_sha256_per_rank"]
+    warm = [p for p in Path("/proc").glob("[0-9]*") if (p / "cmdline").is_file()
+            and (p / "cmdline").read_bytes().endswith(f"training.warm\0{agent.pid}\0".encode())]
+    deadline = time.monotonic() + 30
+    while warm and any(p.exists() for p in warm) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(p.exists() for p in warm), "the warm process outlives its torchrun agent"
 
 
 def test_crash_between_durable_saves_resumes_from_the_local_tier(fault_free, tmp_path):
@@ -75,6 +115,82 @@ def test_crash_while_saving_falls_back_to_the_previous_checkpoint(fault_free, tm
     assert [r["step"] for r in records if r["event"] == "resumed"] == [5]
     assert records[-1]["loss"] == fault_free[-1]["loss"]
     assert records[-1]["weights_sha256_per_rank"] == fault_free[-1]["weights_sha256_per_rank"]
+
+
+def flip_bytes(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+DAMAGE = {
+    "flipped byte in a shard": (lambda folder: flip_bytes(folder / "__1_0.distcp"),
+                                "__1_0.distcp does not match its checksum (corrupted)"),
+    "truncated shard": (lambda folder: os.truncate(folder / "__0_0.distcp", 100), "__0_0.distcp is 100 bytes"),
+    "missing metadata": (lambda folder: (folder / ".metadata").unlink(), ".metadata is missing"),
+    "damaged metadata": (lambda folder: flip_bytes(folder / ".metadata"), ".metadata does not match its checksum"),
+    "damaged marker": (lambda folder: (folder / "COMPLETE").write_text("10\n"),
+                       "its COMPLETE marker is damaged or lists no checksums"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_checkpoint_is_skipped_for_the_newest_that_verifies(fault_free, tmp_path, damage):
+    config = write_config(tmp_path)
+    train(config, 2, "--stop-after-step", "12")  # checkpoints of steps 5 and 10
+    harm, reason = DAMAGE[damage]
+    harm(tmp_path / "ckpt" / "step-00000010")
+    result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m",
+                  "training", "--config", str(config)])
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    (skipped,) = [r for r in records if r["event"] == "checkpoint_skipped"]
+    assert (skipped["tier"], skipped["step"]) == ("durable", 10) and reason in skipped["reason"]
+    assert f"warning: skipping the durable checkpoint {tmp_path / 'ckpt' / 'step-00000010'}: {reason}" in result.stderr
+    assert [r["step"] for r in records if r["event"] == "resumed"] == [5]
+    assert records[-1]["weights_sha256_per_rank"] == fault_free[-1]["weights_sha256_per_rank"]
+    # Saves of 10, 15 and 16 followed, keep is 2: the checkpoint resumed from, the newest that was read back
+    # and verified, is kept as well (the damaged 10 went with the history the resume left, and was saved anew).
+    assert sorted(p.name for p in (tmp_path / "ckpt").glob("step-*")) == [
+        "step-00000005", "step-00000015", "step-00000016"]
+
+
+def test_a_damaged_local_copy_on_one_rank_is_skipped(fault_free, tmp_path):
+    checkpoint = {"dir": str(tmp_path / "ckpt"), "interval": 8, "keep": 2,
+                  "local_dir": str(tmp_path / "node-local"), "local_interval": 2}
+    config = write_config(tmp_path, checkpoint=checkpoint)
+    train(config, 2, "--stop-after-step", "13")  # local copies of 10 and 12 on each rank, durable 8
+    flip_bytes(next((tmp_path / "node-local" / "world-2" / "rank-00001" / "step-00000012").glob("*.distcp")))
+    records = train(config)
+    (skipped,) = [r for r in records if r["event"] == "checkpoint_skipped"]
+    assert (skipped["tier"], skipped["step"]) == ("local", 12) and skipped["reason"].startswith("rank 1's copy: ")
+    assert [(r["step"], r["tier"]) for r in records if r["event"] == "resumed"] == [(10, "local")]
+    assert records[-1]["weights_sha256_per_rank"] == fault_free[-1]["weights_sha256_per_rank"]
+
+
+def test_a_checkpoint_marker_lists_every_file_with_its_checksum(tmp_path):
+    train(write_config(tmp_path), 2, "--stop-after-step", "5")
+    folder = tmp_path / "ckpt" / "step-00000005"
+    marker = json.loads((folder / "COMPLETE").read_text())
+    assert marker["step"] == 5 and sorted(marker["files"]) == [".metadata", "__0_0.distcp", "__1_0.distcp"]
+    for name, (size, crc) in marker["files"].items():
+        data = (folder / name).read_bytes()
+        assert (len(data), zlib.crc32(data)) == (size, crc)
+
+
+def test_rollback_is_the_same_in_every_run_with_the_same_faults(tmp_path):
+    """NaN steps while an async save is in flight: the save counts once its marker is written, which happens
+    before `wait` returns, so every run rolls back to the same step and ends with the same weights."""
+    ends = []
+    for attempt in ("a", "b"):
+        (tmp_path / attempt).mkdir()
+        config = write_config(tmp_path / attempt, resilience={"max_bad_steps": 3},
+                              checkpoint={"dir": str(tmp_path / attempt / "ckpt"), "interval": 5, "keep": 2,
+                                          "async_save": True})
+        records = train_with_fault(config, "nan:step=6;nan:step=7;nan:step=8")
+        ends.append(([(r["from_step"], r["to_step"]) for r in records if r["event"] == "rollback"],
+                     records[-1]["weights_sha256_per_rank"]))
+    assert ends[0] == ends[1] and ends[0][0] == [(8, 5)]
 
 
 def saved_tensors(checkpoint: Path, tmp_path: Path) -> dict:
@@ -166,7 +282,7 @@ def dev_fault_free(tmp_path_factory) -> list[dict]:
 @pytest.mark.parametrize("job", ["tiny-gpt", "tiny-gpt-elastic"])
 def test_dev_job_survives_a_crash_through_run_local(dev_fault_free, tmp_path, job):
     """A committed dev job, two pods with one torchrun agent each, as the operator would run it:
-    a Master and a Worker, or two elastic Workers whose ranks each rendezvous assigns. Both jobs
+    a TrainJob's two nodes, or two elastic Workers whose ranks each rendezvous assigns. Both jobs
     have the same run config, so both must end exactly where the fault-free fixed-size run does."""
     records = run_local(job, tmp_path, "crash:step=13:rank=1")
     assert [r["step"] for r in records if r["event"] == "resumed"] == [10]

@@ -14,8 +14,10 @@ from kubetrain import (
     CpuNodePool,
     IndexedJob,
     LocalQueue,
+    PriorityClass,
     PyTorchJob,
     ResourceFlavor,
+    ServiceAccount,
     TrainingJob,
 )
 from kubetrain.rules.catalog import every_rule, markdown_table
@@ -29,6 +31,15 @@ P5 = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48
       "workload": {"kind": "trainer", "run": RUN}}
 CPU = {"image": "img:1", "nodes": 2, "procs_per_node": 1, "resources": {"cpu": "2", "memory": "4Gi"},
        "volumes": [CKPT], "workload": {"kind": "trainer", "run": {**RUN, "batch": {"global_size": 4, "micro_size": 1}}}}
+
+
+# Platform objects of a cluster named like the one findings() builds ("c", namespace "ml"), and of another cluster.
+_C = Cluster(App(), "c", kubernetes_version="1.33", namespaces=["ml", "lab"])
+ROLE = "arn:aws:iam::111122223333:role/training"
+IRSA = ServiceAccount(_C, "trainer", namespace="ml", iam_role_arn=ROLE)
+LAB = ServiceAccount(_C, "lab", namespace="lab", iam_role_arn=ROLE)
+HIGH = PriorityClass(Cluster(App(), "other", kubernetes_version="1.33", namespaces=["ml"]), "high", value=1000)
+PROBE = {"http_get": {"port": "metrics", "path": "/metrics"}}
 
 
 def command(words: list[str], **fields: Any) -> dict[str, Any]:
@@ -221,6 +232,36 @@ CASES = [
     # kubetrain's own annotation (the run config's 64-hex hash) counts too
     ("KT135", pod(CPU, annotations={"example.com/blob": "x" * (262_144 - 100)}), "pod.annotations",
      pod(CPU, annotations={"example.com/blob": "x" * (262_144 - 200)})),
+    ("KT150", {**run(CPU, metrics={"port": 0}), "pod": {"liveness_probe": PROBE}}, "pod.liveness_probe.http_get.port",
+     {**CPU, "pod": {"liveness_probe": PROBE}}),  # the trainer's metrics port is named "metrics" unless it is off
+    ("KT150", {**CPU, "pod": {"startup_probe": {"tcp_socket": {"port": 8080}, "exec": {"command": ["true"]}}}},
+     "pod.startup_probe", {**CPU, "pod": {"startup_probe": {"tcp_socket": {"port": 8080}}}}),
+    ("KT150", {**CPU, "pod": {"liveness_probe": {"tcp_socket": {"port": 8080}, "success_threshold": 2}}},
+     "pod.liveness_probe.success_threshold", {**CPU, "pod": {"liveness_probe": {"tcp_socket": {"port": 8080}}}}),
+    ("KT150", {**CPU, "pod": {"liveness_probe": {"tcp_socket": {"port": 70000}}}},
+     "pod.liveness_probe.tcp_socket.port", {**CPU, "pod": {"liveness_probe": {"tcp_socket": {"port": 7000}}}}),
+    ("KT151", {**CPU, "pod": {"init_containers": [{"name": "node", "command": ["true"]}]}},
+     "pod.init_containers.0.name", {**CPU, "pod": {"init_containers": [{"name": "fetch", "command": ["true"]}]}}),
+    ("KT151", {**CPU, "pod": {"init_containers": [{"name": "fetch", "command": ["true"], "volume_mounts": [
+        {"name": "chkpt", "mount_path": "/ckpt"}]}]}}, "pod.init_containers.0.volume_mounts.0.name",
+     {**CPU, "pod": {"init_containers": [{"name": "fetch", "command": ["true"], "volume_mounts": [
+         {"name": "ckpt", "mount_path": "/ckpt"}]}]}}),
+    ("KT152", {**CPU, "pod": {"priority_class": "system-cluster-critical"}}, "pod.priority_class",
+     {**CPU, "pod": {"priority_class": "training-high"}}),
+    ("KT153", {**CPU, "pod": {"priority_class": HIGH}}, "pod.priority_class",
+     {**CPU, "pod": {"priority_class": "high"}}),
+    ("KT153", {**CPU, "pod": {"service_account": LAB}}, "pod.service_account",
+     {**CPU, "pod": {"service_account": IRSA}}),
+    ("KT155", {**with_env(CPU, AWS_ACCESS_KEY_ID="AKIA0000"), "pod": {"service_account": IRSA}},
+     "env.AWS_ACCESS_KEY_ID", {**with_env(CPU, AWS_REGION="us-west-2"), "pod": {"service_account": IRSA}}),
+    ("KT155", {**CPU, "pod": {"service_account": IRSA, "init_containers": [
+        {"name": "fetch", "command": ["true"], "env": {"AWS_PROFILE": "dev"}}]}}, "pod.init_containers.0.env.AWS_PROFILE",
+     {**with_env(CPU, AWS_ACCESS_KEY_ID="AKIA0000"), "pod": {"service_account": "trainer"}}),
+    ("KT155", {**CPU, "pod": {"service_account": IRSA}, "volumes": [
+        CKPT, {"name": "aws-iam-token", "empty_dir": "disk", "mount_path": "/tok"}]}, "volumes.1",
+     {**CPU, "pod": {"service_account": IRSA}}),
+    ("KT156", {**CPU, "resources": {"cpu": "2", "memory": "4Gi", "cpu_limit": "1500m"}}, "resources.cpu_limit",
+     {**CPU, "resources": {"cpu": "2", "memory": "4Gi", "cpu_limit": "2"}}),
     ("KT201", run(CPU, batch={"global_size": 5, "micro_size": 1}), "workload.run.batch.global_size", CPU),
     ("KT201", {**run(CPU, batch={"global_size": 16, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 4}},
      "workload.run.batch.global_size",
@@ -264,7 +305,9 @@ def test_every_rule_is_documented_and_explained():
     tested = {case[0] for case in CASES}
     # Rules checked elsewhere: input shape (KT0xx), names (KT110 in test_training_job), run-local (KT3xx), and
     # the areas with tests of their own.
-    untested = {r.code for r in rules if r.code.startswith("KT1")} - tested - {"KT110"}
+    # KT154 (a ServiceAccount's role ARN) in test_pod_parts, KT157 (a function that cannot be captured) in
+    # test_function_workload.
+    untested = {r.code for r in rules if r.code.startswith("KT1")} - tested - {"KT110", "KT154", "KT157"}
     assert not untested, f"rules without a breaking and a passing case here: {sorted(untested)}"
 
 

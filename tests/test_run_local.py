@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import yaml
 from conftest import ROOT, dist_file, kubetrain
 from kubetrain.jobs.launch import EXIT_RETRY
 from kubetrain.local.run_local import expand_env_refs, find_job, plan_job
+from kubetrain.local.summary import RunSummary
 
 pytest.importorskip("torch", reason="run-local starts torchrun, which needs torch")
 
@@ -37,6 +39,13 @@ def test_dev_job_trains_from_dist(tmp_path):
     checkpoints = tmp_path / "volumes" / "checkpoints" / "tiny-gpt"
     assert sorted(p.name for p in checkpoints.glob("step-*")) == ["step-00000020", "step-00000030"]  # keep: 2
     assert (tmp_path / "pods" / "node-0-1" / "kubetrain-config" / "run.yaml").is_file()
+    # The last line sums the run up from rank 0's records: steps, final loss, time, checkpoints of each tier.
+    saves = [r.get("tier", "durable") for r in records if r["event"] == "checkpoint"]
+    assert saves.count("durable") == 3 and saves.count("local") >= 1
+    summary = result.stdout.splitlines()[-1]
+    assert re.fullmatch(rf"\[run-local\] dev/tiny-gpt-[0-9a-f]{{8}} succeeded after \d+\.\d s: 30 steps, final loss "
+                        rf"{records[-1]['loss']:.4f}, {len(saves)} checkpoints \({saves.count('durable')} durable, "
+                        rf"{saves.count('local')} local\), 0 restarts", summary), summary
 
 
 def test_dev_command_job_trains_from_dist(tmp_path):
@@ -45,6 +54,10 @@ def test_dev_command_job_trains_from_dist(tmp_path):
     losses = [float(line.split()[4]) for line in result.stdout.splitlines() if " step " in line and " loss " in line]
     assert len(losses) == 20 and losses[-1] < losses[0] / 2
     assert (tmp_path / "volumes" / "checkpoints" / "ddp-minimal" / "latest.pt").is_file()
+    # A command job's output is its own: the summary says how it ended, its pods and their restarts.
+    summary = result.stdout.splitlines()[-1]
+    assert re.fullmatch(r"\[run-local\] dev/ddp-minimal-[0-9a-f]{8} succeeded after \d+\.\d s: 2 pods, 0 restarts",
+                        summary), summary
 
 
 def test_pods_get_the_operator_environment_and_the_callers(tmp_path, monkeypatch):
@@ -158,8 +171,16 @@ def test_restarts_follow_the_operator(tmp_path):
     assert f"pod master-0 exited {EXIT_RETRY}; restartPolicy ExitCode restarts it (1 of backoffLimit 1)" \
         in result.stdout
     assert "the backoff limit is spent: the job failed" in result.stdout
+    # Two starts of the trainer, one per pod attempt, each crashing at step 3 after logging steps 1 and 2.
+    summary = result.stdout.splitlines()[-1]
+    assert re.fullmatch(rf"\[run-local\] c/crashy(-[0-9a-f]{{8}})? failed \(exit {EXIT_RETRY}\) after \d+\.\d s: "
+                        r"stopped at step 2, final loss \d+\.\d{4}, 0 checkpoints, 1 restart \(1 of a pod\)",
+                        summary), summary
     result = kubetrain("run-local", "c/crashy", "--workdir", str(tmp_path / "w2"), "--dist", dist)
     assert result.returncode == 0 and "restarts it" not in result.stdout
+    finished = metrics(result.stdout)[-1]
+    assert result.stdout.splitlines()[-1].endswith(f": 6 steps, final loss {finished['loss']:.4f}, 1 checkpoint "
+                                                   "(1 durable), 0 restarts")
 
 
 def test_launcher_fails_a_bad_config_at_once_without_torchrun(tmp_path):
@@ -175,3 +196,19 @@ def test_launcher_fails_a_bad_config_at_once_without_torchrun(tmp_path):
     result = subprocess.run(command[:4], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
     assert "optimiser: unknown field [KT001]" in result.stderr and "torchrun" not in result.stderr
+
+
+def test_the_summary_of_a_resumed_an_interrupted_and_an_unstarted_run():
+    resumed = RunSummary("c/job", trainer=True, pods=2)
+    for record in ({"event": "mfu_basis"}, {"event": "resumed", "step": 20},
+                   {"event": "step", "step": 21, "loss": 2.5}, {"event": "checkpoint", "tier": "local", "step": 25},
+                   {"event": "finished", "step": 30, "loss": 2.25}):
+        resumed.observe(json.dumps(record))
+    resumed.observe("not a record")
+    assert resumed.line(0, 12.34, 0) == ("c/job succeeded after 12.3 s: 30 steps (resumed from step 20), final loss "
+                                         "2.2500, 1 checkpoint (1 local), 0 restarts")
+    assert resumed.line(130, 5, 0).startswith("c/job was interrupted after 5.0 s: stopped at step 30")
+    unstarted = RunSummary("c/job", trainer=True, pods=1)
+    assert unstarted.line(2, 1.0, 0) == "c/job failed (exit 2) after 1.0 s before its first step, 0 restarts"
+    assert RunSummary("c/cmd", trainer=False, pods=3).line(0, 2.0, 2) == \
+        "c/cmd succeeded after 2.0 s: 3 pods, 2 restarts (2 of pods)"

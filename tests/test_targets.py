@@ -13,6 +13,8 @@ from kubetrain.kinds.registry import kind_of
 from kubetrain.output.manifests import check_objects, render_objects
 from kubetrain.state import diagnostics
 
+from training.failures import PERMANENT_EXITS
+
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
 JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge",
        "resources": {"cpu": "96", "memory": "1000Gi", "accelerators": 8, "efa": 32},
@@ -58,7 +60,7 @@ def test_indexed_job_sets_torchruns_variables_itself():
     objects, _ = build(target=IndexedJob())
     job, service = objects["c/ml/Job.job.yaml"], objects["c/ml/Service.job.yaml"]
     assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["completions"] == job["spec"]["parallelism"] == 2
-    assert job["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"] == [2]
+    assert job["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"] == list(PERMANENT_EXITS) == [2, 3, 4]
     assert job["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
     pod = job["spec"]["template"]["spec"]
     assert pod["subdomain"] == "job" and pod["restartPolicy"] == "Never"
@@ -69,6 +71,13 @@ def test_indexed_job_sets_torchruns_variables_itself():
 
 @pytest.mark.parametrize(("target", "overrides", "expected"), [
     (TrainJob(), {"env": {"PET_NNODES": "2"}}, ("KT105", "env.PET_NNODES")),
+    (TrainJob(), {"env": {"KUBEFLOW_TRAINER_SERVER_TOKEN": "/t"}}, ("KT105", "env.KUBEFLOW_TRAINER_SERVER_TOKEN")),
+    (TrainJob(), {"volumes": [{"name": "kubeflow-trainer-token", "claim": "ckpt", "mount_path": "/ckpt"}]},
+     ("KT219", "volumes.0.name")),
+    (TrainJob(), {"volumes": [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"},
+                                 {"name": "mine", "secret": "mine",
+                                  "mount_path": "/var/run/secrets/kubeflow/trainer"}]},
+     ("KT219", "volumes.1.mount_path")),
     (TrainJob(), {"elastic": {"min_nodes": 1}}, ("KT701", "elastic")),
     (IndexedJob(), {"workload": {"kind": "command", "command": ["run.sh"], "launcher": "none"}},
      ("KT701", "workload.launcher")),
@@ -98,6 +107,14 @@ def test_the_dev_job_trains_the_same_on_every_target(tmp_path):
                     if '"event": "finished"' in line]
         assert finished and finished[0]["step"] == 12
         digests[job] = finished[0]["weights_sha256_per_rank"]
+        # Kubeflow Trainer's status endpoint, served by run-local for the TrainJob alone: rank 0's last post
+        # arrives, accepted, with the run's end in it.
+        statuses = [line for line in result.stdout.splitlines() if line.startswith("[status] ")]
+        if job == "tiny-gpt":
+            assert "status endpoint of TrainJob tiny-gpt-" in result.stdout and "refused" not in result.stdout
+            assert statuses[-1].startswith("[status] 100 %, 0 s left: loss ") and "current_step 12," in statuses[-1]
+        else:
+            assert statuses == []
     # Same run config, same world size, same seed: the targets differ only in how the pods meet.
     assert digests["tiny-gpt"] == digests["tiny-gpt-pytorchjob"] == digests["tiny-gpt-indexed"]
 

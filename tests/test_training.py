@@ -74,8 +74,12 @@ def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, async_save):
     first = train(config_b, 2, "--stop-after-step", "12")
     assert first[-1]["step"] == 12
     resumed = train(config_b)
+    startup = resumed[0].pop("startup")
     assert resumed[0] == {"event": "resumed", "step": 10, "from": str(tmp_path / "b" / "ckpt" / "step-00000010"),
                           "tier": "durable", "saved_world_size": 2, "world_size": 2}
+    # When each part of the restart was done: torchrun's process, the rank, its process group, the trainer, the load.
+    assert list(startup) == ["client", "rank", "process_group", "trainer", "resumed"]
+    assert sorted(startup.values()) == list(startup.values())
     # Steps 11..16 of the resumed run repeat the uninterrupted run's exactly, to the last bit.
     assert losses(resumed) == losses(straight)[10:]
     assert resumed[-1]["weights_sha256_per_rank"] == straight[-1]["weights_sha256_per_rank"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from kubetrain.output.validate import Schemas, validate_manifests
 from kubetrain.state import diagnostics
 
 from training.config import RunConfig, load_run_config
+from training.flops import checkpoint_bytes
 
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
 VOLUMES = [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}]
@@ -93,9 +95,11 @@ def test_single_node_cpu_job_has_no_workers_and_no_gpu_extras():
     pod = spec["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert "tolerations" not in pod and "nodeSelector" not in pod
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
-    # The run config's path, the metrics' job label and node (from the downward API), torchrun's store.
+    # The run config's path, the metrics' job label and node (from the downward API), torchrun's store and its
+    # shutdown timeout: the grace period (31 s for the default model's checkpoint on one node) less 5 s.
     assert env == {"KUBETRAIN_RUN_CONFIG": "/etc/kubetrain/run.yaml", "KUBETRAIN_JOB": "job", "NODE_NAME": None,
-                   "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+                   "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "26"}
+    assert pod["terminationGracePeriodSeconds"] == 31
 
 
 def test_config_map_round_trips_through_the_runtime_loader(tmp_path):
@@ -222,6 +226,34 @@ def test_pod_settings_reach_the_pod(tmp_path):
     assert volumes["tokens"] == {"name": "tokens", "secret": {"secretName": "hf-token"}}
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(manifest))
     assert validate_manifests([tmp_path / "job.yaml"], Schemas(), "1.33") == (1, [])
+
+
+def test_grace_period_leaves_room_for_the_stop_checkpoint():
+    """A trainer's pods get a grace period from the expected save time of their model's checkpoint, and torchrun
+    (whose shutdown timeout its ranks read too) stops the ranks 5 s before Kubernetes kills the pod."""
+    def pod_and_env(**overrides: Any) -> tuple[dict, dict]:
+        manifest = compile_job(**overrides)["c/ml/PyTorchJob.job.yaml"]
+        pod = manifest["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+        return pod, {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+
+    pod, env = pod_and_env()  # the default model: 162M parameters, 1.9 GB with AdamW, on 2 nodes
+    assert pod["terminationGracePeriodSeconds"] == 30 and env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "25"
+    big = {**RUN, "model": {"dim": 4096, "n_layers": 32, "n_heads": 32}}  # 6.9B parameters, 82 GB
+    pod, env = pod_and_env(workload={"kind": "trainer", "run": big})
+    seconds = checkpoint_bytes(RunConfig.model_validate(big).model) / (2 * 250e6)
+    assert pod["terminationGracePeriodSeconds"] == math.ceil(15 + 2 * seconds) == 345
+    assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "340"
+    pod, env = pod_and_env(workload={"kind": "trainer", "run": big}, pod=PodSettings(termination_grace_period_s=90))
+    assert pod["terminationGracePeriodSeconds"] == 90 and env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "85"
+    pod, env = pod_and_env(workload={"kind": "command", "command": ["train.py"]})
+    assert "terminationGracePeriodSeconds" not in pod and env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "25"
+    # A grace period set below what the stop checkpoint needs is a warning (KT211), with the figure to use.
+    app = App()
+    TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job",
+                {**GPU_JOB, "workload": {"kind": "trainer", "run": big}, "pod": {"termination_grace_period_s": 90}})
+    (warning,) = [f.problem for f in diagnostics(app).warnings if f.problem.code == "KT211"]
+    assert warning.path == "pod.termination_grace_period_s"
+    assert "set termination_grace_period_s to at least 345" in warning.fix
 
 
 def test_pod_settings_refuse_privilege_and_bad_affinity():

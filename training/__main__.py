@@ -1,24 +1,26 @@
 """`python -m training --config FILE [--set key=value ...]`: what every pod runs under torchrun.
 
-Alone it trains with world size 1; under torchrun each rank reads RANK/WORLD_SIZE/LOCAL_RANK.
-A bad config is reported (by rank 0) as one line per problem, and the process exits 2.
+Alone it trains with world size 1; under torchrun each rank reads RANK/WORLD_SIZE/LOCAL_RANK, and (on
+Linux) runs as a fork of the pod's warm process (training/warm.py), which has imported torch already.
+How it ends (training/failures.py): 0 when the run is done; a bad config, data set or fault spec is
+reported (by rank 0) as one line per problem, exit 2; unusable checkpoint storage exits 3 and a run that
+keeps diverging 4, each with one line naming the cause and the fix; a stop signal ends it with a
+checkpoint and exit 128 + the signal; anything else is a fault, with its traceback, to be retried.
+This module imports only the standard library at the top: a rank that the warm process runs starts fast.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+import time
 
-from training.config import load_run_config
-from training.faults import parse_faults
-from training.problems import ConfigError, Problem
-from training.tokens import open_token_file
-
-EXIT_BAD_CONFIG = 2
+from training import failures, warm
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None):
+    import argparse
+
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="run config YAML (the job's mounted ConfigMap)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -32,50 +34,97 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def report(error: ConfigError) -> int:
-    if os.environ.get("RANK", "0") == "0":  # one copy of the report, not one per rank
-        for line in error.lines():
+def report(error, record: bool = True) -> int:
+    """A ConfigError: every line by rank 0 (one copy, not one per rank), and the note for the launcher."""
+    lines = error.lines()
+    if os.environ.get("RANK", "0") == "0":
+        for line in lines:
             print(f"error: {line}", file=sys.stderr)
-    return EXIT_BAD_CONFIG
+    if record:
+        failures.record(failures.EXIT_BAD_INPUT, lines[0] if len(lines) == 1 else
+                        f"{lines[0]} (and {len(lines) - 1} more problems)", say=False)
+    return failures.EXIT_BAD_INPUT
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    earlier = failures.recorded()
+    if earlier is not None:
+        return earlier  # a rank of this container failed for good: spend torchrun's restarts at once
+    if warm.wanted(argv):
+        code = warm.run_in_warm_process(argv)
+        if code is not None:
+            return code
+    return run(argv)
+
+
+def run(argv: list[str]) -> int:
+    """Check the inputs, then train in this process; returns the exit code, or exits at once on a failure."""
+    started = time.time()
+    from training.config import load_run_config
+    from training.faults import parse_faults
+    from training.problems import ConfigError, Problem
+    from training.tokens import open_token_file
+
     args = parse_args(argv)
     try:
-        run = load_run_config(args.config, args.overrides)
+        run_config = load_run_config(args.config, args.overrides)
+        if run_config.data.source == "tokens":  # the data volume is mounted where the launcher checks, too
+            open_token_file(run_config.data, run_config.model.vocab_size)
     except ConfigError as error:
-        return report(error)
-    if run.data.source == "tokens":  # the data volume is mounted where the launcher checks, too
-        try:
-            open_token_file(run.data, run.model.vocab_size)
-        except ConfigError as error:
-            return report(error)
+        return report(error, record=not args.check)
     if args.check:
         return 0
     try:
         parse_faults(os.environ.get("KUBETRAIN_FAULT", ""))
     except ValueError as exc:
         return report(ConfigError("KUBETRAIN_FAULT", [Problem("KT006", "", str(exc), "fix or unset KUBETRAIN_FAULT")]))
-    world_size = int(os.environ.get("WORLD_SIZE", 1))
-    problems = run.check_world_size(world_size)
+    problems = run_config.check_world_size(int(os.environ.get("WORLD_SIZE", 1)))
     if problems:
         return report(ConfigError(args.config, problems))
 
     # torch is imported only once the config is known to be good: bad input fails fast.
     from training.distributed import init_world, shutdown
+    from training.preemption import StopRequest
     from training.trainer import Trainer
 
-    world = init_world(run.resilience.collective_timeout_s)
+    stop = StopRequest(int(os.environ.get("RANK", 0))).install()
+    # When each part of the start was done (epoch seconds): a resumed run reports them, recovery's anatomy.
+    startup = {"client": float(os.environ.get(warm.STARTED_ENV, started)), "rank": started}
     trainer = None
     try:
-        trainer = Trainer(run, world)
-        trainer.train(stop_after_step=args.stop_after_step)
-    finally:
-        if trainer is not None:
-            trainer.close()
-        del trainer
+        world = init_world(run_config.resilience.collective_timeout_s)
+        startup["process_group"] = time.time()
+        trainer = Trainer(run_config, world, stop, startup)
+        ended = trainer.train(stop_after_step=args.stop_after_step)
+        trainer.close()
         shutdown()
+    except failures.PermanentFailure as failure:
+        failures.record(failure.exit_code, failure.line)
+        exit_now(failure.exit_code, trainer)
+    except ConfigError as error:  # the token file, read again by every rank
+        exit_now(report(error), trainer)
+    except BaseException:  # a fault: its traceback, and a retry by torchrun
+        import traceback
+
+        traceback.print_exc()
+        exit_now(1, trainer)
+    if ended["event"] == "stopped":
+        return failures.stopped_exit(stop.signum or failures.STOP_SIGNALS[0])
     return 0
+
+
+def exit_now(code: int, trainer) -> None:
+    """End a failed rank without waiting for anything: a background save or a collective may wait on a
+    peer that is gone, and the interpreter's exit would join their threads."""
+    if trainer is not None:
+        try:
+            trainer.close(wait=False)
+        except Exception:  # noqa: BLE001 - the rank is failing already; its first error is the one reported
+            pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

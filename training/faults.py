@@ -7,7 +7,9 @@ Faults are separated by `;`, each `KIND:step=N[:rank=R]` (no rank: every rank):
 - `nan`: the loss of step N becomes NaN (and so do its gradients);
 - `hang`: the rank stops making progress at the start of step N;
 - `crash-in-save`: the rank dies while writing the checkpoint of step N, after its data files
-  and before the checkpoint's metadata.
+  and before the checkpoint's metadata;
+- `sigterm`: the rank is sent SIGTERM at the start of step N, as torchrun passes on a pod's stop signal
+  (to one rank: the others learn of it from the stop agreement, see training/preemption.py).
 A fault fires only in the first attempt (TORCHELASTIC_RESTART_COUNT = 0), so a restarted run
 recovers instead of failing again.
 """
@@ -19,7 +21,7 @@ import signal
 import threading
 from dataclasses import dataclass
 
-KINDS = ("crash", "nan", "hang", "crash-in-save")
+KINDS = ("crash", "nan", "hang", "crash-in-save", "sigterm")
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class FaultInjector:
     def before_step(self, step: int) -> None:
         if self._due("crash", step):
             self.crash()
+        if self._due("sigterm", step):
+            os.kill(os.getpid(), signal.SIGTERM)
         if self._due("hang", step):
             threading.Event().wait()  # forever: only the watchdog (or a signal) ends this
 

@@ -16,9 +16,9 @@ from training.config import ModelConfig
 # Dense bf16 peak of one accelerator in FLOP/s, without sparsity, by the chip's name as the catalog
 # (kubetrain.platform.instances) and torch.cuda.get_device_name() spell it. NVIDIA's datasheets:
 # A100 SXM 312 TFLOP/s; H100 SXM 989 (torchtitan uses 989 for H100); H200 SXM 989 (the H100's compute);
-# B200 2,250 (HGX B200, dense); L40S 362. Chips absent here (T4, A10G, Trainium) have no MFU.
+# B200 2,250 (HGX B200, dense); L40S 362; L4 121 (its datasheet's 242 is with sparsity). Chips absent here (T4, A10G, Trainium) have no MFU.
 PEAK_BF16_FLOPS: dict[str, float] = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "B200": 2250e12,
-                                     "L40S": 362e12}
+                                     "L40S": 362e12, "L4": 121e12}
 
 
 def mlp_hidden(cfg: ModelConfig) -> int:
@@ -31,6 +31,12 @@ def parameter_count(cfg: ModelConfig) -> int:
     final norm and the untied output head."""
     block = 4 * cfg.dim * cfg.dim + 3 * cfg.dim * mlp_hidden(cfg) + 2 * cfg.dim
     return 2 * cfg.vocab_size * cfg.dim + cfg.n_layers * block + cfg.dim
+
+
+def checkpoint_bytes(cfg: ModelConfig) -> int:
+    """A trainer checkpoint's size: fp32 weights and AdamW's two fp32 moments per parameter (the compiler sizes a
+    job's stop checkpoint, and so its grace period, from this)."""
+    return 12 * parameter_count(cfg)
 
 
 def flops_per_token(cfg: ModelConfig, seq_len: int, parameters: int | None = None) -> int:

@@ -296,7 +296,9 @@ _OWN_FILES = (os.path.join("training", "problems.py"), f"{os.sep}pydantic{os.sep
 def _caller() -> str:
     """`file:line` of the user's code that built the model (the first frame outside pydantic and this module)."""
     frame = sys._getframe(2)
-    while frame is not None and any(part in frame.f_code.co_filename for part in _OWN_FILES):
+    # A model's own __init__ (one that takes an argument positionally) is not where the user built it.
+    while frame is not None and (any(part in frame.f_code.co_filename for part in _OWN_FILES) or (
+            frame.f_code.co_name == "__init__" and isinstance(frame.f_locals.get("self"), ReportedLater))):
         frame = frame.f_back
     if frame is None:
         return "?"

@@ -1,5 +1,6 @@
-"""Where the trainer's records go: rank 0's JSON lines, every rank's Prometheus endpoint, and the
-optional TensorBoard and MLflow sinks (rank 0, each off unless configured).
+"""Where the trainer's records go: rank 0's JSON lines, every rank's Prometheus endpoint, the optional
+TensorBoard and MLflow sinks (rank 0, each off unless configured), and the TrainJob's status where Kubeflow
+Trainer injects its endpoint (rank 0, training/progress.py).
 
 The trainer hands every record (the dicts of `step`, `checkpoint`, `rollback`, `resumed`, ...
 events) to `Telemetry.observe`; each sink takes the fields it knows. Labels of the Prometheus series:
@@ -23,6 +24,7 @@ from typing import Any
 from training.config import RunConfig
 from training.distributed import World
 from training.metrics import emit
+from training.progress import ProgressReporter
 
 MLFLOW_RUN_ID_FILE = "mlflow_run_id"  # beside the durable checkpoints: restarts log to the same run
 
@@ -196,6 +198,8 @@ class Telemetry:
             self._start("TensorBoard sink", lambda: TensorBoardSink(run.metrics.tensorboard_dir))
         if world.is_main and run.metrics.mlflow_tracking_uri:
             self.mlflow = self._start("MLflow sink", lambda: MlflowSink(run))
+        if world.is_main:
+            self._start("TrainJob progress reporter", lambda: ProgressReporter.from_env(run.max_steps))
 
     def _start(self, what: str, factory: Any) -> Any:
         # Metrics are not worth a run: a busy port, a missing extra or an unreachable tracking
@@ -205,7 +209,8 @@ class Telemetry:
         except Exception as exc:  # noqa: BLE001 - any failure of an optional sink
             print(f"warning: rank {self.rank}: no {what}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return None
-        self.sinks.append(sink)
+        if sink is not None:  # None: nothing to report to here
+            self.sinks.append(sink)
         return sink
 
     def observe(self, record: dict[str, Any] | None) -> None:

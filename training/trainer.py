@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import pickle
 import random
+import signal
+import sys
 import time
 from typing import Any
 
@@ -19,6 +21,7 @@ from training.config import RunConfig
 from training.data import ShardedLoader, TokenSource
 from training.distributed import World, all_gather_object, all_reduce_mean, broadcast_object
 from training.ettr import EttrClock, daly_interval_s, first_start
+from training.failures import EXIT_DIVERGED, PermanentFailure
 from training.faults import FaultInjector
 from training.flops import flops_per_token
 from training.host_memory import keep_freed_memory
@@ -26,6 +29,8 @@ from training.metrics import device_name, peak_flops
 from training.model import GPT
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
 from training.parallel import autocast, gradient_sync, parallelize
+from training.preemption import StopRequest
+from training.problems import Problem
 from training.telemetry import Telemetry
 from training.watchdog import Watchdog
 
@@ -40,12 +45,18 @@ def seed_everything(seed: int) -> None:
 # the intervals. The first save pays one-time setup (staging buffers, writer threads), so it is not measured.
 AUTO_FIRST_CHECKPOINT = 5
 AUTO_MEASURED_SAVE = 2
+DIVERGED_CODE = "KT210"
+
+Tier = CheckpointManager | LocalCheckpoints
 
 
 class Trainer:
-    def __init__(self, run: RunConfig, world: World):
+    def __init__(self, run: RunConfig, world: World, stop: StopRequest | None = None,
+                 startup: dict[str, float] | None = None):
         self.run = run
         self.world = world
+        self.stop = stop  # the process's stop signals (its entry point installs them), or None: not watched
+        self.startup = startup or {}  # when parts of the process's start were done: reported on resume
         keep_freed_memory()
         seed_everything(run.seed)
         with torch.device(world.device):
@@ -62,7 +73,7 @@ class Trainer:
         self.checkpoints = CheckpointManager(run.checkpoint, world, self.faults)
         self.local = (LocalCheckpoints(run.checkpoint.local_dir, world, run.checkpoint.keep)
                       if run.checkpoint.local_dir else None)
-        self.tiers: list[CheckpointManager | LocalCheckpoints] = [self.checkpoints, *([self.local] if self.local else [])]
+        self.tiers: list[Tier] = [self.checkpoints, *([self.local] if self.local else [])]
         self.tokens_per_step = run.batch.global_size * run.data.seq_len
         self.flops_per_token = flops_per_token(run.model, run.data.seq_len)
         self.peak_flops = peak_flops(world.device)
@@ -78,6 +89,14 @@ class Trainer:
         self.skipped = torch.zeros((), device=world.device)
         self.rollbacks = 0
         self.step = 0
+        self.durable_step: int | None = None  # the step of the newest durable save, made or loaded
+        self.longest_save_s = 0.0
+        if stop is not None:
+            stop.join(world.world_size)
+            # After a stop signal, no step for this long means a peer is gone: a step, or a save, takes less.
+            stop.stall_s = lambda: max(5.0, 3 * self.watchdog.median_step_s(), 2 * self.longest_save_s)
+            stop.step_s = self.watchdog.median_step_s
+        self.startup["trainer"] = time.time()
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -88,6 +107,8 @@ class Trainer:
         run, last = self.run, None
         mark, steps_since, saving = time.perf_counter(), 0, 0.0
         while self.step < run.max_steps and (stop_after_step is None or self.step < stop_after_step):
+            if self.stop is not None and self.stop.agreed_now():
+                return self.stopped()
             self.step += 1
             started = time.perf_counter()
             self.faults.before_step(self.step)
@@ -114,13 +135,16 @@ class Trainer:
                 if durable_due:
                     self.save()
                 else:
-                    self.report(self.local.save(self.step, self.state()))
+                    self.report(self.local.save(self.step, self.state))
                 saving += time.perf_counter() - started  # saving is not training time
+                self.longest_save_s = max(self.longest_save_s, time.perf_counter() - started)
                 self.watchdog.beat()
             for tier in self.tiers:
                 self.report(tier.poll())
         self.wait_for_saves()
         self.watchdog.stop()
+        if self.stop is not None:
+            self.stop.close()
         finished = {"event": "finished", "step": self.step,
                     **{k: v for k, v in (last or {}).items() if k not in ("event", "step")},
                     **self.ettr.report(),
@@ -130,10 +154,31 @@ class Trainer:
             self.telemetry.finish()
         return finished
 
-    def close(self) -> None:
-        """Finish a background save and release the checkpointer's, the watchdog's and the metrics' threads."""
-        self.watchdog.stop()
+    def stopped(self) -> dict[str, Any]:
+        """The ranks agreed to stop (a stop signal): finish the saves in flight, save the step reached to the
+        durable tier (the node-local one goes with the pod) unless it is there already, and say so."""
+        started = time.perf_counter()
+        self.watchdog.stop()  # the stop budget bounds what follows
         self.wait_for_saves()
+        if self.step > 0 and self.durable_step != self.step:
+            self.report(self.checkpoints.save(self.step, self.state) or self.checkpoints.wait())
+            self.durable_step = self.step
+        record = {"event": "stopped", "signal": signal.Signals(self.stop.signum).name if self.stop.signum else None,
+                  "step": self.step, "checkpoint_step": self.durable_step,
+                  "save_s": time.perf_counter() - started, "budget_left_s": self.stop.remaining_s()}
+        self.report(record)
+        self.stop.close()
+        return record
+
+    def close(self, wait: bool = True) -> None:
+        """Finish a background save (or, when the process is failing, abandon it) and release the
+        checkpointer's, the watchdog's and the metrics' threads."""
+        self.watchdog.stop()
+        for tier in self.tiers:
+            if wait:
+                self.report(tier.wait())
+            else:
+                tier.abandon()
         for tier in self.tiers:
             tier.close()
         self.telemetry.close()
@@ -234,13 +279,14 @@ class Trainer:
 
     def save(self) -> None:
         """A durable save (which makes a local one at the same step redundant)."""
-        report = self.checkpoints.save(self.step, self.state())
+        report = self.checkpoints.save(self.step, self.state)
+        self.durable_step = self.step
         if not self.choosing_interval:
             self.report(report)
             return
         # interval "auto": each tier saves alone, one after the other, to measure what it costs.
         durable = report or self.checkpoints.wait()
-        local = (self.local.save(self.step, self.state()) or self.local.wait()) if self.local else None
+        local = (self.local.save(self.step, self.state) or self.local.wait()) if self.local else None
         self.report(durable)
         self.report(local)
         self.auto_saves += 1
@@ -281,47 +327,66 @@ class Trainer:
     def report(self, record: dict[str, Any] | None) -> None:
         self.telemetry.observe(record)
 
-    def newest_checkpoint(self) -> tuple[CheckpointManager | LocalCheckpoints, int] | None:
-        """The newest checkpoint every rank can trust: a local one only where every rank finds its own
-        shard complete (at this world size, which its path names), else the durable one. A tie goes to
-        the local tier: the same state, read from a faster disk."""
-        durable = self.checkpoints.latest()
-        local = self.local.common_steps()[-1:] if self.local else []
-        if local and (durable is None or local[0] >= durable):
-            return self.local, local[0]
-        return (self.checkpoints, durable) if durable is not None else None
-
-    def load(self, tier: CheckpointManager | LocalCheckpoints, step: int, with_rank_state: bool) -> dict[str, Any]:
-        """Load model, optimizer and progress from the checkpoint of `step`; returns its train state."""
-        train = {"step": 0, "world_size": 0, "productive_s": 0.0}
-        tier.load(step, {"train": train})
-        model_state, optim_state = get_state_dict(self.model, self.optimizer)
-        state: dict[str, Any] = {"model": model_state, "optim": optim_state}
-        if with_rank_state and train["world_size"] == self.world.world_size:
-            state[self._rank_key] = b""
-        tier.load(step, state)
+    def newest_checkpoint(self) -> tuple[Tier, int] | None:
+        """The newest checkpoint every rank can trust: marked and verified, newest first on either tier (a
+        local one counts only where every rank has its own copy, at this world size, which its path names).
+        A tie goes to the local tier: the same state, read from a faster disk. Each checkpoint that fails
+        verification is reported, with why, and the next newest is tried (the same on every rank)."""
+        candidates = [(step, 0, self.checkpoints) for step in self.checkpoints.candidates()]
         if self.local:
-            self.local.discard_after(step)  # they belong to the history this load leaves
+            candidates += [(step, 1, self.local) for step in self.local.candidates()]
+        for step, _, tier in sorted(candidates, key=lambda c: c[:2], reverse=True):
+            reason = tier.verify_everywhere(step)
+            if reason is None:
+                return tier, step
+            if self.world.is_main:
+                print(f"warning: skipping the {tier.tier} checkpoint {tier.step_dir(step)}: {reason}; trying the "
+                      "next newest", file=sys.stderr, flush=True)
+            self.report({"event": "checkpoint_skipped", "tier": tier.tier, "step": step,
+                         "path": str(tier.step_dir(step)), "reason": reason})
+        return None
+
+    def load(self, tier: Tier, step: int, with_rank_state: bool) -> dict[str, Any]:
+        """Load model, optimizer and progress from the checkpoint of `step`; returns its train state. Every
+        later checkpoint, on either tier, belongs to the history this load leaves, and is removed."""
+        train = {"step": 0, "world_size": 0, "productive_s": 0.0}
+        model_state, optim_state = get_state_dict(self.model, self.optimizer)
+        state: dict[str, Any] = {"train": train, "model": model_state, "optim": optim_state}
+        if with_rank_state and self._rank_key in tier.keys(step):
+            state[self._rank_key] = b""
+        tier.load(step, state)  # one read: DCP's per-item cost is most of a small checkpoint's load
+        if train["world_size"] != self.world.world_size:
+            state.pop(self._rank_key, None)  # another world's RNG streams and data positions
+        tier.verified = step
+        for each in self.tiers:
+            each.discard_after(step)
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         self.step = train["step"]
+        self.durable_step = step if tier is self.checkpoints else None
         self.ettr.restored(train["productive_s"])
         self.watchdog.beat()
         return {**train, "rank_state": state.get(self._rank_key)}
 
     def roll_back(self) -> None:
         """Too many non-finite steps in a row: return to the newest checkpoint, skipping past the
-        batches that caused them (PaLM's practice): the data position is kept, not restored."""
+        batches that caused them (PaLM's practice): the data position is kept, not restored. Every save in
+        flight is complete first, so the checkpoint chosen is the same in every run with the same faults."""
         self.wait_for_saves()
-        bad_step, newest = self.step, self.newest_checkpoint()
+        bad_step, streak = self.step, int(self.worst_streak.item())
         self.rollbacks += 1
-        if newest is None or self.rollbacks > self.run.resilience.max_rollbacks:
-            raise RuntimeError(f"{int(self.worst_streak.item())} non-finite steps in a row at step {bad_step}, "
-                               f"after {self.rollbacks - 1} rollbacks; lower the learning rate or check the data")
+        newest = self.newest_checkpoint() if self.rollbacks <= self.run.resilience.max_rollbacks else None
+        if newest is None:
+            reason = (f"after {self.rollbacks - 1} rollbacks" if self.rollbacks > self.run.resilience.max_rollbacks
+                      else "with no checkpoint to roll back to")
+            raise PermanentFailure(EXIT_DIVERGED, "training", Problem(
+                DIVERGED_CODE, "resilience.max_rollbacks",
+                f"{streak} non-finite steps in a row at step {bad_step}, {reason}: the run diverges",
+                "lower optimizer.lr (or raise warmup_steps), check the data for bad samples, then restart the job"))
         tier, step = newest
         self.load(tier, step, with_rank_state=False)
         self.bad_streak.zero_()
         self.worst_streak.zero_()
-        self.report({"event": "rollback", "from_step": bad_step, "to_step": step,
+        self.report({"event": "rollback", "from_step": bad_step, "to_step": step, "tier": tier.tier,
                      "data_position": self.loader.position})
 
     def resume(self) -> None:
@@ -337,5 +402,5 @@ class Trainer:
             # recomputed, since every rank consumed an equal share of the global samples.
             self.loader.position = self.step * self.run.batch.global_size // self.world.world_size
         self.report({"event": "resumed", "step": self.step, "from": str(tier.step_dir(step)),
-                     "tier": "local" if tier is self.local else "durable",
-                     "saved_world_size": train["world_size"], "world_size": self.world.world_size})
+                     "tier": tier.tier, "saved_world_size": train["world_size"], "world_size": self.world.world_size,
+                     "startup": {**self.startup, "resumed": time.time()}})

@@ -60,6 +60,7 @@ class ClusterState:
     queue_system: QueueSystem | None = None  # chosen by its first queue object (KT420)
     pod_security: dict[str, Level] = field(default_factory=dict)  # namespace -> the level PodSecurity enforces
     pod_checks: list[tuple[str, str, PodCheck]] = field(default_factory=list)  # (namespace, where, check)
+    default_priority_class: str | None = None  # the PriorityClass that is the cluster's global default (KT152)
 
 
 _FLEETS: weakref.WeakKeyDictionary[Construct, FleetState] = weakref.WeakKeyDictionary()

@@ -1,7 +1,7 @@
 """Which rules the tests make fire, and where: every problem a process reports is recorded with its code.
 
-A problem is *reported* when it is in a ConfigError (what every command prints as bad input) or in a fleet's
-diagnostics (what synth prints). It is reported *by synth* when it reaches a fleet's diagnostics, or a
+A problem is *reported* when it is in a ConfigError (what every command prints as bad input), in a fleet's
+diagnostics (what synth prints), or in a rank's PermanentFailure (what a pod prints before it exits for good). It is reported *by synth* when it reaches a fleet's diagnostics, or a
 ConfigError leaves `kubetrain.fleet.build_fleet` or `kubetrain.output.manifests.synth`: the synth path, from
 the fleet's code to the written files. Test code that builds a Problem itself records nothing.
 
@@ -61,6 +61,17 @@ def _patch_problems(module: Any) -> None:
     module.ConfigError.__init__ = recorded
 
 
+def _patch_failures(module: Any) -> None:
+    init = module.PermanentFailure.__init__
+
+    @functools.wraps(init)
+    def recorded(self: Any, exit_code: int, where: str, problem: Any) -> None:
+        init(self, exit_code, where, problem)
+        _record("reported", _codes([problem]))
+
+    module.PermanentFailure.__init__ = recorded
+
+
 def _patch_diagnostics(module: Any) -> None:
     report = module.Diagnostics.report
     findings = module.Diagnostics.findings
@@ -87,7 +98,8 @@ def _patch_manifests(module: Any) -> None:
     module.synth = _on_synth_path(module.synth, sys.modules["training.problems"].ConfigError)
 
 
-PATCHES = {"training.problems": _patch_problems, "kubetrain.diagnostics": _patch_diagnostics,
+PATCHES = {"training.problems": _patch_problems, "training.failures": _patch_failures,
+           "kubetrain.diagnostics": _patch_diagnostics,
            "kubetrain.fleet": _patch_fleet, "kubetrain.output.manifests": _patch_manifests}
 
 

@@ -248,23 +248,3 @@ def _pool(name: str, annotations: Mapping[str, str], spec: Mapping[str, Any]) ->
     static = spec.get("replicas")
     return Pool(name, max_nodes, int(static) if static is not None else None,
                 _int_annotation(annotations, RESERVED_NODES_ANNOTATION), allocatable, domains)
-
-
-def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A Kubernetes label selector against labels (a nil selector matches nothing, an empty one everything)."""
-    if selector is None:
-        return False
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expression in selector.get("matchExpressions") or []:
-        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
-        present = key in labels
-        if operator == "In" and not (present and labels[key] in values):
-            return False
-        if operator == "NotIn" and present and labels[key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-    return True

@@ -19,9 +19,10 @@ from typing import Any
 from kubetrain.admission import rules
 from kubetrain.admission.capacity import domain_nodes, nodes_needed, pods_per_node
 from kubetrain.admission.flavors import FlavorAssigner, Mismatch, Undecided
-from kubetrain.admission.objects import ClusterObjects, FlavorResource, Pool, selector_matches
+from kubetrain.admission.objects import ClusterObjects, FlavorResource, Pool
 from kubetrain.admission.quota import UNLIMITED, Amount, CohortTree
 from kubetrain.admission.requests import ACCELERATORS, CPU, PodSet, Workload, show
+from kubetrain.output.apiserver.meta import selector_matches
 from kubetrain.rules.registry import get
 
 PLACEMENT_LEVEL_CODE = "KT421"  # kubetrain.platform.queues: topology placement the queue cannot honour

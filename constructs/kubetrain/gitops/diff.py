@@ -13,6 +13,7 @@ Git is only read (`git rev-parse`, `git ls-tree`, `git cat-file --batch`); nothi
 
 from __future__ import annotations
 
+import difflib
 import json
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
@@ -313,6 +314,17 @@ def _value(value: Any, width: int = 80) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
+def _text_diff(old: Any, new: Any) -> list[str]:
+    """The changed lines of a text field that has lines (a function's source, a script), as a unified diff with a
+    line of context: what a reviewer reads, where the field line only says how long the texts are."""
+    if not (isinstance(old, str) and isinstance(new, str) and ("\n" in old or "\n" in new)):
+        return []
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), n=1, lineterm="")
+    return [line for line in lines if not line.startswith(("---", "+++"))]
+
+
+_FENCE = "`" * 3  # a Markdown code block's fence
+
 _VERB = {"added": "+ added", "removed": "- removed", "changed": "~ changed", "replaced": "~ replaced"}
 
 
@@ -337,7 +349,9 @@ def render_text(report: Report) -> str:
         lines += ["admission:", *(f"  {line}" for line in report.admission)]
     for change in report.changes:
         lines.append(f"{_VERB[change.change]} {_title(change)}")
-        lines += [f"    {f.path}: {_value(f.old)} -> {_value(f.new)}" for f in change.fields]
+        for f in change.fields:
+            lines.append(f"    {f.path}: {_value(f.old)} -> {_value(f.new)}")
+            lines += [f"        {line}" for line in _text_diff(f.old, f.new)]
     return "\n".join(lines) + "\n"
 
 
@@ -374,6 +388,10 @@ def render_markdown(report: Report, details: bool = True) -> str:
             lines += [f"**{_code(_title(change))}**", "", "| field | old | new |", "|---|---|---|"]
             lines += [f"| {_cell(f.path)} | {_cell(_value(f.old))} | {_cell(_value(f.new))} |" for f in change.fields]
             lines.append("")
+            for f in change.fields:
+                if text := _text_diff(f.old, f.new):  # a fence inside the block would end it
+                    lines += [_code(f.path), "", _FENCE + "diff", *(line.replace(_FENCE, "'''") for line in text),
+                              _FENCE, ""]
         lines.append("</details>")
     text = "\n".join(lines) + "\n"
     if len(text) > _GITHUB_COMMENT_LIMIT and details:

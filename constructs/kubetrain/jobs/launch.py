@@ -3,20 +3,38 @@
 torchrun restarts a pod's ranks up to `max_restarts` times, then exits 1, whatever killed them.
 Under `restartPolicy: ExitCode` an exit of 1-127 fails the job for good and 128-255 restarts the
 pod, so a bare torchrun would end a job whose ranks kept crashing as if its config were bad. The
-launcher script keeps the two apart:
+launcher script keeps the classes apart (training/failures.py):
 - a bad run config (trainer jobs) is found before torchrun starts and exits 2: the job fails at once;
-- ranks that keep failing past torchrun's budget exit `EXIT_RETRY`: the operator restarts the pod
-  (a fresh node, perhaps) up to the job's `backoff_limit`.
-The script stays in the foreground as the container's first process and passes the pod's stop
-signal on to torchrun, so ranks can finish a checkpoint before the grace period ends.
+- a rank that fails for good (a full or read-only checkpoint volume, a run that keeps diverging, a
+  config only the ranks can judge) leaves its exit code and one line in `KUBETRAIN_FAILURE_FILE`; the
+  ranks torchrun restarts exit at once with it, and the launcher exits with it (2, 3 or 4) and prints
+  the line, so the job fails instead of being retried;
+- a stop signal (the pod deleted, preempted or drained) is passed on to torchrun, which passes it on to
+  the ranks; they save a checkpoint and exit, and the launcher exits 128 + the signal: restart me;
+- ranks that keep failing otherwise, past torchrun's budget, exit `EXIT_RETRY`: the operator restarts
+  the pod (a fresh node, perhaps) up to the job's `backoff_limit`.
+The script stays in the foreground as the container's first process.
+
+The stop's time: Kubernetes kills the pod `terminationGracePeriodSeconds` after its stop signal. A
+trainer job derives that grace period from its expected save time (`grace_period_s`) unless the pod
+settings give one, and torchrun's shutdown timeout (`TORCH_ELASTIC_SHUTDOWN_TIMEOUT`, read by torchrun
+and by the ranks, which stop a margin before it) comes a few seconds before the kill.
 """
 
 from __future__ import annotations
 
+import math
+import signal
+
+from kubetrain.jobs.function import FUNCTION_FILE, INSTALL_SCRIPT
 from kubetrain.jobs.spec import CONFIG_FILE, CONFIG_MOUNT, JobSpec
+from training.config import RunConfig
+from training.failures import FAILURE_FILE_ENV, stopped_exit
+from training.flops import checkpoint_bytes
 
 EXIT_RETRY = 200
 CONFIG_PATH = f"{CONFIG_MOUNT}/{CONFIG_FILE}"
+SHUTDOWN_TIMEOUT_ENV = "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"
 
 # torchrun's agents otherwise hand their workers one TCPStore that outlives every restart: keys
 # left by the attempt before (a dead peer's address) are read by the next one, and agents that
@@ -25,12 +43,34 @@ CONFIG_PATH = f"{CONFIG_MOUNT}/{CONFIG_FILE}"
 # on a port its agent picks.
 LAUNCH_ENV: dict[str, str] = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
 
-_RUN_TORCHRUN = f"""torchrun "$@" &
+# The expected time of a checkpoint save, for the grace period: each node writes its share of the state at
+# this rate (a pessimistic share of a shared file system's throughput), and the grace period is twice that
+# plus the time to finish a step, agree, and stop, but never below Kubernetes' default.
+WRITE_BYTES_PER_S_PER_NODE = 250e6
+STOP_OVERHEAD_S = 15
+KUBERNETES_DEFAULT_GRACE_S = 30
+SHUTDOWN_MARGIN_S = 5  # torchrun kills its ranks this long before Kubernetes kills the pod
+
+# `$$` and `$(` are Kubernetes' variable syntax in a container's command: the script uses neither.
+_RUN_TORCHRUN = f"""export {FAILURE_FILE_ENV}="${{TMPDIR:-/tmp}}/kubetrain-failure"
+rm -f "${FAILURE_FILE_ENV}"
+torchrun "$@" &
 pid=$!
-trap 'kill -TERM $pid 2>/dev/null' TERM INT
+stopped=0
+trap 'stopped={stopped_exit(signal.SIGTERM)}; kill -TERM $pid 2>/dev/null' TERM
+trap 'stopped={stopped_exit(signal.SIGINT)}; kill -INT $pid 2>/dev/null' INT
 wait $pid; code=$?
 while kill -0 $pid 2>/dev/null; do wait $pid; code=$?; done
 [ $code -eq 0 ] && exit 0
+if [ -s "${FAILURE_FILE_ENV}" ]; then
+  read -r failed reason < "${FAILURE_FILE_ENV}"
+  echo "kubetrain: a rank failed for good; exiting $failed so the job fails instead of retrying: $reason" >&2
+  exit $failed
+fi
+if [ $stopped -ne 0 ]; then
+  echo "kubetrain: stopped by a signal (a trainer's ranks save a checkpoint first); exiting $stopped so the pod is restarted" >&2
+  exit $stopped
+fi
 echo "kubetrain: torchrun exited $code after its restart budget; exiting {EXIT_RETRY} so the pod is retried" >&2
 exit {EXIT_RETRY}
 """
@@ -50,7 +90,40 @@ def container_command(job: JobSpec) -> list[str]:
     command = job.command
     if command is not None and command.launcher == "none":
         return list(command.command)
-    program = ["-m", "training", "--config", CONFIG_PATH] if job.trainer else list(command.command)
-    script = (_CHECK_CONFIG if job.trainer else "") + _RUN_TORCHRUN
+    function = job.function
+    if job.trainer:
+        program, script = ["-m", "training", "--config", CONFIG_PATH], _CHECK_CONFIG + _RUN_TORCHRUN
+    elif function is not None:  # the captured source; its packages first, as the Kubeflow SDK installs them
+        program = [f"{CONFIG_MOUNT}/{FUNCTION_FILE}"]
+        script = (INSTALL_SCRIPT if function.packages else "") + _RUN_TORCHRUN
+    else:
+        program, script = list(command.command), _RUN_TORCHRUN
     # "$0" of the script is its name in `ps` and in error messages.
     return ["/bin/sh", "-c", script, "kubetrain-launch", *torchrun_args(job), *program]
+
+
+def expected_save_s(run: RunConfig, nodes: int) -> float:
+    """Seconds a durable checkpoint of `run` takes on `nodes` nodes, at the assumed write rate."""
+    return checkpoint_bytes(run.model) / (nodes * WRITE_BYTES_PER_S_PER_NODE)
+
+
+def stop_needs_s(run: RunConfig, nodes: int) -> int:
+    """Seconds from a stop signal for the ranks to finish a step, agree, save and exit: twice the expected save."""
+    return math.ceil(STOP_OVERHEAD_S + 2 * expected_save_s(run, nodes))
+
+
+def grace_period_s(job: JobSpec) -> int | None:
+    """The pod's terminationGracePeriodSeconds: the pod settings', else for trainer jobs room for the stop
+    checkpoint (at the fewest nodes the job runs on), else Kubernetes' default (None: not written)."""
+    if job.props.pod.termination_grace_period_s is not None:
+        return job.props.pod.termination_grace_period_s
+    if job.trainer is None:
+        return None
+    return max(KUBERNETES_DEFAULT_GRACE_S, stop_needs_s(job.trainer.run, job.node_range.start))
+
+
+def launch_env(job: JobSpec) -> dict[str, str]:
+    """The launcher's variables for torchrun (and its ranks): see LAUNCH_ENV, and the shutdown timeout."""
+    grace = grace_period_s(job)
+    grace = KUBERNETES_DEFAULT_GRACE_S if grace is None else grace
+    return LAUNCH_ENV | {SHUTDOWN_TIMEOUT_ENV: str(max(1, grace - SHUTDOWN_MARGIN_S))}

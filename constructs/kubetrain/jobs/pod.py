@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.jobs.launch import CONFIG_ENV, LAUNCH_ENV, container_command
+from kubetrain.jobs.function import PACKAGES_DIR, PACKAGES_ENV, PACKAGES_VOLUME, REQUIREMENTS_ENV, REQUIREMENTS_FILE
+from kubetrain.jobs.launch import CONFIG_ENV, container_command, grace_period_s, launch_env
 from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, TRITON_CACHE_DIR, TRITON_VOLUME, JobSpec
 from kubetrain.platform.efa import efa_environment
 from kubetrain.quantity import parse_quantity
@@ -36,8 +37,10 @@ def launcher_env(job: JobSpec) -> dict[str, str]:
     env: dict[str, str] = {}
     if job.trainer:
         env |= CONFIG_ENV | {"KUBETRAIN_JOB": job.props.name}  # the metrics' job label
+    if job.function and job.function.packages:  # where the launcher installs them, and from which file
+        env |= PACKAGES_ENV | {REQUIREMENTS_ENV: f"{CONFIG_MOUNT}/{REQUIREMENTS_FILE}"}
     if job.launched_by_torchrun:
-        env |= LAUNCH_ENV | job.props.target.launch_env(job)
+        env |= launch_env(job) | job.props.target.launch_env(job)
     return env
 
 
@@ -54,9 +57,9 @@ def container_env(job: JobSpec) -> dict[str, str]:
 
 def container_resources(job: JobSpec) -> dict[str, dict[str, str]]:
     r = job.resources
-    # No CPU limit: CFS throttling stalls data loading and collectives; CPU is still requested.
+    # No CPU limit unless asked for: CFS throttling stalls data loading and collectives; CPU is still requested.
     requests = {"cpu": r.cpu, "memory": r.memory}
-    limits = {"memory": r.memory}
+    limits = {"cpu": r.cpu_limit, "memory": r.memory} if r.cpu_limit else {"memory": r.memory}
     extended = {}
     if r.accelerators:
         extended[job.accelerator_resource] = str(r.accelerators)
@@ -118,15 +121,19 @@ def pod_annotations(job: JobSpec, config_hash: str | None) -> dict[str, str]:
     return annotations
 
 
-def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
-    props, pod = job.props, job.props.pod
+def pod_volumes(job: JobSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The training container's volume mounts and the pod's volumes: kubetrain's own, then the job's."""
+    props = job.props
     mounts: list[dict[str, Any]] = [{"name": "shm", "mountPath": SHM_MOUNT}]
     # The container runtime's 64 MB /dev/shm breaks PyTorch's shared-memory tensors.
     volumes: list[dict[str, Any]] = [{"name": "shm", "emptyDir": {"medium": "Memory",
                                                                   "sizeLimit": job.resources.shm}}]
-    if job.trainer:
+    if job.trainer or job.function:
         mounts.insert(0, {"name": "kubetrain-config", "mountPath": CONFIG_MOUNT, "readOnly": True})
         volumes.insert(0, {"name": "kubetrain-config", "configMap": {"name": job.config_map_name}})
+    if job.function and job.function.packages:  # pip installs them here at pod start, on the node's disk
+        mounts.append({"name": PACKAGES_VOLUME, "mountPath": PACKAGES_DIR})
+        volumes.append({"name": PACKAGES_VOLUME, "emptyDir": {}})
     if job.uses_gpus:
         mounts.append({"name": TRITON_VOLUME, "mountPath": TRITON_CACHE_DIR})
         volumes.append({"name": TRITON_VOLUME, "emptyDir": {}})
@@ -137,7 +144,12 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     for v in props.volumes:
         mounts.append({"name": v.name, "mountPath": v.mount_path, **({"readOnly": True} if v.mounted_read_only else {})})
         volumes.append({"name": v.name, **v.pod_volume()})
+    return mounts, volumes
 
+
+def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
+    props, pod = job.props, job.props.pod
+    mounts, volumes = pod_volumes(job)
     container: dict[str, Any] = {"name": props.target.container_name, "image": props.image}
     if pod.image_pull_policy:
         container["imagePullPolicy"] = pod.image_pull_policy
@@ -154,19 +166,25 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     ports = metrics_ports(job)
     if ports:
         container["ports"] = ports
+    if pod.startup_probe:
+        container["startupProbe"] = pod.startup_probe.manifest()
+    if pod.liveness_probe:
+        container["livenessProbe"] = pod.liveness_probe.manifest()
     container["volumeMounts"] = mounts
     container["securityContext"] = {"allowPrivilegeEscalation": False}
 
     spec: dict[str, Any] = {"containers": [container], "volumes": volumes,
                             # Training pods do not call the API server: no token unless asked for.
                             "automountServiceAccountToken": pod.mount_service_account_token}
+    if pod.init_containers:
+        spec["initContainers"] = [init.manifest(props.image, pod.image_pull_policy) for init in pod.init_containers]
     spec |= placement(job)
     if pod.affinity:
         spec["affinity"] = pod.affinity
     scheduler = pod.scheduler_name or (props.queue.scheduler_name if props.queue else None)
-    optional = {"priorityClassName": pod.priority_class, "schedulerName": scheduler,
-                "serviceAccountName": pod.service_account,
-                "terminationGracePeriodSeconds": pod.termination_grace_period_s}
+    optional = {"priorityClassName": pod.priority_class_name, "schedulerName": scheduler,
+                "serviceAccountName": pod.service_account_name,
+                "terminationGracePeriodSeconds": grace_period_s(job)}
     spec |= {key: value for key, value in optional.items() if value is not None}
     if pod.security_context:
         context = {"runAsUser": pod.security_context.run_as_user, "runAsGroup": pod.security_context.run_as_group,

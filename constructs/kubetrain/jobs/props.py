@@ -13,6 +13,8 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 from pydantic import Discriminator, Field, InstanceOf, Tag, field_validator, model_validator
 
 from kubetrain.cost.props import ESTIMATE_INVALID, Estimate
+from kubetrain.jobs.containers import InitContainer, Probe
+from kubetrain.jobs.function import Function
 from kubetrain.kinds.target import Target
 from kubetrain.kinds.trainjob import TrainJob
 from kubetrain.names import (
@@ -27,12 +29,14 @@ from kubetrain.names import (
     LabelValue,
 )
 from kubetrain.platform.efa import NcclProfile
+from kubetrain.platform.identity import ServiceAccount
 from kubetrain.platform.kueue import LocalQueue
 from kubetrain.platform.node_pools import NodePool
 from kubetrain.platform.queues import TopologyPlacement
+from kubetrain.platform.scheduling import PriorityClass, not_a_system_class
 from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano import VolcanoQueue
-from kubetrain.quantity import ByteQuantity, HugePages2Mi, Quantity
+from kubetrain.quantity import ByteQuantity, HugePages2Mi, Quantity, parse_quantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from kubetrain.strict import StrictProps
@@ -44,8 +48,11 @@ MAX_REPLICAS = 2**31 - 1  # replica counts are int32 in every operator's API
 
 # -- resources ----------------------------------------------------------------------------------
 
+CPU_LIMIT_BELOW_REQUEST = "KT156"  # registered in kubetrain.rules.jobs
+
+
 class NodeResources(StrictProps):
-    """What one node (one pod) of the job gets. Requests equal limits, except CPU (no limit, so no throttling).
+    """What one node (one pod) of the job gets. Requests equal limits, except CPU (no limit unless `cpu_limit`).
 
     On a pool (or a named instance type) the accelerator and EFA counts, huge pages and /dev/shm are
     derived from the instance; set them only to deviate, and the rules judge the deviation.
@@ -65,6 +72,20 @@ class NodeResources(StrictProps):
     shm: ByteQuantity | None = Field(None, description="Size of the memory-backed /dev/shm; counts against "
                                                        "`memory`. Default: an EFA pool's shm_fraction of `memory`, "
                                                        "else 1Gi.")
+    cpu_limit: Quantity | None = Field(None, description="Opt-in CPU limit, at least `cpu`. Default: none, so "
+                                                         "the kernel never throttles data loading and collectives "
+                                                         "(CFS quota); equal to `cpu` (with memory, GPUs and EFA "
+                                                         "already equal) makes the pod Guaranteed, for the "
+                                                         "kubelet's static CPU manager.")
+
+    @model_validator(mode="after")
+    def _limit_not_below_request(self) -> NodeResources:
+        if self.cpu_limit is not None and parse_quantity(self.cpu_limit) < parse_quantity(self.cpu):
+            raise rule_violation(CPU_LIMIT_BELOW_REQUEST, f"cpu_limit {self.cpu_limit} is below the request cpu "
+                                 f"{self.cpu}: the API server refuses a limit under its request",
+                                 f"raise cpu_limit to at least {self.cpu}, or leave it out (no limit)",
+                                 field="cpu_limit")
+        return self
 
 
 # -- volumes ------------------------------------------------------------------------------------
@@ -252,28 +273,48 @@ class PodSettings(StrictProps):
     affinity: dict[str, Any] | None = Field(None, description="Kubernetes Affinity, as in a pod spec (camelCase); "
                                                               "checked against the Kubernetes schema.")
     tolerations: list[Toleration] = Field(default_factory=list, description="Added to the accelerator's toleration.")
-    priority_class: Dns1123Subdomain | None = Field(None, description="PriorityClass name.")
+    priority_class: InstanceOf[PriorityClass] | Dns1123Subdomain | None = Field(
+        None, description="A PriorityClass of the job's cluster, or the name of one defined elsewhere.")
     scheduler_name: Dns1123Subdomain | None = Field(None, description="Default: the cluster's scheduler.")
-    service_account: Dns1123Subdomain | None = Field(None, description="Default: the namespace's default account.")
+    service_account: InstanceOf[ServiceAccount] | Dns1123Subdomain | None = Field(
+        None, description="A ServiceAccount of the job's namespace (with its IAM role: IRSA or EKS Pod Identity), or "
+                          "the name of one defined elsewhere. Default: the namespace's default account.")
     mount_service_account_token: bool = Field(False, description="Training pods do not talk to the API server; "
-                                                                 "mount the token only when they must.")
+                                                                 "mount the token only when they must (IRSA and "
+                                                                 "Pod Identity do not need it: their webhooks add "
+                                                                 "a token of their own).")
+    init_containers: list[InitContainer] = Field(default_factory=list, description="Run to completion, in order, "
+                                                                                   "before the training container.")
+    liveness_probe: Probe | None = Field(None, description="The kubelet restarts the training container when it "
+                                                           "fails (the pod fails under restartPolicy Never, and the "
+                                                           "operator retries it). Default: none.")
+    startup_probe: Probe | None = Field(None, description="Holds the liveness probe back until it passes: the "
+                                                          "budget of a slow start. Default: none.")
     security_context: SecurityContext | None = Field(None)
     host_network: bool = Field(False, description="Use the node's network (brings dnsPolicy ClusterFirstWithHostNet). "
                                                   "AWS's reference EFA manifests use the pod network.")
-    termination_grace_period_s: int | None = Field(None, ge=0, le=86400,
-                                                   description="Time to finish a checkpoint on SIGTERM. Default: 30.")
+    termination_grace_period_s: int | None = Field(
+        None, ge=0, le=86400, description="Time from the pod's stop signal to its kill, in which the ranks save a "
+                                          "checkpoint. Default: trainer jobs get room for their expected save time "
+                                          "(at least 30); command jobs Kubernetes' 30.")
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = Field(None)
     image_pull_secrets: list[Dns1123Subdomain] = Field(default_factory=list, description="Secret names.")
 
     @field_validator("priority_class")
     @classmethod
-    def _not_a_system_class(cls, value: str | None) -> str | None:
+    def _not_a_system_class(cls, value: PriorityClass | str | None) -> PriorityClass | str | None:
         # The API server's Priority admission plugin admits system-node-critical and system-cluster-critical only
         # in kube-system, and reserves the system- prefix for them.
-        if value is not None and value.startswith("system-"):
-            raise rule_violation(INVALID_VALUE, f"{value!r} is a system priority class, admitted only in "
-                                 "kube-system", "use a PriorityClass of your own for training (e.g. training-high)")
-        return value
+        return not_a_system_class(value) if isinstance(value, str) else value
+
+    @property
+    def priority_class_name(self) -> str | None:
+        return self.priority_class.name if isinstance(self.priority_class, PriorityClass) else self.priority_class
+
+    @property
+    def service_account_name(self) -> str | None:
+        account = self.service_account
+        return account.name if isinstance(account, ServiceAccount) else account
 
     @field_validator("affinity")
     @classmethod
@@ -291,6 +332,10 @@ class Trainer(StrictProps):
 
     kind: Literal["trainer"] = "trainer"
     run: RunConfig = Field(..., description="The run config, written to a ConfigMap and read by the pods.")
+
+    def definition(self) -> dict[str, Any]:
+        """What the run's name hashes (create-once runs)."""
+        return self.model_dump(mode="json")
 
 
 class Parallelism(StrictProps):
@@ -331,8 +376,12 @@ class Command(StrictProps):
             raise ValueError("command words must not be empty")
         return value
 
+    def definition(self) -> dict[str, Any]:
+        """What the run's name hashes (create-once runs)."""
+        return self.model_dump(mode="json")
 
-Workload = Annotated[Union[Trainer, Command], Field(discriminator="kind")]
+
+Workload = Annotated[Union[Trainer, Command, Function], Field(discriminator="kind")]
 
 
 class Elastic(StrictProps):
@@ -361,7 +410,8 @@ class TrainingJobProps(StrictProps):
     instance_type: str | None = Field(None, description="EC2 instance type to pin pods to, from the cluster's "
                                                         "instance catalog; enables capacity checks.")
     resources: NodeResources
-    workload: Workload = Field(..., description="What runs: Trainer(run=...) or Command(command=[...]).")
+    workload: Workload = Field(..., description="What runs: Trainer(run=...), Command(command=[...]) or "
+                                                "Function(train, kwargs={...}).")
     env: dict[EnvName, Text] = Field(default_factory=dict, description="Extra environment; overrides defaults.")
     volumes: list[Volume] = Field(default_factory=list, description="Volumes to mount (checkpoints, data, caches).")
     pod: PodSettings = Field(default_factory=PodSettings, description="Labels, scheduling, security, networking.")
@@ -379,8 +429,10 @@ class TrainingJobProps(StrictProps):
                                                        "stack, given what is right for every aws-ofi-nccl "
                                                        "(kubetrain.platform.efa).")
     restart_policy: Literal["ExitCode", "OnFailure", "Never"] = Field(
-        "ExitCode", description="`ExitCode`: a bad config (exit 1-127) fails the job at once; a job whose ranks keep "
-                                "failing (kubetrain's launcher exits 200) or a killed pod (128+) is restarted.")
+        "ExitCode", description="`ExitCode`: a permanent failure (exit 1-127: a bad config, unusable checkpoint "
+                                "storage, a run that keeps diverging) fails the job at once; a job whose ranks keep "
+                                "failing (kubetrain's launcher exits 200), a stopped or a killed pod (128+) is "
+                                "restarted.")
     backoff_limit: int = Field(3, ge=0, le=MAX_REPLICAS, description="Pod restarts before the job is marked failed.")
     max_restarts: int = Field(3, ge=0, le=10_000, description="Times torchrun restarts all ranks of a pod after one "
                                                               "fails, before the pod fails; each resumes from the "
@@ -398,9 +450,9 @@ class TrainingJobProps(StrictProps):
         if isinstance(self.workload, Trainer) and self.estimate.declares_work:
             raise rule_violation(ESTIMATE_INVALID.code, "a trainer job's work comes from its run config (max_steps, "
                                  "batch.global_size, data.seq_len, model)", ESTIMATE_INVALID.fix, field="estimate")
-        if isinstance(self.workload, Command) and not self.estimate.declares_work:
-            raise rule_violation(ESTIMATE_INVALID.code, "a command job's estimate must say what it trains",
-                                 ESTIMATE_INVALID.fix, field="estimate")
+        if not isinstance(self.workload, Trainer) and not self.estimate.declares_work:
+            raise rule_violation(ESTIMATE_INVALID.code, f"a {self.workload.kind} job's estimate must say what it "
+                                 "trains", ESTIMATE_INVALID.fix, field="estimate")
         return self
 
     @model_validator(mode="after")

@@ -22,7 +22,9 @@ from kubetrain.jobs.command_flags import (
     parallel_flags,
     starts_a_launcher,
 )
-from kubetrain.jobs.pod import container_resources, launcher_env, metrics_ports, placement, pod_annotations
+from kubetrain.jobs.containers import container_part_problems
+from kubetrain.jobs.launch import stop_needs_s
+from kubetrain.jobs.pod import container_resources, launcher_env, metrics_ports, placement, pod_annotations, pod_volumes
 from kubetrain.jobs.props import ClaimVolume, EmptyDirVolume
 from kubetrain.jobs.ranges import counts_dividing, describe, divisors, gaps
 from kubetrain.jobs.spec import JOB_LABEL, LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
@@ -30,8 +32,10 @@ from kubetrain.kinds.target import JOB_CONTROLLER_LABELS
 from kubetrain.names import image_digest, image_tag
 from kubetrain.output.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.platform.efa import environment_problems
+from kubetrain.platform.identity import ServiceAccount, identity_problems
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, pool_placement_problems
 from kubetrain.platform.queues import OTHER_SCHEDULER
+from kubetrain.platform.scheduling import OTHER_PLACE, PriorityClass
 from kubetrain.platform.security import Level, PodCheck, pod_security_problems
 from kubetrain.platform.storage import (
     Claim,
@@ -42,6 +46,7 @@ from kubetrain.platform.storage import (
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.registry import Rule, Severity, register
 from kubetrain.rules.sources import (
+    CPU_LIMITS,
     DCP,
     EC2,
     EFA_ENV,
@@ -65,6 +70,7 @@ from kubetrain.rules.sources import (
     VOLUMES,
     cite,
 )
+from training.flops import checkpoint_bytes
 from training.problems import Problem
 
 Violation = tuple[str, str] | tuple[str, str, str]
@@ -101,7 +107,41 @@ def check_job(job: JobSpec) -> list[Problem]:
             problems.append(Problem(rule.code, path, message, fix[0] if fix else rule.fix))
     environment = environment_problems(job.props.env, gpus=job.uses_gpus, efa=bool(job.resources.efa),
                                        profile=job.props.nccl)  # KT106, KT115, KT116, KT126, KT127
-    return problems + environment + batch_divides(job) + platform_problems(job) + list(job.props.target.check(job))
+    return (problems + environment + batch_divides(job) + platform_problems(job) + pod_part_problems(job) +
+            list(job.props.target.check(job)))
+
+
+register("KT156", "error", "CPU limit below the CPU request",
+         rationale="A container's limit is at least its request, or the API server refuses the pod. kubetrain sets "
+                   "no CPU limit unless resources.cpu_limit asks for one: the CFS quota throttles data loading and "
+                   "the threads that drive collectives.",
+         fix="set resources.cpu_limit to at least resources.cpu, or leave it out", source=CPU_LIMITS)
+
+
+def pod_part_problems(job: JobSpec) -> list[Problem]:
+    """The pod parts the job names: probes and init containers against the pod (KT150, KT151), its priority class
+    and service account against its cluster and namespace (KT153), the account's AWS role against the job's
+    environment and volumes (KT155)."""
+    pod = job.props.pod
+    ports = [port["name"] for port in metrics_ports(job)]
+    volumes = [volume["name"] for volume in pod_volumes(job)[1]]
+    problems = container_part_problems(pod.init_containers, {"liveness_probe": pod.liveness_probe,
+                                                             "startup_probe": pod.startup_probe},
+                                       job.props.target.container_name, ports, volumes)
+    if isinstance(pod.priority_class, PriorityClass) and pod.priority_class.cluster.props.name != job.cluster:
+        problems.append(Problem(OTHER_PLACE.code, "pod.priority_class", f"PriorityClass {pod.priority_class.name} "
+                                f"is cluster {pod.priority_class.cluster.props.name}'s, and the job runs in "
+                                f"{job.cluster}", OTHER_PLACE.fix))
+    account = pod.service_account
+    if isinstance(account, ServiceAccount):
+        where = (account.cluster.props.name, account.namespace)
+        if where != (job.cluster, job.namespace):
+            problems.append(Problem(OTHER_PLACE.code, "pod.service_account", f"ServiceAccount {account.name} is "
+                                    f"in {'/'.join(where)}, and the job's pods in {job.cluster}/{job.namespace}",
+                                    OTHER_PLACE.fix))
+        problems += identity_problems(account, job.props.env, [init.env for init in pod.init_containers],
+                                      [(v.name, v.mount_path) for v in job.props.volumes])
+    return problems
 
 
 def platform_problems(job: JobSpec) -> list[Problem]:
@@ -155,6 +195,8 @@ def pod_security_check(job: JobSpec, spec: dict[str, Any]) -> PodCheck:
             return Problem(problem.code, network_field, problem.message,
                            "use the pod network (AWS's reference manifests do, and EFA works on it), or run the "
                            "job in a namespace of its own that PodSecurity leaves privileged")
+        if problem.path.startswith("initContainers."):  # the fields as the user wrote them
+            problem = replace(problem, path="init_containers." + problem.path.removeprefix("initContainers."))
         if problem.path.endswith("runAsNonRoot"):
             return Problem(problem.code, "pod.security_context.run_as_non_root", problem.message,
                            "set pod.security_context.run_as_non_root (with an image whose user is not root)")
@@ -453,6 +495,26 @@ def timeouts_consistent(job: JobSpec) -> Iterator[Violation]:
                f"the watchdog ({resilience.watchdog_floor_s:g} s) would fire before the collective timeout "
                f"({resilience.collective_timeout_s:g} s) and its NCCL flight-recorder dump",
                f"set watchdog_floor_s above {resilience.collective_timeout_s:g}, or lower collective_timeout_s")
+
+
+@job_rule("KT211", "warning", "grace period too short for the stop checkpoint",
+          rationale="On a stop signal (preemption, a drained node, a deleted pod) the ranks save the step they "
+                    "reached before Kubernetes kills the pod terminationGracePeriodSeconds later; a grace period "
+                    "shorter than twice the expected save (its size at an assumed 250 MB/s per node, see "
+                    "kubetrain/jobs/launch.py) loses the steps since the last checkpoint.",
+          fix="raise pod.termination_grace_period_s, or leave it unset: trainer jobs then derive it",
+          source=cite("constructs/kubetrain/jobs/launch.py",
+                      "https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination"))
+def grace_period_holds_the_stop(job: JobSpec) -> Iterator[Violation]:
+    grace = job.props.pod.termination_grace_period_s
+    if job.trainer is None or grace is None:
+        return
+    needed = stop_needs_s(job.trainer.run, job.node_range.start)
+    if grace < needed:
+        yield ("pod.termination_grace_period_s",
+               f"{grace} s may end before the stop checkpoint is written (expected to need {needed} s: "
+               f"{checkpoint_bytes(job.trainer.run.model) / 1e9:.1f} GB on {job.node_range.start} node(s))",
+               f"set termination_grace_period_s to at least {needed}, or leave it unset")
 
 
 @job_rule("KT114", "error", "elastic range does not hold the starting node count",

@@ -10,6 +10,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from kubetrain.jobs.command_flags import parallel_flags
+from kubetrain.jobs.function import PACKAGES_DIR, PACKAGES_VOLUME, Function
 from kubetrain.jobs.props import Command, NodeResources, Parallelism, Trainer, TrainingJobProps, Volume
 from kubetrain.platform.efa import EFA_HUGEPAGES_DEFAULT
 
@@ -20,13 +21,16 @@ CONFIG_MOUNT = "/etc/kubetrain"
 CONFIG_FILE = "run.yaml"
 SHM_MOUNT = "/dev/shm"
 TRITON_VOLUME, TRITON_CACHE_DIR = "triton-cache", "/var/cache/triton"  # GPU jobs' node-local JIT cache
-RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT, TRITON_VOLUME: TRITON_CACHE_DIR}
+RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT, TRITON_VOLUME: TRITON_CACHE_DIR,
+                    PACKAGES_VOLUME: PACKAGES_DIR}
 LOCAL_TIER_VOLUME = "kubetrain-local-ckpt"  # the trainer's fast checkpoint tier, mounted at its local_dir
 DEFAULT_ACCELERATOR_RESOURCE = "nvidia.com/gpu"
 DEFAULT_SHM = "1Gi"
 
 
 JOB_LABEL = "kubetrain.dev/job"
+_LATER_POD_FIELDS = {"init_containers": [], "liveness_probe": None, "startup_probe": None}
+_LATER_RESOURCE_FIELDS = {"cpu_limit": None}
 
 
 @dataclass(frozen=True)
@@ -57,9 +61,19 @@ class JobSpec:
         """8 hex digits of the definition's SHA-256: a changed job is a new run, never a patched one."""
         # The resolved resources: a count the pool derives is part of the definition as if written out. The
         # estimate prices the run and changes nothing in it, so a new estimate is no new run.
-        props = self.props.model_dump(mode="json", exclude={"target", "pool", "queue", "volumes", "resources",
-                                                            "estimate"})
-        definition = {"props": {**props, "resources": self.resources.model_dump(mode="json")},
+        objects = {"target", "pool", "queue", "volumes", "resources", "estimate", "workload"}
+        props = self.props.model_dump(mode="json", exclude={**dict.fromkeys(objects, True),
+                                                            "pod": {"priority_class": True, "service_account": True}})
+        pod = self.props.pod
+        props["pod"] |= {"priority_class": pod.priority_class_name, "service_account": pod.service_account_name}
+        resources = self.resources.model_dump(mode="json")
+        # Fields added after runs were first named count only when set, so a run that uses none keeps its name.
+        for fields, found in ((_LATER_POD_FIELDS, props["pod"]), (_LATER_RESOURCE_FIELDS, resources)):
+            for field, default in fields.items():
+                if found.get(field) == default:
+                    del found[field]
+        definition = {"props": {**props, "resources": resources,
+                                "workload": self.props.workload.definition()},
                       "target": [type(self.props.target).__name__, self.props.target.model_dump(mode="json")],
                       "pool": self.props.pool.name if self.props.pool else None,
                       "queue": self.props.queue.name if self.props.queue else None,
@@ -80,8 +94,19 @@ class JobSpec:
         return self.props.workload if isinstance(self.props.workload, Command) else None
 
     @property
+    def function(self) -> Function | None:
+        return self.props.workload if isinstance(self.props.workload, Function) else None
+
+    @property
     def launched_by_torchrun(self) -> bool:
-        return self.trainer is not None or self.props.workload.launcher == "torchrun"
+        return self.command is None or self.command.launcher == "torchrun"
+
+    def config_files(self) -> dict[str, str] | None:
+        """The data of the job's ConfigMap, mounted at CONFIG_MOUNT: the trainer's run config, or the function's
+        source, kwargs and requirements; None for a command job."""
+        if self.trainer is not None:
+            return {CONFIG_FILE: self.trainer.run.to_yaml()}
+        return self.function.files() if self.function is not None else None
 
     @property
     def config_map_name(self) -> str:
@@ -102,11 +127,13 @@ class JobSpec:
     @cached_property
     def resources(self) -> NodeResources:
         """The pod's resources with every unset count derived: accelerators and EFA interfaces from the
-        instance (the pool's or the named type's), huge pages and /dev/shm from the pool. The rules and the
+        instance (the pool's, if it attaches EFA, or the named type's), huge pages and /dev/shm from the pool. The rules and the
         pod template read this, never the props' own."""
         r, node, pool = self.props.resources, self.instance, self.props.pool
         accelerators = r.accelerators if r.accelerators is not None else (node.accelerators if node else 0)
-        efa = r.efa if r.efa is not None else (node.efa_interfaces if node else 0)
+        # A pool without EFA (a GpuNodePool) attaches none, whatever interfaces its instance type has.
+        attached = node.efa_interfaces if node and (pool is None or pool.uses_efa) else 0
+        efa = r.efa if r.efa is not None else attached
         hugepages = r.hugepages_2mi
         if hugepages is None and efa:
             hugepages = (pool.huge_pages() if pool is not None else None) or EFA_HUGEPAGES_DEFAULT

@@ -23,7 +23,7 @@ from kubetrain.cost import annotations
 from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.rules import check_job, pod_security_check
-from kubetrain.jobs.spec import CONFIG_FILE, JobSpec
+from kubetrain.jobs.spec import JobSpec
 from kubetrain.objects import patch_object
 from kubetrain.platform.construct import rejected_references
 from kubetrain.platform.instances import BUILTIN_CATALOG
@@ -67,13 +67,14 @@ class TrainingJob(NodeOnDemand):
                                                         if validated.pool and validated.pool.instance_type else None)
             spec = JobSpec(validated, namespace, scope.props.name, scope.instance_type(instance_type),
                            create_once=scope.props.run_names == "content-hash")
-            config_text = spec.trainer.run.to_yaml() if spec.trainer else None
+            config = spec.config_files()
             # The hash makes a config change show up on the job itself in the pull request's diff.
+            config_text = "".join(config.values()) if config else None
             template = pod_template(spec, hashlib.sha256(config_text.encode()).hexdigest() if config_text else None)
             problems = check_job(spec) + check_pod_security(scope, namespace, where,
                                                             pod_security_check(spec, template["spec"]))
             names = {spec.name: "name", **{n: "name" for n in validated.target.derived_names(spec)}}
-            if spec.trainer:
+            if config:
                 names[spec.config_map_name] = "name"
             problems += scope.claim(namespace, names, f"job {validated.name}")
         problems += scope.attach(self, namespace, id)
@@ -82,22 +83,22 @@ class TrainingJob(NodeOnDemand):
         self.spec = spec
         self.props = validated
         self.where = where
-        manifests = self._emit(spec, config_text, template)
+        manifests = self._emit(spec, config, template)
         upstream = [c for c in (validated.pool, validated.queue) if c is not None]
         if upstream:  # whether its queue admits it, and its pool holds it, is judged on the whole fleet
             scope.state.admission.add_job(where, manifests, upstream)
 
-    def _emit(self, job: JobSpec, config_text: str | None, template: dict[str, Any]) -> list[dict[str, Any]]:
+    def _emit(self, job: JobSpec, config: dict[str, str] | None, template: dict[str, Any]) -> list[dict[str, Any]]:
         """Emit the job's objects into its cluster; returns the target's manifests."""
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
         manifests = job.props.target.render(job, template)
         if manifests and (cost := cost_annotations(job)):
             manifests[0]["metadata"]["annotations"] = {**manifests[0]["metadata"].get("annotations", {}), **cost}
-        if config_text is not None:
+        if config is not None:
             self._emitted.append(self.cluster.add_object({
                 "apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": job.config_map_name, "namespace": job.namespace, "labels": job.labels},
-                "data": {CONFIG_FILE: config_text}}))
+                "data": config}))
         emitted = [self.cluster.add_object(manifest) for manifest in manifests]
         self._main = emitted[0] if emitted else None
         self._emitted += emitted
@@ -143,9 +144,13 @@ def cost_annotations(job: JobSpec) -> dict[str, str]:
     return found
 
 
-_UNION_TAGS = {"trainer", "command", "ClaimVolume", "EmptyDirVolume", "ConfigMapVolume", "SecretVolume"}
+_UNION_TAGS = {"trainer", "command", "function", "ClaimVolume", "EmptyDirVolume", "ConfigMapVolume", "SecretVolume"}
 
 
 def _without_union_tags(path: str) -> str:
-    """pydantic puts a tagged union's tag in the error path (workload.trainer.run...); users wrote workload.run..."""
-    return ".".join(part for part in path.split(".") if part not in _UNION_TAGS)
+    """pydantic puts a tagged union's tag in the error path (workload.trainer.run...); users wrote workload.run...
+    Only the tag right after a union field goes: a field named like a tag (an init container's command) stays."""
+    parts = path.split(".")
+    return ".".join(part for i, part in enumerate(parts) if not (
+        part in _UNION_TAGS and i > 0 and (parts[i - 1] == "workload" or
+                                           (i > 1 and parts[i - 2] == "volumes" and parts[i - 1].isdigit()))))

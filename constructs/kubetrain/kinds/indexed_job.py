@@ -6,7 +6,7 @@ The plainest option (no operator). Kubernetes gives each of the `nodes` pods a c
 Nothing injects torchrun's variables, so the target sets them itself: PET_NNODES,
 PET_NPROC_PER_NODE and PET_RDZV_ENDPOINT, which torchrun reads as the defaults of its flags.
 Failures: pods restart never in place; the Job replaces a failed pod up to `backoffLimitPerIndex`
-times per index, fails at once on the launcher's bad-config exit (podFailurePolicy), ignores
+times per index, fails at once on the launcher's permanent exits (podFailurePolicy), ignores
 preemption, and ends with success when pod 0 (rank 0's node) succeeds (successPolicy).
 Pod hostnames are `<job>-<index>`, a DNS label; the Service name is a DNS-1035 label. A Job's spec
 cannot change once created (its template is immutable): a changed job is a new object. Kueue admits
@@ -31,7 +31,14 @@ from kubetrain.kinds.base import (
     pod_template_fields,
     run_shape,
 )
-from kubetrain.kinds.target import JOB_CONTROLLER_LABELS, LocalPlan, LocalReplica, Target, fail_job_exit_codes
+from kubetrain.kinds.target import (
+    JOB_CONTROLLER_LABELS,
+    LocalPlan,
+    LocalReplica,
+    Target,
+    fail_job_exit_codes,
+    pod_failure_policy,
+)
 from kubetrain.output.apiserver.workloads import validate_job
 from training.problems import Problem
 
@@ -39,7 +46,6 @@ if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
 
 RENDEZVOUS_PORT = 29500
-BAD_CONFIG_EXIT = 2  # the launcher's exit for a bad run config
 INDEX_LABEL = "batch.kubernetes.io/job-name"
 
 
@@ -88,10 +94,7 @@ class IndexedJob(Target):
             "spec": {
                 "completionMode": "Indexed", "completions": props.nodes, "parallelism": props.nodes,
                 "backoffLimitPerIndex": props.backoff_limit, "maxFailedIndexes": 0,
-                "podFailurePolicy": {"rules": [
-                    {"action": "FailJob", "onExitCodes": {"containerName": self.container_name, "operator": "In",
-                                                          "values": [BAD_CONFIG_EXIT]}},
-                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
+                "podFailurePolicy": pod_failure_policy(self.container_name),
                 "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
                 "template": pod}}
         service = {

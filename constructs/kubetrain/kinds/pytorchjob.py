@@ -131,7 +131,7 @@ class PyTorchJob(Target):
         scheduling_policy = getattr(props.queue, "scheduling_policy", None)  # Volcano: the operator's PodGroup
         if scheduling_policy is not None:
             run_policy["schedulingPolicy"] = scheduling_policy(min_available=job.node_range.start,
-                                                               priority_class=props.pod.priority_class)
+                                                               priority_class=props.pod.priority_class_name)
         spec: dict[str, Any] = {"nprocPerNode": str(props.procs_per_node), "runPolicy": run_policy}
         replica = {"restartPolicy": props.restart_policy, "template": pod_template}
         if props.elastic:

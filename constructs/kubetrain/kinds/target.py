@@ -20,6 +20,7 @@ from pydantic import ConfigDict
 
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import PYTORCHJOB, TRAINER, cite
+from training.failures import PERMANENT_EXITS
 from training.problems import Problem, ReportedLater
 
 if TYPE_CHECKING:
@@ -90,6 +91,9 @@ class LocalPlan:
     backoff_limit: int  # pod restarts before the job fails: over all pods, or each pod's own with per_pod_backoff
     fail_job_exit_codes: set[int] = field(default_factory=set)  # exits that fail the job at once (podFailurePolicy)
     per_pod_backoff: bool = False
+    # The object whose status.trainerStatus the operator's status endpoint updates (Kubeflow Trainer's
+    # TrainJobStatus): run-local serves that endpoint and hands the pods its variables (training/progress.py).
+    status_object: dict[str, Any] | None = None
 
 
 class Target(ReportedLater, ABC):
@@ -154,14 +158,26 @@ class Target(ReportedLater, ABC):
 def restart_after(policy: str, exit_code: int, fail_job_exit_codes: set[int] = frozenset()) -> bool:
     """Whether the operator restarts (or replaces) a pod whose container exited with `exit_code`.
 
-    `ExitCode`: 1-127 are permanent errors, 128-255 retryable (signals, and kubetrain's launcher's
-    "ranks kept failing" code); shared by the Kubeflow operators. `Retry`: a batch Job's pod, replaced
+    `ExitCode`: 1-127 are permanent errors (kubetrain's launcher exits 2, 3 or 4 for its permanent failures),
+    128-255 retryable (signals, a stopped pod's 143, and the launcher's "ranks kept failing" 200); shared by
+    the Kubeflow operators. `Retry`: a batch Job's pod, replaced
     after any failure its podFailurePolicy does not end the job for.
     """
     if exit_code == 0 or exit_code in fail_job_exit_codes:
         return False
     return {"Always": True, "OnFailure": True, "Retry": True, "Never": False,
             "ExitCode": exit_code >= 128}.get(policy, False)
+
+
+def pod_failure_policy(container: str) -> dict[str, Any]:
+    """A batch Job's podFailurePolicy for a kubetrain workload: the launcher's permanent exits (a bad config,
+    unusable checkpoint storage, a run that keeps diverging: training/failures.py) fail the job at once; a
+    pod disrupted by Kubernetes (preemption, eviction, a drained node) is no failure of the job and does not
+    count against its backoff limit; anything else (ranks that kept failing, a stop signal) is retried."""
+    return {"rules": [
+        {"action": "FailJob", "onExitCodes": {"containerName": container, "operator": "In",
+                                              "values": list(PERMANENT_EXITS)}},
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
 
 
 def fail_job_exit_codes(job_spec: dict[str, Any], container: str) -> set[int]:

@@ -13,7 +13,11 @@ immutable: a changed job is a new object (create-once). Pods are `<job>-node-0-<
 JobSet's headless Service is named after the job, a DNS-1035 label. Kueue admits the runtime's replicated
 jobs, the trainer's with the TrainJob's numNodes pods; the TrainJob's `suspend` and the runtime patches Kueue
 records on it are Kueue's.
-(kubeflow/trainer v2.3.0: pkg/runtime/framework/plugins/torch, pkg/webhooks.)
+With the TrainJobStatus feature gate the controller also injects its status endpoint's URL, CA and token
+(KUBEFLOW_TRAINER_SERVER_*, a projected volume at /var/run/secrets/kubeflow/trainer), where the trainer posts its
+progress into status.trainerStatus (training/progress.py); run-local serves that endpoint too.
+(kubeflow/trainer v2.3.0: pkg/runtime/framework/plugins/torch, pkg/runtime/framework/plugins/trainjobstatus,
+pkg/webhooks.)
 
 What the operators create (for the output check): the Trainer controller makes a JobSet named like the
 TrainJob from the runtime's template, its torch plugin sets the `node` replicated Job's parallelism and
@@ -29,6 +33,7 @@ those pods; its problems are the TrainJob's, the rest the runtime's.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
@@ -56,9 +61,13 @@ from kubetrain.kinds.target import (
     LocalReplica,
     Target,
     fail_job_exit_codes,
+    pod_failure_policy,
 )
 from kubetrain.names import dns_1035_label_problem
+from kubetrain.rules.registry import register
+from kubetrain.rules.sources import TRAINER_STATUS
 from training.problems import Problem
+from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
@@ -66,8 +75,20 @@ if TYPE_CHECKING:
 GROUP = "trainer.kubeflow.org"
 MASTER_PORT = 29500
 INJECTED = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
-# The launcher exits 2 for a bad run config: fail the whole job at once; other failures are retried.
-BAD_CONFIG_EXIT = 2
+# The TrainJobStatus plugin (feature gate, Trainer >= 2.2) injects its status endpoint's three as well
+# (training/progress.py), upserted over whatever the container sets; the torch plugin's webhook refuses only its own.
+STATUS_ENV = {ENV_URL, ENV_CA_CERT, ENV_TOKEN}
+# What the TrainJobStatus plugin adds to every trainer container: upserted by volume name and by mount path, so a
+# volume of the job with either is replaced without a word.
+STATUS_VOLUME = "kubeflow-trainer-token"
+STATUS_MOUNT = PurePosixPath("/var/run/secrets/kubeflow/trainer")
+STATUS_MOUNT_TAKEN = register(
+    "KT219", "error", "volume where Kubeflow Trainer mounts its status endpoint's token",
+    rationale="With the TrainJobStatus feature gate (Trainer >= 2.2) the controller upserts a projected volume named "
+              f"{STATUS_VOLUME} (a service account token and the endpoint's CA) at {STATUS_MOUNT} into every trainer "
+              "container, matching volumes by name and mounts by path: a job's volume of that name, or mounted at that "
+              "path, is silently replaced, and one mounted below it lands in a read-only projected volume.",
+    fix="rename the volume, or mount it elsewhere", source=TRAINER_STATUS, targets=("trainjob",))
 ANCESTOR_LABEL = f"{GROUP}/trainjob-ancestor-step"
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 JOBSET = "jobset.sigs.k8s.io"
@@ -91,7 +112,7 @@ class TrainJob(Target):
         return f"{job.name}-runtime"
 
     def injected_env(self, job: JobSpec) -> set[str]:
-        return set(INJECTED)
+        return INJECTED | STATUS_ENV
 
     def rendezvous_port(self, job: JobSpec) -> int:
         return MASTER_PORT
@@ -118,6 +139,13 @@ class TrainJob(Target):
         if not job.launched_by_torchrun:
             yield Problem("KT701", "workload.launcher", "the Trainer controller only injects PET_* variables, which "
                           "only torchrun reads", "launch the command with torchrun")
+        for i, volume in enumerate(job.props.volumes):
+            if volume.name == STATUS_VOLUME:
+                yield Problem(STATUS_MOUNT_TAKEN.code, f"volumes.{i}.name", f"{STATUS_VOLUME} is the name of the "
+                              "Trainer's status token volume, which replaces this one", "rename the volume")
+            if PurePosixPath(volume.mount_path).is_relative_to(STATUS_MOUNT):
+                yield Problem(STATUS_MOUNT_TAKEN.code, f"volumes.{i}.mount_path", f"{volume.mount_path} is where the "
+                              "Trainer mounts its status endpoint's token and CA", f"mount it outside {STATUS_MOUNT}")
 
     def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
         props, labels = job.props, job.labels
@@ -133,11 +161,7 @@ class TrainJob(Target):
                         "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
                         "spec": {
                             "backoffLimit": props.backoff_limit,
-                            # A bad config fails the job at once; preemption is no failure of the job.
-                            "podFailurePolicy": {"rules": [
-                                {"action": "FailJob", "onExitCodes": {"containerName": self.container_name,
-                                                                      "operator": "In", "values": [BAD_CONFIG_EXIT]}},
-                                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
+                            "podFailurePolicy": pod_failure_policy(self.container_name),
                             "template": pod}}}]}}}}
         spec: dict[str, Any] = {
             "runtimeRef": {"name": self.runtime_name(job), "apiGroup": GROUP, "kind": "TrainingRuntime"},
@@ -167,7 +191,8 @@ class TrainJob(Target):
         replicas = [LocalReplica(f"node-0-{i}", job_spec["template"], "Retry",
                                  {**env, "PET_NODE_RANK": str(i)}) for i in range(nodes)]
         return LocalPlan(replicas, cls.container_name, job_spec.get("backoffLimit", 6),
-                         fail_job_exit_codes=fail_job_exit_codes(job_spec, cls.container_name))
+                         fail_job_exit_codes=fail_job_exit_codes(job_spec, cls.container_name),
+                         status_object=manifest)
 
 
 def jobset_jobs(jobset_name: str, spec: dict[str, Any], source: str, by: str, num_nodes: int | None = None,

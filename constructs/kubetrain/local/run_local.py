@@ -8,7 +8,9 @@ environment (addresses on loopback), maps every volume to a folder under the wor
 ConfigMaps, Secrets and emptyDirs to `<workdir>/pods/<pod>/<volume>/`), rewrites paths in the
 command line and the run config through the same mapping, and restarts a pod as the operator
 would (its restart policy and the job's backoff limit). Everything is checked before the first
-pod starts.
+pod starts. Where the operator has a status endpoint (Kubeflow Trainer's, for a TrainJob), run-local serves it on
+loopback with a CA and a token made for the run, hands every pod its variables, and prints each status the trainer
+posts. The last line sums the run up (summary.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import contextlib
 import importlib.util
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -34,9 +37,14 @@ import yaml
 
 from kubetrain.kinds.registry import all_kinds, kind_of
 from kubetrain.kinds.target import restart_after
+from kubetrain.local.certificates import ServerTLS
+from kubetrain.local.summary import RunSummary
 from kubetrain.rules.registry import register
 from training.config import load_run_config
 from training.problems import ConfigError, Problem
+from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
+
+KUBERNETES_GRACE_S = 30  # a pod's terminationGracePeriodSeconds unless its spec sets one
 
 CANNOT_RUN = register(
     "KT301", "error", "run-local cannot run this job here",
@@ -54,6 +62,17 @@ class LocalPod:
     restart_policy: str
     cwd: Path | None = None
     mounts: dict[str, Path] = field(default_factory=dict)  # mountPath -> local folder
+    grace_s: float = KUBERNETES_GRACE_S  # terminationGracePeriodSeconds: from the stop signal to the kill
+
+
+@dataclass
+class StatusEndpointPlan:
+    """The operator's status endpoint as run-local serves it: on loopback, with a CA and a token of the run's own.
+    It listens just before the pods start, on a port free_port hands out then; the pods' URL is set then."""
+
+    status_object: dict[str, Any]  # the committed object whose status the posts update
+    token: str
+    tls: ServerTLS
 
 
 @dataclass
@@ -62,6 +81,10 @@ class LocalJob:
     backoff_limit: int
     fail_job_exit_codes: set[int] = field(default_factory=set)
     per_pod_backoff: bool = False
+    name: str = "job"  # as the user named it: CLUSTER/JOB
+    trainer: bool = False  # runs kubetrain's trainer, whose JSON lines the summary reads
+    status_endpoint: StatusEndpointPlan | None = None
+    notes: list[str] = field(default_factory=list)  # said before the pods start
 
 
 def _fail(where: str, message: str, fix: str = CANNOT_RUN.fix) -> ConfigError:
@@ -107,11 +130,19 @@ def expand_env_refs(arg: str, env: dict[str, str]) -> str:
     return _ENV_REF.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), arg)
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port nobody listens on now, for a local rendezvous or store."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port nobody listens on now and not handed out before, for a local rendezvous, store or endpoint: the
+    ports it hands out are bound only when the pods start, and the system may offer a closed one again meanwhile."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[str]) -> LocalJob:
@@ -144,19 +175,55 @@ def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[s
     except OSError as error:  # a file where the folder would be, or a folder this user cannot write
         raise _fail(where, f"cannot use --workdir {workdir}: {error.strerror or error}",
                     "give --workdir a folder you can write (it is created when missing)") from None
+    endpoint, notes = _status_endpoint(plan.status_object, workdir)
     pods = []
     for replica, container in zip(plan.replicas, containers):
         mounts = _materialize_volumes(replica.template["spec"].get("volumes", []), container, job_file,
                                       workdir / "pods" / replica.name, workdir / "volumes", where)
         pod_env = {**{e["name"]: _map_path(e["value"], mounts) for e in container.get("env", []) if "value" in e},
-                   **replica.env}
+                   **replica.env, **_status_endpoint_env(endpoint, workdir / "pods" / replica.name)}
         command = [_map_path(expand_env_refs(arg, pod_env), mounts)
                    for arg in [*container.get("command", []), *container.get("args", [])]]
         command += _config_overrides(command, mounts, steps, overrides, where)
-        env = {**os.environ, **pod_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+        # A container's /tmp is its own: the pod's here (the launcher keeps its failure note there).
+        tmp = (workdir / "pods" / replica.name / "tmp").resolve()
+        tmp.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **pod_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "TMPDIR": str(tmp)}
         cwd = Path(_map_path(container["workingDir"], mounts)) if "workingDir" in container else None
-        pods.append(LocalPod(replica.name, command, env, replica.restart_policy, cwd, mounts))
-    return LocalJob(pods, plan.backoff_limit, plan.fail_job_exit_codes, plan.per_pod_backoff)
+        grace = replica.template["spec"].get("terminationGracePeriodSeconds", KUBERNETES_GRACE_S)
+        pods.append(LocalPod(replica.name, command, env, replica.restart_policy, cwd, mounts, grace))
+    trainer = any("--config" in pod.command for pod in pods)
+    return LocalJob(pods, plan.backoff_limit, plan.fail_job_exit_codes, plan.per_pod_backoff, where, trainer,
+                    endpoint, notes)
+
+
+def _status_endpoint(status_object: dict[str, Any] | None, workdir: Path) -> tuple[StatusEndpointPlan | None,
+                                                                                  list[str]]:
+    """The status endpoint to serve, when the operator has one: a throwaway CA under `workdir`, a random token."""
+    if status_object is None:
+        return None, []
+    try:
+        from kubetrain.local.certificates import throwaway_ca
+    except ImportError:  # cryptography is missing: the job runs, without its endpoint
+        return None, [("no status endpoint: it needs the `cryptography` package (pip install -e '.[train]'); "
+                       "the job runs without it, as on a cluster without the TrainJobStatus feature gate")]
+    tls = throwaway_ca(workdir / "status-endpoint")
+    return StatusEndpointPlan(status_object, secrets.token_urlsafe(32), tls), []
+
+
+def _status_endpoint_env(endpoint: StatusEndpointPlan | None, pod_dir: Path) -> dict[str, str]:
+    """The pod's view of the endpoint, as the operator's projected volume gives it: the CA and the token as files
+    (at /var/run/secrets/kubeflow/trainer in a cluster, here in the pod's folder) and their paths; the URL comes
+    when the endpoint listens."""
+    if endpoint is None:
+        return {}
+    folder = (pod_dir / "kubeflow-trainer").resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ca.crt").write_bytes(endpoint.tls.ca_cert.read_bytes())
+    token = folder / "token"
+    token.touch(mode=0o600)
+    token.write_text(endpoint.token)
+    return {ENV_CA_CERT: str(folder / "ca.crt"), ENV_TOKEN: str(token)}
 
 
 def _check_run_config(template: dict[str, Any], container: dict[str, Any], job_file: Path, steps: int | None,
@@ -259,16 +326,22 @@ class _Supervisor:
         self.job = job
         self.lock = threading.Lock()
         self.restarts: dict[str, int] = {}  # per pod, or all under "" when the limit is the job's
+        self.summary = RunSummary(job.name, job.trainer, len(job.pods))
+        self.pumps: list[threading.Thread] = []
 
     def start(self, pod: LocalPod) -> subprocess.Popen:
         process = subprocess.Popen(pod.command, env=pod.env, cwd=pod.cwd, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        threading.Thread(target=self.pump, args=(pod, process), daemon=True).start()
+        pump = threading.Thread(target=self.pump, args=(pod, process), daemon=True)
+        pump.start()
+        self.pumps.append(pump)
         return process
 
     def pump(self, pod: LocalPod, process: subprocess.Popen) -> None:
         for line in process.stdout:
             self.say(pod.name, line)
+            with self.lock:
+                self.summary.observe(line)
 
     def say(self, who: str, line: str) -> None:
         with self.lock:
@@ -276,6 +349,40 @@ class _Supervisor:
             sys.stdout.flush()
 
     def run(self) -> int:
+        started = time.monotonic()
+        for note in self.job.notes:
+            self.say("run-local", note)
+        with contextlib.ExitStack() as stack:
+            if self.job.status_endpoint is not None:
+                try:
+                    stack.enter_context(self.serve_status(self.job.status_endpoint))
+                except OSError as error:  # no loopback socket to be had: the job runs without its endpoint
+                    self.say("run-local", f"no status endpoint: {error.strerror or error}")
+            status = self.run_pods()
+            for pump in self.pumps:  # the pods' last lines (the trainer's finished record) before the summary
+                pump.join(timeout=5)
+        self.say("run-local", self.summary.line(status, time.monotonic() - started, sum(self.restarts.values())))
+        return status
+
+    def serve_status(self, plan: StatusEndpointPlan) -> contextlib.AbstractContextManager:
+        from kubetrain.local.status_endpoint import StatusEndpoint, progress_line
+
+        refusals: set[str] = set()
+
+        def refused(code: int, message: str) -> None:
+            if message not in refusals:  # each reason once: a client that posts every step must not flood
+                refusals.add(message)
+                self.say("status", f"refused a post: HTTP {code}: {message}")
+
+        endpoint = StatusEndpoint(plan.status_object, plan.tls, plan.token,
+                                  lambda status: self.say("status", progress_line(status)), refused, free_port())
+        for pod in self.job.pods:
+            pod.env[ENV_URL] = endpoint.url
+        self.say("run-local", f"status endpoint of {plan.status_object['kind']} "
+                              f"{plan.status_object['metadata']['name']} at {endpoint.url}")
+        return endpoint
+
+    def run_pods(self) -> int:
         running = {pod.name: (pod, self.start(pod)) for pod in self.job.pods}
         status = 0
         try:
@@ -284,7 +391,8 @@ class _Supervisor:
                     code = process.poll()
                     if code is None:
                         continue
-                    del running[name]
+                    if running.pop(name, None) is None:
+                        continue  # stopped with a sibling that failed before it in this round
                     code = code if code >= 0 else 128 - code  # killed by a signal, as a container reports it
                     if code == 0:
                         continue
@@ -300,12 +408,15 @@ class _Supervisor:
                               else f"restartPolicy {pod.restart_policy} does not retry it")
                     self.say("run-local", f"pod {name} exited {code} and {reason}: the job failed")
                     status = code
-                    _terminate([p for _, p in running.values()])  # a failed pod fails the job: stop the others
+                    _terminate(list(running.values()))  # a failed pod fails the job: stop the others
                     running.clear()
+                    break
                 if running:
                     time.sleep(0.2)
         except KeyboardInterrupt:
-            _terminate([p for _, p in running.values()])
+            self.say("run-local", "stopping every pod, as Kubernetes stops them (SIGTERM, then SIGKILL after "
+                     "each pod's grace period)")
+            _terminate(list(running.values()))
             status = 130
         return status
 
@@ -321,14 +432,17 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _terminate(processes: list[subprocess.Popen]) -> None:
-    for process in processes:
+def _terminate(pods: list[tuple[LocalPod, subprocess.Popen]]) -> None:
+    """Stop pods as the kubelet does: SIGTERM to the container's first process only (the launcher passes it
+    on), then SIGKILL to everything left once the pod's grace period is over."""
+    for _, process in pods:
         if process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-    for process in processes:
+                os.kill(process.pid, signal.SIGTERM)
+    signalled = time.monotonic()
+    for pod, process in pods:
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=max(0.0, signalled + pod.grace_s - time.monotonic()))
         except subprocess.TimeoutExpired:
             kill_pod(process.pid)
 

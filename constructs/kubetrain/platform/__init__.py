@@ -8,7 +8,7 @@ names below are the public ones.
 
 PUBLIC = {
     "kubetrain.platform.instances": ("InstanceType", "InstanceCatalog", "BUILTIN_INSTANCE_TYPES", "BUILTIN_CATALOG"),
-    "kubetrain.platform.node_pools": ("NodePool", "EfaNodePool", "CpuNodePool", "pool_placement_problems"),
+    "kubetrain.platform.node_pools": ("NodePool", "EfaNodePool", "GpuNodePool", "CpuNodePool", "pool_placement_problems"),
     "kubetrain.platform.efa": ("NcclProfile", "efa_environment", "environment_problems"),
     "kubetrain.platform.storage": ("Claim", "FsxLustre", "Efs", "S3Bucket", "checkpoint_volume_problems",
                                    "dataset_volume_problems"),

@@ -136,6 +136,13 @@ BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
         "xlarge": (4, 32, 1, 0), "2xlarge": (8, 64, 1, 0), "4xlarge": (16, 128, 1, 0),
         "8xlarge": (32, 256, 1, 1), "12xlarge": (48, 384, 4, 1), "16xlarge": (64, 512, 1, 1),
         "24xlarge": (96, 768, 4, 2), "48xlarge": (192, 1536, 8, 4)}.items()),
+    # G6 (NVIDIA L4, 24 GB): sizes, vCPUs, memory, GPUs and EFA as Karpenter's generated instance-type reference
+    # lists them (karpenter-provider-aws 1d927085, website/content/en/docs/reference/instance-types.md: 8xlarge and
+    # up have one EFA interface), the figures of AWS's accelerated-computing instance specifications.
+    *(_gpu(f"g6.{size}", v, m, g, "L4", 24, efa, False, None, PEAK_BF16_FLOPS["L4"]) for size, (v, m, g, efa) in {
+        "xlarge": (4, 16, 1, 0), "2xlarge": (8, 32, 1, 0), "4xlarge": (16, 64, 1, 0), "8xlarge": (32, 128, 1, 1),
+        "12xlarge": (48, 192, 4, 1), "16xlarge": (64, 256, 1, 1), "24xlarge": (96, 384, 4, 1),
+        "48xlarge": (192, 768, 8, 1)}.items()),
     *(_gpu(f"g4dn.{size}", v, m, g, "T4", 16, efa, False, None, None) for size, (v, m, g, efa) in {
         "xlarge": (4, 16, 1, 0), "2xlarge": (8, 32, 1, 0), "4xlarge": (16, 64, 1, 0), "8xlarge": (32, 128, 1, 1),
         "12xlarge": (48, 192, 4, 1), "16xlarge": (64, 256, 1, 1), "metal": (96, 384, 8, 1)}.items()),

@@ -1,4 +1,5 @@
-"""Karpenter node pools: an EFA accelerator pool and a CPU pool, and what a job placed on one gets.
+"""Karpenter node pools: an EFA accelerator pool, a GPU pool without EFA, a CPU pool, and what a job placed on one
+gets.
 
     gpu = EfaNodePool(cluster, "p5", instance_types=["p5.48xlarge"], zones=["us-west-2a"],
                       subnet_ids=["subnet-0abc"], security_group_ids=["sg-0efa"], role="KarpenterNodeRole-prod",
@@ -10,7 +11,11 @@ cluster-scoped. Facts: Karpenter v1 (https://karpenter.sh/docs/concepts/). Pools
 for pending pods, and `consolidationPolicy` removes them (an EFA pool only when empty, so a running job's
 nodes are never consolidated away) after `consolidate_after`.
 
-Interface for jobs (read-only): `name`, `instance_type` / `instance_types`, `zone`, `taints`,
+`GpuNodePool` is the pool of the Kubeflow Training Operator's guides: GPU instances (g4dn, g5, g6, g6e, ...) whose
+jobs get every GPU of the node, the GPU taint's toleration and no EFA (requests, huge pages or NCCL's EFA
+environment), for single-node jobs and multi-node jobs that are content with TCP between nodes.
+
+Interface for jobs (read-only): `name`, `instance_type` / `instance_types`, `zone`, `taints`, `uses_efa`,
 `node_selector()`, `tolerations()`, `huge_pages()`, `shm_size(memory)` and
 `pool_placement_problems(pool, ...)` (KT401-403). The job derives its pod from these (kubetrain.jobs).
 For admission (kubetrain.admission): `capacity_nodes`, the most nodes the pool can ever have (static nodes,
@@ -100,6 +105,13 @@ WRONG_INSTANCE_TYPE = register(
               "(and an EFA pool EFA types), a CPU pool CPU types.",
     fix="use a type of the catalog that fits the pool, or register yours with Cluster(instance_types=[...])",
     source="constructs/kubetrain/platform/instances.py")
+EFA_TYPE_WITHOUT_EFA = register(
+    "KT433", "warning", "GPU pool without EFA on an instance type built for it",
+    rationale="p4d, p5, p6 and their kind are sold for their EFA network with GPUDirect RDMA; on a GpuNodePool no "
+              "pod requests vpc.amazonaws.com/efa, so Karpenter attaches none and multi-node collectives run over "
+              "TCP sockets at a fraction of the instance's bandwidth, while the instance is paid in full.",
+    fix="put the type in an EfaNodePool (its jobs get every EFA interface), or choose a g-family type",
+    source=cite(EKS_EFA, KARPENTER_NODECLASS))
 PRICE_UNKNOWN = register(
     "KT471", "warning", "no price for the pool's nodes",
     rationale="The cost of a job's run (kubetrain cost, the pull request's priced diff) needs the hourly price "
@@ -252,10 +264,18 @@ class NodePoolProps(StrictProps):
         return terms.model_copy(update={"reserved_nodes": reserved or 0}) if reserved else terms
 
 
-class EfaNodePoolProps(NodePoolProps):
-    """An accelerator pool with EFA: one zone, one subnet, an EFA security group, instance store as RAID0."""
+class AcceleratorPoolProps(NodePoolProps):
+    """What both accelerator pools have: a /dev/shm sized from the pod's memory."""
 
     max_nodes: int = Field(..., ge=1)
+    shm_fraction: float = Field(0.125, gt=0, lt=0.5, description="/dev/shm of a pod on the pool as a share of the "
+                                                                   "pod's memory (it counts against the memory "
+                                                                   "limit). A job's resources.shm overrides it.")
+
+
+class EfaNodePoolProps(AcceleratorPoolProps):
+    """An accelerator pool with EFA: one zone, one subnet, an EFA security group, instance store as RAID0."""
+
     placement_group: PlacementGroupName | None = Field(None, description="Name of a cluster placement group "
                                                                          "(Karpenter >= 1.11).")
     huge_pages: HugePages2Mi = Field("5120Mi", description="2 MiB huge pages each pod requests (the EFA driver's; "
@@ -265,6 +285,10 @@ class EfaNodePoolProps(NodePoolProps):
                                                                    "limit). A job's resources.shm overrides it.")
 
 
+class GpuNodePoolProps(AcceleratorPoolProps):
+    """A pool of NVIDIA GPU instances without EFA (g4dn, g5, g6, g6e, ...): any zones, instance store as RAID0."""
+
+
 class CpuNodePoolProps(NodePoolProps):
     """A pool of CPU instances for everything else (data preparation, controllers, evaluation)."""
 
@@ -272,10 +296,11 @@ class CpuNodePoolProps(NodePoolProps):
 
 
 class NodePool(PlatformConstruct):
-    """What both pools share, and the type a job's `pool=` takes (use EfaNodePool or CpuNodePool)."""
+    """What every pool shares, and the type a job's `pool=` takes (use EfaNodePool, GpuNodePool or CpuNodePool)."""
 
     kind = "nodepool"
     accelerated: bool
+    uses_efa: bool = False  # its nodes attach EFA interfaces to the pods that request them
 
     def __init__(self, scope: Cluster, id: str, props: Any, kwargs: dict[str, Any]):
         super().__init__(scope, id, props, kwargs)
@@ -356,22 +381,26 @@ class NodePool(PlatformConstruct):
 
     # -- checks and objects -------------------------------------------------------------------------------
 
+    def _wrong_type(self, t: InstanceType) -> str | None:
+        """Why a catalog type does not belong in this kind of pool (None when it does)."""
+        return "has accelerators: use a GpuNodePool (or an EfaNodePool)" if t.accelerators else None
+
+    def _shape(self, t: InstanceType) -> tuple[Any, ...]:
+        """What a job on the pool requests of each node: every node type must give the same."""
+        return (t.accelerator_resource, t.accelerators)
+
     def _type_problems(self) -> list[Problem]:
         problems = []
         for i, name in enumerate(self.props.instance_types):
             t = self.cluster.instance_type(name)
-            wrong = (None if t is not None and bool(t.accelerators) == self.accelerated and
-                     (not self.accelerated or t.uses_efa) else
-                     "is not in the cluster's instance catalog" if t is None else
-                     "has no EFA interfaces" if self.accelerated and t.accelerators else
-                     "has no accelerators" if self.accelerated else "has accelerators: use an EfaNodePool")
+            wrong = "is not in the cluster's instance catalog" if t is None else self._wrong_type(t)
             if wrong:
                 problems.append(Problem(WRONG_INSTANCE_TYPE.code, f"instance_types.{i}", f"{name} {wrong}",
                                         WRONG_INSTANCE_TYPE.fix))
-        shapes = {(t.accelerator_resource, t.accelerators, t.efa_interfaces) for t in self.instance_types}
+        shapes = {self._shape(t) for t in self.instance_types}
         if len(shapes) > 1:
-            listed = ", ".join(f"{t.name} ({t.accelerators} accelerators, {t.efa_interfaces} EFA)"
-                               for t in self.instance_types)
+            efa = (lambda t: f", {t.efa_interfaces} EFA") if self.uses_efa else (lambda t: "")
+            listed = ", ".join(f"{t.name} ({t.accelerators} accelerators{efa(t)})" for t in self.instance_types)
             problems.append(Problem(MIXED_INSTANCE_TYPES.code, "instance_types", f"the pool mixes {listed}",
                                     MIXED_INSTANCE_TYPES.fix))
         return problems
@@ -465,7 +494,24 @@ class NodePool(PlatformConstruct):
         return {}
 
 
-class EfaNodePool(NodePool):
+class _AcceleratorPool(NodePool):
+    """Tainted accelerator nodes, emptied only when idle, their instance store in RAID0."""
+
+    accelerated = True
+    # Consolidating an underused node would evict a training pod; only empty nodes go.
+    consolidation_policy = "WhenEmpty"
+
+    def _node_class_extra(self) -> dict[str, Any]:
+        # RAID0 puts the kubelet's and containerd's storage on the instance store's NVMe (/mnt/k8s-disks/0):
+        # emptyDir volumes such as the Triton cache live on local flash, not on the root EBS volume.
+        return {"instanceStorePolicy": "RAID0"}
+
+    def shm_size(self, memory: str) -> str:
+        mib = int(parse_quantity(memory) * Decimal(str(self.props.shm_fraction)) / MIB)
+        return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
+
+
+class EfaNodePool(_AcceleratorPool):
     """Accelerator nodes with EFA (p4d, p5, p6, trn...): tainted, one zone, emptied only when idle.
 
     A job placed here gets the accelerators and EFA interfaces of the whole instance, huge pages, a
@@ -473,13 +519,18 @@ class EfaNodePool(NodePool):
     """
 
     Props = EfaNodePoolProps
-    accelerated = True
-    # Consolidating an underused node would evict a training pod; only empty nodes go.
-    consolidation_policy = "WhenEmpty"
+    uses_efa = True
 
     def __init__(self, scope: Cluster, id: str, props: EfaNodePoolProps | Mapping[str, Any] | None = None,
                  **kwargs: Any):
         super().__init__(scope, id, props, kwargs)
+
+    def _wrong_type(self, t: InstanceType) -> str | None:
+        return ("has no accelerators" if not t.accelerators else
+                "has no EFA interfaces: use a GpuNodePool" if not t.uses_efa else None)
+
+    def _shape(self, t: InstanceType) -> tuple[Any, ...]:
+        return (t.accelerator_resource, t.accelerators, t.efa_interfaces)
 
     def _pool_problems(self) -> list[Problem]:
         p = self.props
@@ -491,9 +542,7 @@ class EfaNodePool(NodePool):
         return []
 
     def _node_class_extra(self) -> dict[str, Any]:
-        # RAID0 puts the kubelet's and containerd's storage on the instance store's NVMe (/mnt/k8s-disks/0):
-        # emptyDir volumes such as the Triton cache live on local flash, not on the root EBS volume.
-        extra: dict[str, Any] = {"instanceStorePolicy": "RAID0"}
+        extra = super()._node_class_extra()
         if self.props.placement_group:
             extra["placementGroupSelector"] = {"name": self.props.placement_group}
         return extra
@@ -509,9 +558,31 @@ class EfaNodePool(NodePool):
     def huge_pages(self) -> str:
         return self.props.huge_pages
 
-    def shm_size(self, memory: str) -> str:
-        mib = int(parse_quantity(memory) * Decimal(str(self.props.shm_fraction)) / MIB)
-        return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
+
+class GpuNodePool(_AcceleratorPool):
+    """NVIDIA GPU nodes without EFA (g4dn, g5, g6, g6e, ...): tainted, emptied only when idle.
+
+    A job placed here gets every GPU of the instance, the GPU taint's toleration, a memory-backed /dev/shm and
+    a Triton cache on the node's instance store; no EFA interfaces, huge pages or EFA environment, even on the
+    larger sizes that have an EFA interface (Karpenter attaches one only for pods that request it). A type made
+    for EFA (GPUDirect RDMA: p4d, p5, ...) is a warning here (KT433).
+    """
+
+    Props = GpuNodePoolProps
+
+    def __init__(self, scope: Cluster, id: str, props: GpuNodePoolProps | Mapping[str, Any] | None = None,
+                 **kwargs: Any):
+        super().__init__(scope, id, props, kwargs)
+
+    def _wrong_type(self, t: InstanceType) -> str | None:
+        return None if t.accelerator_resource == "nvidia.com/gpu" else \
+            f"has no NVIDIA GPUs{f' ({t.accelerator_resource})' if t.accelerator_resource else ''}"
+
+    def _pool_problems(self) -> list[Problem]:
+        return [Problem(EFA_TYPE_WITHOUT_EFA.code, f"instance_types.{self.props.instance_types.index(t.name)}",
+                        f"{t.name} is built for EFA ({t.efa_interfaces} interfaces, GPUDirect RDMA); on a GpuNodePool "
+                        "its jobs get none, and their nodes talk over TCP", EFA_TYPE_WITHOUT_EFA.fix)
+                for t in self.instance_types if t.gpudirect_rdma and self._wrong_type(t) is None]
 
 
 class CpuNodePool(NodePool):
@@ -555,10 +626,11 @@ def pool_placement_problems(pool: NodePool, requests: Mapping[str, str | int], t
             problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{other}", f"{t.name} has no {other}",
                                     POD_DOES_NOT_FIT.fix))
     efa = amounts.get(EFA_RESOURCE, Decimal(0))
-    if efa and not t.efa_interfaces:
+    if efa and not pool.uses_efa:
+        has = f"whose {t.name} has none" if not t.efa_interfaces else "a pool without EFA (a GpuNodePool)"
         problems.append(Problem(EFA_MISMATCH.code, f"{path}.{EFA_RESOURCE}", f"asks for EFA on pool {pool.name}, "
-                                f"whose {t.name} has none", EFA_MISMATCH.fix))
-    elif t.efa_interfaces and efa != t.efa_interfaces:
+                                f"{has}", EFA_MISMATCH.fix))
+    elif pool.uses_efa and efa != t.efa_interfaces:
         problems.append(Problem(EFA_MISMATCH.code, f"{path}.{EFA_RESOURCE}", f"asks for {efa:f} EFA interfaces on "
                                 f"pool {pool.name}, whose {t.name} has {t.efa_interfaces}", EFA_MISMATCH.fix))
     return problems + untolerated_taints(pool, tolerations)

@@ -66,3 +66,16 @@ register("KT208", "error", "token file unusable",
                    "of another dtype or tokenizer) would otherwise crash every rank or train on garbage.",
          fix="fix data.path, data.dtype or the vocabulary, as the message says", source="training/tokens.py",
          checked_by=("pod",))
+register("KT209", "error", "checkpoint storage unusable",
+         rationale="Found by the ranks, at start (a probe write) or when a save fails: a full disk or quota, a "
+                   "read-only or missing volume, or no permission. Retrying would redo every step since the last "
+                   "checkpoint and fail the same way, so the rank exits 3, which every target treats as permanent, "
+                   "with one line naming the folder and the cause.",
+         fix="free space or grow the volume (or lower checkpoint.keep), mount it read-write and writable by the "
+             "pod's user; the run resumes from its newest checkpoint", source="training/checkpoint.py", checked_by=("pod",))
+register("KT210", "error", "training diverged",
+         rationale="Non-finite steps are skipped, and a streak of them rolls back to the newest checkpoint past the "
+                   "batches that caused them; when that happens more than resilience.max_rollbacks times, or "
+                   "with no checkpoint to return to, the learning rate or the data is the cause, not bad luck: the "
+                   "rank exits 4, which every target treats as permanent.",
+         fix="lower optimizer.lr or raise warmup_steps, check the data for bad samples", source="training/trainer.py", checked_by=("pod",))

@@ -128,9 +128,24 @@ def validate_requirement(requirement: Mapping[str, Any], path: str, report: Repo
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """Whether a LabelSelector (matchLabels and matchExpressions) selects `labels`; an empty one selects all."""
-    if not selector:
-        return True
+    """Whether a LabelSelector (matchLabels and matchExpressions) selects `labels`, as apimachinery's
+    LabelSelectorAsSelector reads it: a nil selector selects nothing, an empty one everything."""
+    if selector is None:
+        return False
+    if any(labels.get(key) != value for key, value in (selector.get("matchLabels") or {}).items()):
+        return False
+    for requirement in selector.get("matchExpressions") or ():
+        key, operator, values = requirement.get("key"), requirement.get("operator"), requirement.get("values") or ()
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
             return False

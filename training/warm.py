@@ -1,0 +1,320 @@
+"""Warm ranks: under torchrun, a pod's ranks are forks of one process that has imported torch and the trainer.
+
+A fresh interpreter spends about two seconds importing torch, DCP and the trainer before it can rejoin
+the job, which is most of what a crashed rank costs (torchrun restarts every rank of the pod). So the
+process torchrun starts for a rank is a thin client that imports none of that: it connects to the
+pod's warm process over a Unix socket (the first client of a torchrun agent starts it), hands over its
+arguments, environment, working folder and standard streams, and the warm process forks a child that
+becomes the rank. The client stays in between, as torchrun's view of the rank: it passes torchrun's
+signals on, and exits with the rank's exit status or dies of the same signal. The rank dies with its
+client (it watches the client's pidfd from a thread), so killing what torchrun started still kills the
+rank. The warm process exits when its torchrun agent does.
+
+The warm process never starts a thread or touches an accelerator, which is what makes forking it safe:
+CUDA, NCCL, the process group and the thread pools are all set up in the child, after it has taken the
+client's environment. Besides importing, it rehearses a rank's first steps on tiny CPU tensors when torch
+runs one intra-op thread (`rehearse`), and starts no rank if that left a thread behind.
+
+Linux only (pidfds, SCM_RIGHTS); KUBETRAIN_WARM=0 turns it off, and then each rank imports everything
+itself, as it does when no warm process can be had. This module imports only the standard library at
+the top (the client must start in milliseconds); what the first client or the warm process needs, they
+import where they need it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+ENABLE_ENV = "KUBETRAIN_WARM"
+STARTED_ENV = "KUBETRAIN_CLIENT_STARTED"  # when torchrun's process for the rank started (epoch seconds)
+# torchrun passes these on to its ranks (its --signals-to-handle default): so does the client.
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+START_TIMEOUT_S = 600.0  # the warm process's imports, on a busy node
+# What a rank imports: the trainer (torch, DCP, the model), and what torch imports only on first use: dynamo,
+# which any function torch keeps from compiling imports when first called (AdamW's constructor is one: a
+# second of a rank's start), and DCP's fsspec storage, which its save and load look for.
+PRELOADED = ("training.trainer", "torch._dynamo", "torch.distributed.checkpoint._fsspec_filesystem")
+_HEADER = struct.Struct("!I")
+
+
+def wanted(argv: list[str]) -> bool:
+    """Whether this rank should run in the warm process: under torchrun, on Linux, not a --check."""
+    return (sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and "TORCHELASTIC_RUN_ID" in os.environ
+            and os.environ.get(ENABLE_ENV, "1") != "0" and "--check" not in argv)
+
+
+def socket_name(agent_pid: int) -> str:
+    """The warm process's address: a Linux abstract socket (no file to clean up, whatever the length of the temp folder's path), one per
+    torchrun agent."""
+    return f"\0kubetrain-warm-{os.getuid()}-{agent_pid}"
+
+
+def lock_path(agent_pid: int) -> str:
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"kubetrain-warm-{os.getuid()}-{agent_pid}.lock")
+
+
+# -- the client: the process torchrun started -------------------------------------------------------------
+
+def run_in_warm_process(argv: list[str]) -> int | None:
+    """Run this rank as a fork of the warm process; its exit code, or None when no warm process can be had."""
+    started = time.time()
+    agent = os.getppid()
+    conn = _connect(agent)
+    if conn is None:
+        return None
+    with conn:
+        env = {**os.environ, STARTED_ENV: repr(started)}
+        request = json.dumps({"argv": argv, "env": env, "cwd": os.getcwd(), "client": os.getpid()})
+        payload = request.encode()
+        socket.send_fds(conn, [_HEADER.pack(len(payload)) + payload], _standard_streams())
+        reader = conn.makefile("r")
+        started = reader.readline()
+        if not started:
+            return None  # the warm process refused or died before forking: run here instead
+        rank = json.loads(started)["pid"]
+        for signum in FORWARDED_SIGNALS:
+            signal.signal(signum, lambda number, frame: _forward(rank, number))
+        ended = reader.readline()
+    if not ended:  # the warm process died: nobody can report the rank's end, so end it
+        _forward(rank, signal.SIGKILL)
+        print("kubetrain: the warm process died; ending the rank", file=sys.stderr)
+        return 1
+    status = json.loads(ended)
+    if "signal" in status:  # die as the rank did, so that torchrun sees the same
+        signal.signal(status["signal"], signal.SIG_DFL)
+        os.kill(os.getpid(), status["signal"])
+    return status["exit"]
+
+
+def _standard_streams() -> list[int]:
+    """fds 0, 1 and 2, with /dev/null for any that is closed (a rank expects all three)."""
+    streams = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            streams.append(fd)
+        except OSError:
+            streams.append(os.open(os.devnull, os.O_RDWR))
+    return streams
+
+
+def _forward(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signum)
+
+
+def _connect(agent: int) -> socket.socket | None:
+    name = socket_name(agent)
+    conn = _try_connect(name)
+    if conn is not None:
+        return conn
+    # The first client of the agent starts the warm process; the others wait for it on the lock. (Imported
+    # here: a client that finds the warm process running needs none of it.)
+    import fcntl
+    import subprocess
+
+    with open(lock_path(agent), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        conn = _try_connect(name)
+        if conn is not None:
+            return conn
+        server = subprocess.Popen([sys.executable, "-m", "training.warm", str(agent)], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline and server.poll() is None:
+            conn = _try_connect(name)
+            if conn is not None:
+                return conn
+            time.sleep(0.02)
+    return None
+
+
+def _try_connect(name: str) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(name)
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+# -- the warm process ---------------------------------------------------------------------------------------
+
+def serve(agent: int) -> int:
+    """Import everything a rank needs, then fork a rank for each client until the torchrun agent exits."""
+    from training import __main__ as entry
+
+    for module in PRELOADED:
+        importlib.import_module(module)
+    threads = _thread_count()
+    if os.environ.get("OMP_NUM_THREADS") == "1":  # more, and the first tensor op would start torch's thread pool
+        rehearse()
+    if _thread_count() != threads:  # forking would leave the children a thread pool without its threads
+        print(f"kubetrain: the warm process started threads ({threads} -> {_thread_count()}); ranks start cold",
+              file=sys.stderr)
+        return 1
+
+    agent_fd = os.pidfd_open(agent)
+    wakeup, waker = socket.socketpair()
+    waker.setblocking(False)
+    signal.set_wakeup_fd(waker.fileno(), warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda number, frame: None)  # reaped below, woken through `wakeup`
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_name(agent))  # clients connect only once everything is imported
+    listener.listen(64)
+    clients: dict[int, socket.socket] = {}  # rank pid -> the connection of its client
+    try:
+        while True:
+            ready = select.select([listener, wakeup, agent_fd], [], [])[0]
+            if agent_fd in ready:
+                return 0
+            if wakeup in ready:
+                wakeup.recv(4096)
+                _reap(clients)
+            if listener in ready:
+                conn = listener.accept()[0]
+                rank = _fork_rank(conn, entry.run, [listener, wakeup, waker, *clients.values()], agent_fd)
+                if rank is None:
+                    conn.close()
+                else:
+                    clients[rank] = conn
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock_path(agent))
+
+
+def rehearse() -> None:
+    """Run once, alone and on one intra-op thread (torchrun's default for several ranks), what every rank runs
+    first: a model, an
+    optimizer step, its state dict, a DCP checkpoint saved and loaded. A process pays for the first call of
+    each (torch's dispatch, DCP's planner, the unpickler's setup): a third of a second of a restart, measured,
+    which the warm process pays once for every rank it forks."""
+    import tempfile
+
+    import torch
+    import torch.distributed.checkpoint as dcp
+    import torch.nn.functional as F
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    from training.config import ModelConfig, OptimizerConfig
+    from training.model import GPT
+    from training.optimizer import build_optimizer
+
+    model = GPT(ModelConfig(vocab_size=64, dim=16, n_layers=1, n_heads=2))
+    optimizer = build_optimizer(model, OptimizerConfig())
+    tokens = torch.zeros((1, 8), dtype=torch.long)
+    F.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
+    optimizer.step()
+    model_state, optim_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optim": optim_state, "train": {"step": 1}, "rank0": b"rng"}
+    with tempfile.TemporaryDirectory() as folder:
+        dcp.save(state, checkpoint_id=folder, no_dist=True)
+        dcp.load(state, checkpoint_id=folder, no_dist=True)
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+
+
+def _thread_count() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _reap(clients: dict[int, socket.socket]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = clients.pop(pid, None)
+        if conn is None:
+            continue
+        ended = ({"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"exit": os.waitstatus_to_exitcode(status)})
+        with contextlib.suppress(OSError):
+            conn.sendall((json.dumps(ended) + "\n").encode())
+        conn.close()
+
+
+def _fork_rank(conn: socket.socket, run, inherited: list, agent_fd: int) -> int | None:
+    """Read a client's request and fork the rank; the rank's pid (None if the request was broken)."""
+    try:
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+        (length,) = _HEADER.unpack_from(data)
+        data = data[_HEADER.size:]
+        while len(data) < length:
+            more = conn.recv(length - len(data))
+            if not more:
+                raise EOFError
+            data += more
+        request = json.loads(data)
+    except (OSError, EOFError, ValueError, struct.error):
+        return None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        for fd in fds:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+        return pid
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for each in (*inherited, conn):
+            each.close()
+        os.close(agent_fd)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = [sys.argv[0], *request["argv"]]
+        if os.environ.get("PYTHONUNBUFFERED"):
+            sys.stdout.reconfigure(line_buffering=True)
+        _die_with(request["client"])
+        code = run(request["argv"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the rank's fault, reported as a rank's would be
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _die_with(client: int) -> None:
+    """End this rank when its client ends (torchrun stops a rank by stopping the client)."""
+    try:
+        fd = os.pidfd_open(client)
+    except ProcessLookupError:
+        os._exit(1)
+
+    def watch() -> None:
+        select.select([fd], [], [])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    import threading
+
+    threading.Thread(target=watch, name="kubetrain-client-watch", daemon=True).start()
+
+
+if __name__ == "__main__":
+    sys.exit(serve(int(sys.argv[1])))
