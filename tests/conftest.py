@@ -25,6 +25,8 @@ KEEP_RULES_SINK = bool(os.environ.get(rules_recorder.SINK))
 RULES_SINK = Path(os.environ.get(rules_recorder.SINK) or Path(tempfile.mkdtemp(prefix="kubetrain-rules-fired-")) / "fired")
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(RULES_FIRED), os.environ.get("PYTHONPATH")]))
 rules_recorder.install(RULES_SINK)
+# What a process the tests start imports the project from (and the recorder, which its sitecustomize installs).
+SOURCES_PATH = os.pathsep.join([str(RULES_FIRED), str(ROOT / "constructs"), str(ROOT)])
 REACHED = "test_rules_reached.py::test_every_rule_is_reported_where_it_is_checked"
 
 
@@ -48,8 +50,7 @@ def crds() -> Path:
 def run(args: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None,
         timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run a command with this interpreter's environment; the project's sources importable."""
-    full_env = {**os.environ,
-                "PYTHONPATH": os.pathsep.join([str(RULES_FIRED), str(ROOT / "constructs"), str(ROOT)])}
+    full_env = {**os.environ, "PYTHONPATH": SOURCES_PATH}
     full_env.pop("CDK8S_OUTDIR", None)
     full_env.update(env or {})
     return subprocess.run(args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)

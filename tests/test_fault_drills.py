@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, dist_file, kubetrain
+from conftest import SOURCES_PATH, dist_file, kubetrain
 from test_resilience import train_with_fault
 from test_training import write_config
 
@@ -45,7 +45,7 @@ def start_pod(tmp_path: Path, config: Path, *torchrun: str, fault: str = "") -> 
     (tmp_path / "pod-tmp").mkdir(exist_ok=True)
     env = {**os.environ, "KUBETRAIN_RUN_CONFIG": str(config), "KUBETRAIN_FAULT": fault, "TMPDIR": str(tmp_path / "pod-tmp"),
            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "constructs"), str(ROOT)])}
+           "PYTHONPATH": SOURCES_PATH}
     args = torchrun or ("--standalone", "--nproc-per-node=2", "--max-restarts=2")
     return subprocess.Popen([*launcher_command(), *args, "-m", "training", "--config", str(config)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -178,7 +178,7 @@ def stuck_rank(tmp_path: Path) -> subprocess.Popen:
     collective with a dead peer would; returned once it has said that it is stopping."""
     config = write_config(tmp_path, resilience={"watchdog_floor_s": 600})
     env = {**os.environ, "KUBETRAIN_FAULT": "sigterm:step=5;hang:step=5",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "constructs"), str(ROOT)])}
+           "PYTHONPATH": SOURCES_PATH}
     rank = subprocess.Popen([sys.executable, "-m", "training", "--config", str(config)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     for line in rank.stderr:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, dist_file
+from conftest import ROOT, SOURCES_PATH, dist_file
 from kubetrain.local.certificates import throwaway_ca
 from kubetrain.local.status_endpoint import StatusEndpoint, progress_line
 
@@ -233,7 +233,7 @@ def torchrun(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.CompletedP
     pytest.importorskip("torch", reason="the training runtime needs torch")
     config = {**TINY, "checkpoint": {"dir": str(tmp_path / "ckpt"), "interval": 10, "keep": 2}}
     (tmp_path / "run.yaml").write_text(yaml.safe_dump(config))
-    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "constructs"), str(ROOT)]), **env}
+    full_env = {**os.environ, "PYTHONPATH": SOURCES_PATH, **env}
     process = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                                 "-m", "training", "--config", str(tmp_path / "run.yaml")], cwd=ROOT, env=full_env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -15,7 +15,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, kubetrain, run
+from conftest import SOURCES_PATH, kubetrain, run
 from kubetrain.local.run_local import free_port, kill_pod
 from test_training import losses, train, write_config
 
@@ -53,7 +53,7 @@ def children(pid: int) -> list[int]:
 def test_killing_what_torchrun_started_ends_its_rank_and_the_run_recovers(fault_free, tmp_path):
     """Ranks run as forks of the pod's warm process (training/warm.py); torchrun sees thin clients. Killing a
     client, as a crash of what torchrun started looks, must end its rank, and the restarted ranks resume."""
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'constructs'}{os.pathsep}{ROOT}", "KUBETRAIN_FAULT": "hang:step=13:rank=1"}
+    env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_FAULT": "hang:step=13:rank=1"}
     agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                               "--max-restarts=1", "-m", "training", "--config", str(write_config(tmp_path))],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -296,7 +296,7 @@ def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
     good. The survivor re-rendezvouses alone and resumes the 2-rank checkpoint at world size 1."""
     config = write_config(tmp_path, max_steps=24, resilience={"watchdog_floor_s": 600})
     port = str(free_port())
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'constructs'}{os.pathsep}{ROOT}",
+    env = {**os.environ, "PYTHONPATH": SOURCES_PATH,
            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
     survivor, lost = (subprocess.Popen(
         [sys.executable, "-m", "torch.distributed.run", "--nnodes=1:2", "--nproc-per-node=1", "--rdzv-backend=c10d",

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 import yaml
-from conftest import ROOT, dist_file, kubetrain
+from conftest import ROOT, SOURCES_PATH, dist_file, kubetrain
 from kubetrain.jobs.launch import EXIT_RETRY
 from kubetrain.local.run_local import expand_env_refs, find_job, plan_job
 from kubetrain.local.summary import RunSummary
@@ -192,7 +192,7 @@ def test_launcher_fails_a_bad_config_at_once_without_torchrun(tmp_path):
     (tmp_path / "bin" / "python").symlink_to(sys.executable)
     env = {**os.environ, "KUBETRAIN_RUN_CONFIG": str(tmp_path / "run.yaml"),
            "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "constructs"), str(ROOT)])}
+           "PYTHONPATH": SOURCES_PATH}
     result = subprocess.run(command[:4], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
     assert "optimiser: unknown field [KT001]" in result.stderr and "torchrun" not in result.stderr

@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SOURCES_PATH
 from test_training import TINY, train, write_config
 
 from training.config import ModelConfig
@@ -50,7 +50,7 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
     config = write_config(tmp_path, max_steps=200, metrics={"port": port},
                           checkpoint={"dir": str(tmp_path / "ckpt"), "interval": 3, "keep": 2,
                                       "local_dir": str(tmp_path / "local"), "local_interval": 1})
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'constructs'}:{ROOT}", "KUBETRAIN_JOB": "scraped"}
+    env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "scraped"}
     env.pop("NODE_NAME", None)
     agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                               "-m", "training", "--config", str(config)], cwd=ROOT, env=env,
