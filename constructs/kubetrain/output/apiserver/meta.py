@@ -146,18 +146,3 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
         if operator == "DoesNotExist" and present:
             return False
     return True
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for requirement in selector.get("matchExpressions") or ():
-        key, operator, values = requirement.get("key"), requirement.get("operator"), requirement.get("values") or ()
-        present = key in labels
-        if operator == "In" and not (present and labels[key] in values):
-            return False
-        if operator == "NotIn" and present and labels[key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-    return True
