@@ -92,23 +92,28 @@ class _BackgroundSaver:
     def __init__(self, world: World, tier: str):
         self.on_gpu = world.device_type == "cuda"
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kubetrain-{tier}-save")
-        self.in_place: bool | None = None  # decided at the first save, from the state's size and kind
-        self.plain: bool | None = None  # a CPU state of plain tensors: staged by this saver's own copy
+        # Who copies the state: "training thread", "staging thread" (both into self.buffers) or "stager" (DCP's);
+        # decided at the first save, from the state's size and kind.
+        self.copied_by: str | None = None
         self.staging = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kubetrain-{tier}-stage")
-        self.buffers: dict[tuple, torch.Tensor] = {}  # in place: by the tensor's path in the state
+        self.buffers: dict[tuple, torch.Tensor] = {}  # this saver's own copies: by the tensor's path in the state
         self.stager: DefaultStager | None = None
         self.sources: list[torch.UntypedStorage] = []
 
     def start(self, state: dict[str, Any], **save_options: Any) -> tuple[Future, Future]:
         """Stage `state` and write it with `dcp.save(**save_options)`: (staging, upload) futures."""
-        if self.plain is None:
+        if self.copied_by is None:
             tensors = list(_tensors(state))
-            self.plain = not self.on_gpu and not any(isinstance(t, DTensor) for t in tensors)
-            self.in_place = self.plain and sum(t.numel() * t.element_size() for t in tensors) <= STAGE_IN_PLACE_BYTES
-        if self.in_place:
+            if self.on_gpu or any(isinstance(t, DTensor) for t in tensors):
+                self.copied_by = "stager"
+            elif sum(t.numel() * t.element_size() for t in tensors) <= STAGE_IN_PLACE_BYTES:
+                self.copied_by = "training thread"
+            else:
+                self.copied_by = "staging thread"
+        if self.copied_by == "training thread":
             staged = _completed(self._copy_state(state))
             staging = _completed(None)
-        elif self.plain:
+        elif self.copied_by == "staging thread":
             staging = staged = self.staging.submit(self._copy_state, state)
         else:
             staging = staged = self._stage_in_background(state)

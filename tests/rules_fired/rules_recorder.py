@@ -1,9 +1,10 @@
 """Which rules the tests make fire, and where: every problem a process reports is recorded with its code.
 
 A problem is *reported* when it is in a ConfigError (what every command prints as bad input), in a fleet's
-diagnostics (what synth prints), or in a rank's PermanentFailure (what a pod prints before it exits for good). It is reported *by synth* when it reaches a fleet's diagnostics, or a
-ConfigError leaves `kubetrain.fleet.build_fleet` or `kubetrain.output.manifests.synth`: the synth path, from
-the fleet's code to the written files. Test code that builds a Problem itself records nothing.
+diagnostics (what synth prints), or in a rank's PermanentFailure (what a pod prints before it exits for good).
+It is reported *by synth* when it reaches a fleet's diagnostics, or a ConfigError leaves
+`kubetrain.fleet.build_fleet` or `kubetrain.output.manifests.synth`: the synth path, from the fleet's code to the
+written files. Test code that builds a Problem itself records nothing.
 
 The conftest installs the recorder in the test process; `sitecustomize.py` beside this file installs it in
 every Python process the tests start (the conftest puts this folder on their PYTHONPATH), so `kubetrain
@@ -50,26 +51,24 @@ def _on_synth_path(function: Callable[..., Any], error_type: type[Exception]) ->
     return recorded
 
 
-def _patch_problems(module: Any) -> None:
-    init = module.ConfigError.__init__
+def _record_when_made(cls: type, problems_of: Callable[..., list[Any]]) -> None:
+    """Record the problems an instance of `cls` carries as it is made (`problems_of` takes __init__'s arguments)."""
+    init = cls.__init__
 
     @functools.wraps(init)
-    def recorded(self: Any, where: str, problems: list[Any]) -> None:
-        init(self, where, problems)
-        _record("reported", _codes(problems))
+    def recorded(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        _record("reported", _codes(problems_of(*args, **kwargs)))
 
-    module.ConfigError.__init__ = recorded
+    cls.__init__ = recorded
+
+
+def _patch_problems(module: Any) -> None:
+    _record_when_made(module.ConfigError, lambda where, problems: problems)
 
 
 def _patch_failures(module: Any) -> None:
-    init = module.PermanentFailure.__init__
-
-    @functools.wraps(init)
-    def recorded(self: Any, exit_code: int, where: str, problem: Any) -> None:
-        init(self, exit_code, where, problem)
-        _record("reported", _codes([problem]))
-
-    module.PermanentFailure.__init__ = recorded
+    _record_when_made(module.PermanentFailure, lambda exit_code, where, problem: [problem])
 
 
 def _patch_diagnostics(module: Any) -> None:
