@@ -244,6 +244,33 @@ def validate_pod_annotations(annotations: Mapping[str, str], spec: Mapping[str, 
             elif value.startswith("localhost/") and not value[len("localhost/"):].strip():
                 report.add(APPARMOR.code, f"metadata.annotations[{key}]", f"{value!r} names no profile: the kubelet "
                            "refuses a Localhost profile without its name (localhost/<profile>)")
+    _app_armor_annotations_match(annotations, spec, report)
+
+
+_APPARMOR_ANNOTATION_VALUES = {"Unconfined": "unconfined", "RuntimeDefault": "runtime/default"}
+
+
+def _app_armor_annotations_match(annotations: Mapping[str, str], spec: Mapping[str, Any], report: Report) -> None:
+    """validateAppArmorAnnotationsAndFieldsMatchOnCreate: a container's AppArmor annotation and its field (or the
+    pod's) say the same."""
+    if (spec.get("os") or {}).get("name") == "windows":
+        return
+    pod_profile = (spec.get("securityContext") or {}).get("appArmorProfile")
+    for kind in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(kind) or ()):
+            profile = (container.get("securityContext") or {}).get("appArmorProfile") or pod_profile
+            annotation = annotations.get(f"{_APPARMOR_PREFIX}{container.get('name')}")
+            if not profile or annotation is None:
+                continue
+            where = f"spec.{kind}[{i}].securityContext.appArmorProfile"
+            kind_of = profile.get("type")
+            if kind_of in _APPARMOR_ANNOTATION_VALUES and annotation != _APPARMOR_ANNOTATION_VALUES[kind_of] or \
+                    kind_of == "Localhost" and not annotation.startswith("localhost/"):
+                report.add(APPARMOR.code, f"{where}.type", f"the AppArmor type in the annotation ({annotation!r}) and "
+                           f"the field ({kind_of}) must match")
+            elif kind_of == "Localhost" and annotation[len("localhost/"):] != profile.get("localhostProfile"):
+                report.add(APPARMOR.code, f"{where}.localhostProfile", f"the AppArmor profile in the annotation "
+                           f"({annotation!r}) and the field ({profile.get('localhostProfile')!r}) must match")
 
 
 # -- volumes and mounts ---------------------------------------------------------------------------------
