@@ -1,5 +1,6 @@
 """What the conformance tables share: a row citing its upstream test, and kubetrain's API-server check run on a
-manifest dict in process (the code synth and `kubetrain validate` run, without the schema pass).
+manifest dict in process (the code synth and `kubetrain validate` run, without the schema pass); a CEL row and
+kubetrain's CEL environment (the one CRD rules are compiled in).
 
 A row is a case of an upstream test suite, transcribed as the v1 manifest a user would commit: `path` is the field
 the API server refuses (None: the object is valid), `note` says where kubetrain's path or verdict differs from the
@@ -72,3 +73,70 @@ def pod(spec: dict[str, Any] | None = None, *, name: str = "123", annotations: d
     if annotations:
         metadata["annotations"] = dict(annotations)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec_body}
+
+
+# -- CEL library cases ---------------------------------------------------------------------------------------
+
+class Outcome:
+    """What a CEL case expects besides a plain value."""
+
+    def __init__(self, what: str, expression: str = "") -> None:
+        self.what, self.expression = what, expression
+
+    def __repr__(self) -> str:
+        return f"{self.what}({self.expression})" if self.expression else self.what
+
+
+RUNTIME_ERROR = Outcome("runtime error")
+COMPILE_ERROR = Outcome("compile error")
+
+
+def equals(expression: str) -> Outcome:
+    """The result is the value `expression` evaluates to (an opaque value: a quantity, an IP, a CIDR), compared
+    with CEL's own ==, as the upstream test compares with ref.Val.Equal."""
+    return Outcome("equals", expression)
+
+
+@dataclass(frozen=True)
+class CelRow:
+    test: str
+    case: str
+    expression: str
+    expect: Any  # a plain value, RUNTIME_ERROR, COMPILE_ERROR or equals(...)
+    note: str = ""
+    source: str = ""
+
+    @classmethod
+    def citing(cls, source: str) -> Callable[..., CelRow]:
+        return functools.partial(cls, source=source)
+
+    @property
+    def id(self) -> str:
+        return f"{self.test}[{self.case}]"
+
+
+def check_cel(row: CelRow) -> None:
+    from cel_expr_python import cel
+
+    from kubetrain.output.cel_library import environment
+
+    where = f"{row.source} {row.id}: {row.expression}"
+    expression = f"({row.expression}) == ({row.expect.expression})" if isinstance(row.expect, Outcome) and \
+        row.expect.what == "equals" else row.expression
+    try:
+        program = environment().compile(expression)
+    except RuntimeError as error:
+        assert row.expect is COMPILE_ERROR, f"{where}: does not compile: {error}"
+        return
+    assert row.expect is not COMPILE_ERROR, f"{where}: compiles, upstream refuses it"
+    result = program.eval()
+    if row.expect is RUNTIME_ERROR:
+        assert result.type() == cel.Type.ERROR, f"{where}: evaluates to {result.plain_value()!r}, upstream errors"
+        return
+    assert result.type() != cel.Type.ERROR, f"{where}: evaluation error"
+    value = result.plain_value()
+    expected = True if isinstance(row.expect, Outcome) else row.expect
+    if isinstance(expected, float):
+        assert isinstance(value, float) and abs(value - expected) < 1e-4, f"{where}: {value!r} != {expected!r}"
+    else:
+        assert value == expected and type(value) is type(expected), f"{where}: {value!r} != {expected!r}"
