@@ -262,6 +262,95 @@ ROWS = [
           affinity_path(kind, preferred, "matchLabelKeys[0]"))
       for kind, label in (("podAffinity", "affinity"), ("podAntiAffinity", "anti-affinity"))
       for preferred in (True, False)],
+    # -- TestValidatePodSpec
+    *[Case("TestValidatePodSpec", name, obj, None) for name, obj in (
+        ("populate basic fields, leave defaults for most", pod()),
+        ("populate all fields", pod({"volumes": [{"name": "vol", "emptyDir": {}}], "nodeSelector": {"key": "value"},
+                                     "nodeName": "foobar", "activeDeadlineSeconds": 2**31 - 1,
+                                     "serviceAccountName": "acct"}, init={"name": "ictr"})),
+        ("populate HostNetwork", pod({"hostNetwork": True}, container={
+            "ports": [{"hostPort": 8080, "containerPort": 8080, "protocol": "TCP"}]})),
+        ("populate RunAsUser SupplementalGroups FSGroup with minID 0", pod({"securityContext": {
+            "supplementalGroups": [0], "runAsUser": 0, "fsGroup": 0}})),
+        ("populate RunAsUser SupplementalGroups FSGroup with maxID 2147483647", pod({"securityContext": {
+            "supplementalGroups": [2**31 - 1], "runAsUser": 2**31 - 1, "fsGroup": 2**31 - 1}})),
+        ("populate HostIPC", pod({"hostIPC": True})),
+        ("populate HostPID", pod({"hostPID": True})),
+        ("populate HostAliases", pod({"hostAliases": [{"ip": "12.34.56.78", "hostnames": ["host1", "host2"]}]})),
+        ("populate HostAliases with `foo.bar` hostnames", pod({"hostAliases": [
+            {"ip": "12.34.56.78", "hostnames": ["host1.foo", "host2.bar"]}]})),
+        ("populate HostAliases with HostNetwork", pod({"hostNetwork": True, "hostAliases": [
+            {"ip": "12.34.56.78", "hostnames": ["host1.foo", "host2.bar"]}]})),
+        ("populate PriorityClassName", pod({"priorityClassName": "valid-name"})),
+        ("populate ShareProcessNamespace", pod({"shareProcessNamespace": True})),
+        ("populate RuntimeClassName", pod({"runtimeClassName": "valid-sandbox"})),
+        ("populate FSGroupChangePolicy", pod({"securityContext": {"fsGroupChangePolicy": "Always"}})),
+        ("resources resize policy for containers", pod(container={"resizePolicy": [
+            {"resourceName": "cpu", "restartPolicy": "NotRequired"}]})),
+    )],
+    Case("TestValidatePodSpec", "with hostNetwork hostPort unspecified", pod({"hostNetwork": True}, container={
+        "ports": [{"hostPort": 0, "containerPort": 2600, "protocol": "TCP"}]}), None,
+        note="defaulting: the test validates the internal pod as written; the API server first defaults a v1 pod's "
+             "hostPort to its containerPort on the host's network, which this pod then has"),
+    *[Case("TestValidatePodSpec", name, obj, path) for name, obj, path in (
+        ("bad volume", pod({"volumes": [{}]}), "spec.volumes[0].name"),
+        ("no containers", pod({"containers": []}), "spec.containers"),
+        ("bad container", pod({"containers": [{}]}), "spec.containers[0].name"),
+        ("bad init container", pod({"initContainers": [{}]}), "spec.initContainers[0].name"),
+        ("bad DNS policy", pod({"dnsPolicy": "invalid"}), "spec.dnsPolicy"),
+        ("bad service account name", pod({"serviceAccountName": "invalidName"}), "spec.serviceAccountName"),
+        ("bad restart policy", pod({"restartPolicy": "UnknowPolicy"}), "spec.restartPolicy"),
+        ("with hostNetwork hostPort not equal to containerPort", pod({"hostNetwork": True}, container={
+            "ports": [{"hostPort": 8080, "containerPort": 2600, "protocol": "TCP"}]}), f"{C0}.ports[0].hostPort"),
+        ("with hostAliases with invalid IP", pod({"hostNetwork": False, "hostAliases": [
+            {"ip": "999.999.999.999", "hostnames": ["host1", "host2"]}]}), "spec.hostAliases[0].ip"),
+        ("with hostAliases with invalid hostname", pod({"hostNetwork": False, "hostAliases": [
+            {"ip": "12.34.56.78", "hostnames": ["@#$^#@#$"]}]}), "spec.hostAliases[0].hostnames[0]"),
+        ("bad supplementalGroups large than math.MaxInt32", pod({"securityContext": {
+            "supplementalGroups": [2**31, 1234]}}), "spec.securityContext.supplementalGroups[0]"),
+        ("bad supplementalGroups less than 0", pod({"securityContext": {"supplementalGroups": [-1, 1234]}}),
+         "spec.securityContext.supplementalGroups[0]"),
+        ("bad runAsUser large than math.MaxInt32", pod({"securityContext": {"runAsUser": 2**31}}),
+         "spec.securityContext.runAsUser"),
+        ("bad runAsUser less than 0", pod({"securityContext": {"runAsUser": -1}}), "spec.securityContext.runAsUser"),
+        ("bad fsGroup large than math.MaxInt32", pod({"securityContext": {"fsGroup": 2**31}}),
+         "spec.securityContext.fsGroup"),
+        ("bad fsGroup less than 0", pod({"securityContext": {"fsGroup": -1}}), "spec.securityContext.fsGroup"),
+        ("bad-active-deadline-seconds", pod({"activeDeadlineSeconds": 0}), "spec.activeDeadlineSeconds"),
+        ("active-deadline-seconds-too-large", pod({"activeDeadlineSeconds": 2**31}), "spec.activeDeadlineSeconds"),
+        ("bad nodeName", pod({"nodeName": "node name"}), "spec.nodeName"),
+        ("bad PriorityClassName", pod({"priorityClassName": "InvalidName"}), "spec.priorityClassName"),
+        ("bad RuntimeClassName", pod({"runtimeClassName": "invalid/sandbox"}), "spec.runtimeClassName"),
+        ("bad empty fsGroupchangepolicy", pod({"securityContext": {"fsGroupChangePolicy": ""}}),
+         "spec.securityContext.fsGroupChangePolicy"),
+        ("bad invalid fsgroupchangepolicy", pod({"securityContext": {"fsGroupChangePolicy": "invalid"}}),
+         "spec.securityContext.fsGroupChangePolicy"),
+    )],
+    Case("TestValidatePodSpec", "ShareProcessNamespace and HostPID both set", pod(
+        {"hostPID": True, "shareProcessNamespace": True}), "spec.shareProcessNamespace",
+        note="the API server reports its internal path, spec.securityContext.shareProcessNamespace; kubetrain names "
+             "the v1 field the user wrote"),
+    # -- TestValidatePodDNSConfig and TestValidatePodReadinessGates
+    *[Case("TestValidatePodDNSConfig", name, pod(spec), path) for name, spec, path in (
+        ("valid: ipv6 nameserver", {"dnsConfig": {"nameservers": ["FE80::0202:B3FF:FE1E:8329"]}}, None),
+        ("invalid: 4 nameservers", {"dnsConfig": {"nameservers": ["127.0.0.1", "10.0.0.10", "8.8.8.8", "1.2.3.4"]}},
+         "spec.dnsConfig.nameservers"),
+        ("valid: 7 search paths", {"dnsConfig": {"searches": [
+            "custom", "mydomain.com", "local", "cluster.local", "svc.cluster.local", "default.svc.cluster.local",
+            "exceeded"]}}, None),
+        ("invalid: 33 search paths", {"dnsConfig": {"searches": [
+            "custom", "mydomain.com", "local", "cluster.local", "svc.cluster.local", "default.svc.cluster.local.",
+            *[str(n) for n in range(7, 34)]]}}, "spec.dnsConfig.searches"),
+        ("invalid search path", {"dnsConfig": {"searches": ["custom?"]}}, "spec.dnsConfig.searches[0]"),
+        ("invalid nameserver", {"dnsConfig": {"nameservers": ["invalid"]}}, "spec.dnsConfig.nameservers[0]"),
+        ("invalid empty option name", {"dnsConfig": {"options": [{"value": "B"}]}}, "spec.dnsConfig.options[0]"),
+        ("invalid: DNSNone with 0 nameserver", {"dnsPolicy": "None", "dnsConfig": {"searches": ["custom"]}},
+         "spec.dnsConfig.nameservers"),
+    )],
+    Case("TestValidatePodReadinessGates", "two readiness gates", pod({"readinessGates": [
+        {"conditionType": "example.com/condition1"}, {"conditionType": "example.com/condition2"}]}), None),
+    Case("TestValidatePodReadinessGates", "invalid condition type", pod({"readinessGates": [
+        {"conditionType": "invalid/condition/type"}]}), "spec.readinessGates[0].conditionType"),
     # -- TestValidateHandler (as a readiness probe's handler)
     *[Case("TestValidateHandler", f"successCases[{i}]", probe(handler), None) for i, handler in enumerate([
         {"exec": {"command": ["echo"]}},
