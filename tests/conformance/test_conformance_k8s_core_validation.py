@@ -100,6 +100,20 @@ def secret(kind: str, data: dict[str, bytes], annotations: dict | None = None) -
             "data": {key: base64.b64encode(value).decode() for key, value in data.items()}}
 
 
+def service(**spec) -> dict:
+    """makeValidService(): a ClusterIP Service "valid" with one port p 8675/TCP and a selector."""
+    body = {"selector": {"key": "val"}, "sessionAffinity": "None", "type": "ClusterIP", "internalTrafficPolicy":
+            "Cluster", "ports": [{"name": "p", "protocol": "TCP", "port": 8675, "targetPort": 8675}], **spec}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "valid", "namespace": "valid"}, "spec": body}
+
+
+def app_protocol(value: str) -> dict:
+    return service(ports=[{"port": 12345, "targetPort": 12345, "protocol": "TCP", "appProtocol": value}])
+
+
+LOAD_BALANCER = {"type": "LoadBalancer", "externalTrafficPolicy": "Cluster", "allocateLoadBalancerNodePorts": True}
+
+
 def config_map(data: dict | None = None, binary: dict | None = None, name: str = "validname") -> dict:
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "validns"}}
     if data is not None:
@@ -571,6 +585,52 @@ ROWS = [
     Case("TestValidateSecret", "leading dot key", secret("Opaque", {".key": b"bar"}), None),
     Case("TestValidateSecret", "dot key", secret("Opaque", {".": b"bar"}), "data[.]"),
     Case("TestValidateSecret", "double dot key", secret("Opaque", {"..": b"bar"}), "data[..]"),
+    # -- TestValidateServiceCreate and TestValidateServiceExternalTrafficPolicy
+    *[Case("TestValidateServiceCreate", name, obj, path) for name, obj, path in (
+        ("valid appProtocol", app_protocol("HTTP"), None),
+        ("valid custom appProtocol", app_protocol("example.com/protocol"), None),
+        ("invalid appProtocol", app_protocol("example.com/protocol_with{invalid}[characters]"),
+         "spec.ports[0].appProtocol"),
+        ("invalid cluster ip != clusterIP in multi ip service", service(
+            ipFamilyPolicy="RequireDualStack", clusterIP="10.0.0.10", clusterIPs=["10.0.0.1", "2001::1"]),
+         "spec.clusterIPs"),
+        ("invalid cluster ip != clusterIP in single ip service", service(
+            clusterIP="10.0.0.10", clusterIPs=["10.0.0.1"]), "spec.clusterIPs"),
+        ("Use AllocateLoadBalancerNodePorts when type is not LoadBalancer", service(
+            allocateLoadBalancerNodePorts=True), "spec.allocateLoadBalancerNodePorts"),
+        ("valid LoadBalancerClass when type is LoadBalancer", service(
+            **LOAD_BALANCER, loadBalancerClass="test.com/test-load-balancer-class"), None),
+        ("invalid LoadBalancerClass", service(**LOAD_BALANCER, loadBalancerClass="Bad/LoadBalancerClass"),
+         "spec.loadBalancerClass"),
+        ("invalid: set LoadBalancerClass when type is not LoadBalancer", service(
+            loadBalancerClass="test.com/test-load-balancer-class"), "spec.loadBalancerClass"),
+        ("valid: trafficDistribution field set to PreferClose", service(trafficDistribution="PreferClose"), None),
+        ("invalid: trafficDistribution field set to Random", service(trafficDistribution="Random"),
+         "spec.trafficDistribution"),
+    )],
+    *[Case("TestValidateServiceExternalTrafficPolicy", name, obj, path) for name, obj, path in (
+        ("valid loadBalancer service with externalTrafficPolicy and healthCheckNodePort set", service(
+            type="LoadBalancer", allocateLoadBalancerNodePorts=True, externalTrafficPolicy="Local",
+            healthCheckNodePort=34567), None),
+        ("valid nodePort service with externalTrafficPolicy set", service(type="NodePort",
+                                                                          externalTrafficPolicy="Local"), None),
+        ("valid clusterIP service with none of externalTrafficPolicy and healthCheckNodePort set", service(), None),
+        ("cannot set healthCheckNodePort field on loadBalancer service with externalTrafficPolicy!=Local", service(
+            **LOAD_BALANCER, healthCheckNodePort=34567), "spec.healthCheckNodePort"),
+        ("cannot set healthCheckNodePort field on nodePort service", service(
+            type="NodePort", externalTrafficPolicy="Local", healthCheckNodePort=34567), "spec.healthCheckNodePort"),
+        ("cannot set externalTrafficPolicy or healthCheckNodePort fields on clusterIP service", service(
+            externalTrafficPolicy="Local", healthCheckNodePort=34567), "spec.externalTrafficPolicy"),
+        ("cannot set externalTrafficPolicy field on ExternalName service", service(
+            type="ExternalName", externalName="example.com", ports=[], selector={}, internalTrafficPolicy=None,
+            externalTrafficPolicy="Local"), "spec.externalTrafficPolicy"),
+    )],
+    *[Case("TestValidateServiceExternalTrafficPolicy", name, obj, None,
+           note="defaulting: the test validates the internal Service as written; the API server first defaults "
+                "externalTrafficPolicy to Cluster on an externally reachable v1 Service") for name, obj in (
+        ("externalTrafficPolicy is required on NodePort service", service(type="NodePort")),
+        ("externalTrafficPolicy is required on LoadBalancer service", service(type="LoadBalancer")),
+    )],
     # -- TestValidateConfigMap
     Case("TestValidateConfigMap", "valid", config_map({"key": "value"}, {"bin": b"value"}), None),
     Case("TestValidateConfigMap", "max key length", config_map({"a" * 253: "value"}), None),

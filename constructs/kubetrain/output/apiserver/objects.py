@@ -136,6 +136,12 @@ def validate_service(service: Mapping[str, Any], report: Report) -> list[Created
     for field in ("loadBalancerSourceRanges", "allocateLoadBalancerNodePorts", "loadBalancerClass"):
         if spec.get(field) is not None and kind != "LoadBalancer":
             report.add(code, f"spec.{field}", "may only be used when type is LoadBalancer")
+    balancer_class = spec.get("loadBalancerClass")
+    if isinstance(balancer_class, str) and qualified_name_problem(balancer_class):
+        report.add(code, "spec.loadBalancerClass", qualified_name_problem(balancer_class))
+    if spec.get("healthCheckNodePort") and not (kind == "LoadBalancer" and policy == "Local"):
+        report.add(code, "spec.healthCheckNodePort", "may only be set when type is LoadBalancer and "
+                   "externalTrafficPolicy is Local")
     for i, cidr in enumerate(spec.get("loadBalancerSourceRanges") or ()):
         try:
             ipaddress.ip_network(cidr.strip(), strict=False)
