@@ -603,3 +603,17 @@ def test_input_the_api_server_would_refuse_emits_nothing():
     TrainingJob(cluster, "labelled", **common, resources=resources, pod={"labels": {"kubetrain.dev/job": "x"}})
     assert sorted(f.problem.code for f in diagnostics(app).errors) == ["KT130", "KT132", "KT134"]
     assert [path.name for path in render_objects(app)] == ["Namespace.ml.yaml"]
+
+
+@pytest.mark.parametrize(("resource", "divisor", "accepted"), [
+    ("limits.cpu", "1m", True), ("limits.cpu", "1000m", True), ("requests.cpu", "0.001", True),
+    ("limits.cpu", "1k", False), ("limits.memory", "1Mi", True), ("limits.memory", "1024Ki", True),
+    ("limits.memory", "1000", True), ("limits.memory", "1024", False), ("limits.memory", "1e3", False),
+    ("requests.ephemeral-storage", "1Gi", True), ("limits.hugepages-2Mi", "1m", False), ("limits.memory", "0", True)])
+def test_a_resource_field_divisor_is_compared_in_its_canonical_form(resource, divisor, accepted):
+    """The API server compares the divisor's canonical text with the resource's units: 1000m is 1 and 1024Ki is 1Mi,
+    but 1024 stays 1024 and 1e3 stays 1e3 (an exponent quantity keeps its form)."""
+    broken = at(TINY, {f"{CONTAINER}.env[0]": {"name": "AMOUNT", "valueFrom": {
+        "resourceFieldRef": {"resource": resource, "divisor": divisor}}}})
+    found = ("KT631", f"{CONTAINER}.env[0].valueFrom.resourceFieldRef.divisor") in codes_and_paths(broken)
+    assert found is not accepted

@@ -68,6 +68,7 @@ _SYSCTL = re.compile(r"^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]
 _FILE_MODE_MAX = 0o777
 _HTTP_HEADER_NAME = re.compile(r"^[-A-Za-z0-9]+$")  # apimachinery IsHTTPHeaderName
 _BYTE_DIVISORS = ("1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei")
+_DIVISORS = {"cpu": ("1m", "1"), "memory": _BYTE_DIVISORS, "ephemeral-storage": _BYTE_DIVISORS}
 _APPARMOR_TYPES = ("Localhost", "RuntimeDefault", "Unconfined")
 _APPARMOR_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 _LOCALHOST_PROFILE_MAX = 4095  # PATH_MAX - 1
@@ -868,13 +869,10 @@ def _resource_field_ref(item: Mapping[str, Any], path: str, report: Report, code
 def _divisor(resource: str, divisor: Any, path: str, report: Report) -> None:
     """validateContainerResourceDivisor: the divisor's canonical form is one of the resource's units (a zero
     divisor is the unset one)."""
+    unit = resource.partition(".")[2]
+    allowed = _BYTE_DIVISORS if unit.startswith("hugepages-") else _DIVISORS.get(unit)
     canonical = canonical_quantity(str(divisor))
-    if canonical == "0":
-        return
-    unit = resource.split(".", 1)[-1]
-    allowed = ("1m", "1") if unit == "cpu" else _BYTE_DIVISORS if unit in ("memory", "ephemeral-storage") or \
-        unit.startswith("hugepages-") else None
-    if allowed is not None and canonical not in allowed:
+    if allowed is not None and canonical != "0" and canonical not in allowed:
         report.add(DIVISOR.code, path, f"{divisor!r} is not a divisor of {resource}: supported values are "
                    f"{', '.join(allowed)}")
 
@@ -884,9 +882,10 @@ _BINARY_SUFFIXES = {0: "", 10: "Ki", 20: "Mi", 30: "Gi", 40: "Ti", 50: "Pi", 60:
 
 
 def canonical_quantity(text: str) -> str | None:
-    """A quantity as the API server writes it back (resource.Quantity.String(): the format of its suffix, the
-    largest unit that keeps the number whole; binary below 1Ki or with a fraction is written in decimal), None
-    when it does not parse. `1000m` is `1`, `1024` stays `1024`, `1e3` stays `1e3`."""
+    """A quantity as the API server writes it back (resource.Quantity.String()): in the format of its suffix
+    (binary, decimal or exponent), with the largest unit that keeps the number whole; a binary quantity below 1Ki
+    or with a fraction is written in decimal. None when it does not parse. `1000m` is `1`, `1024Ki` is `1Mi`, but
+    `1024` stays `1024` and `1e3` stays `1e3`."""
     text = text.strip()
     try:
         value = exact_quantity(text)
@@ -897,16 +896,15 @@ def canonical_quantity(text: str) -> str | None:
     suffix = text.lstrip("+-.0123456789")
     if suffix[:1] in ("e", "E"):
         form = "exponent"
-    elif suffix in _BINARY_SUFFIXES.values() and suffix and (abs(value) >= 1024 and value == value.to_integral_value()):
+    elif suffix.endswith("i") and abs(value) >= 1024 and value == value.to_integral_value():
         form = "binary"
     else:
         form = "decimal"
     if form == "binary":
         exponent = max(e for e in _BINARY_SUFFIXES if value % (Decimal(2) ** e) == 0)
         return f"{(value / Decimal(2) ** exponent).to_integral_value():f}{_BINARY_SUFFIXES[exponent]}"
-    exponent = max((e for e in range(-9, 19, 3) if value % Decimal(1).scaleb(e) == 0), default=-9)
-    mantissa = value.scaleb(-exponent)
-    number = f"{mantissa.to_integral_value():f}"
+    exponent = max((e for e in _DECIMAL_SUFFIXES if value % Decimal(1).scaleb(e) == 0), default=-9)
+    number = f"{value.scaleb(-exponent).to_integral_value():f}"
     if form == "exponent":
         return number + (f"e{exponent}" if exponent else "")
     return number + _DECIMAL_SUFFIXES[exponent]
