@@ -20,7 +20,12 @@ from kubetrain.output.apiserver.check import api_server_problems
 from kubetrain.output.validate import Manifest
 
 K8S = "kubernetes/kubernetes"
-TAG = "v1.33.0"
+
+
+def at(commit: str, file: str) -> str:
+    """A row's source: the upstream file at the commit it was transcribed from (the cases kept are those of the
+    Kubernetes 1.33 behaviour kubetrain ports; the commit says exactly which text was read)."""
+    return f"{K8S}@{commit[:12]} {file}"
 
 
 @dataclass(frozen=True)

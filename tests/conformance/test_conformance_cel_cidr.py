@@ -1,4 +1,4 @@
-"""Kubernetes' CEL CIDR library cases, as data: kubernetes v1.33.0
+"""Kubernetes' CEL CIDR library cases, as data: kubernetes/kubernetes@78fc8e44052f
 staging/src/k8s.io/apiserver/pkg/cel/library/cidr_test.go TestCIDR, run in kubetrain's CEL environment.
 
 One row differs, on purpose and documented (README, Choices, CEL runtime): `string(<CIDR>)` does not compile at
@@ -9,9 +9,9 @@ messages, so `string` takes only the IP); a CRD rule calling it is reported as a
 from __future__ import annotations
 
 import pytest
-from conformance_rows import COMPILE_ERROR, K8S, RUNTIME_ERROR, TAG, CelRow, check_cel, equals
+from conformance_rows import COMPILE_ERROR, K8S, RUNTIME_ERROR, at, CelRow, check_cel, equals
 
-SOURCE = f"{K8S} {TAG} staging/src/k8s.io/apiserver/pkg/cel/library/cidr_test.go"
+SOURCE = at("78fc8e44052f699bf598f84b697b41e5a328c9c5", "staging/src/k8s.io/apiserver/pkg/cel/library/cidr_test.go")
 Case = CelRow.citing(SOURCE)
 STRING_OF_CIDR = "kubetrain refuses to compile string(<CIDR>) (README, Choices: CEL runtime); upstream returns the text"
 

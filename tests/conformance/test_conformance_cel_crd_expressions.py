@@ -1,4 +1,4 @@
-"""Kubernetes' own cases for the list, regex and URL libraries, as data: kubernetes v1.33.0
+"""Kubernetes' own cases for the list, regex and URL libraries, as data: kubernetes/kubernetes@f9cfc9d93491
 staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/validation_test.go TestValidationExpressions
 (its "stdlib list functions", "stdlib regex functions" and "URL parsing" cases), run in kubetrain's CEL environment.
 
@@ -13,9 +13,9 @@ kubetrain's library functions, so their sum, min and max are an evaluation error
 from __future__ import annotations
 
 import pytest
-from conformance_rows import COMPILE_ERROR, K8S, REFUSED, RUNTIME_ERROR, TAG, CelRow, check_cel
+from conformance_rows import COMPILE_ERROR, K8S, REFUSED, RUNTIME_ERROR, at, CelRow, check_cel
 
-SOURCE = f"{K8S} {TAG} staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/validation_test.go"
+SOURCE = at("f9cfc9d93491c42c0ee6b3705d4c46f7e173f356", "staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/validation_test.go")
 Case = CelRow.citing(SOURCE)
 TEST = "TestValidationExpressions"
 TYPED_AT_EVALUATION = ("kubetrain's list functions take lists of any type (rules see `self` untyped), so the rule "

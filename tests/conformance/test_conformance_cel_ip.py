@@ -1,12 +1,12 @@
-"""Kubernetes' CEL IP library cases, as data: kubernetes v1.33.0
+"""Kubernetes' CEL IP library cases, as data: kubernetes/kubernetes@95f08499d652
 staging/src/k8s.io/apiserver/pkg/cel/library/ip_test.go TestIP, run in kubetrain's CEL environment."""
 
 from __future__ import annotations
 
 import pytest
-from conformance_rows import COMPILE_ERROR, K8S, RUNTIME_ERROR, TAG, CelRow, check_cel, equals
+from conformance_rows import COMPILE_ERROR, K8S, RUNTIME_ERROR, at, CelRow, check_cel, equals
 
-SOURCE = f"{K8S} {TAG} staging/src/k8s.io/apiserver/pkg/cel/library/ip_test.go"
+SOURCE = at("95f08499d652a6211121d8af35f470609217c730", "staging/src/k8s.io/apiserver/pkg/cel/library/ip_test.go")
 Case = CelRow.citing(SOURCE)
 
 ROWS = [Case("TestIP", name, expression, expect) for name, expression, expect in (

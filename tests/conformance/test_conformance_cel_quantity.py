@@ -1,4 +1,4 @@
-"""Kubernetes' CEL quantity library cases, as data: kubernetes v1.33.0
+"""Kubernetes' CEL quantity library cases, as data: kubernetes/kubernetes@16913111deb1
 staging/src/k8s.io/apiserver/pkg/cel/library/quantity_test.go TestQuantity, run in kubetrain's CEL environment.
 
 Cases of functions Kubernetes 1.33's library lacks (mul, div, divInt, added in a later release) are left out: a
@@ -8,9 +8,9 @@ rule calling them fails to compile on a 1.33 API server and at kubetrain alike.
 from __future__ import annotations
 
 import pytest
-from conformance_rows import COMPILE_ERROR, K8S, RUNTIME_ERROR, TAG, CelRow, check_cel, equals
+from conformance_rows import COMPILE_ERROR, K8S, RUNTIME_ERROR, at, CelRow, check_cel, equals
 
-SOURCE = f"{K8S} {TAG} staging/src/k8s.io/apiserver/pkg/cel/library/quantity_test.go"
+SOURCE = at("16913111deb1a4c4ff76f4ba7ffd9ebef397a303", "staging/src/k8s.io/apiserver/pkg/cel/library/quantity_test.go")
 Case = CelRow.citing(SOURCE)
 
 ROWS = [Case("TestQuantity", name, expression, expect) for name, expression, expect in (

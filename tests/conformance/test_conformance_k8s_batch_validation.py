@@ -1,4 +1,4 @@
-"""Kubernetes' own Job validation cases, as data: kubernetes v1.33.0 pkg/apis/batch/validation/validation_test.go
+"""Kubernetes' own Job validation cases, as data: kubernetes/kubernetes@ddb4da8d0ac4 pkg/apis/batch/validation/validation_test.go
 TestValidateJob, each case transcribed as the Job a user commits and checked against kubetrain's API-server check.
 
 The upstream test validates a Job after the API server's create strategy has run, so its "generated selector" cases
@@ -13,9 +13,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conformance_rows import K8S, TAG, Row, check
+from conformance_rows import K8S, at, Row, check
 
-SOURCE = f"{K8S} {TAG} pkg/apis/batch/validation/validation_test.go"
+SOURCE = at("ddb4da8d0ac4819ba21a7a4c65831f3d604d0989", "pkg/apis/batch/validation/validation_test.go")
 Case = Row.citing(SOURCE)
 MANUAL = {"matchLabels": {"a": "b"}}
 COMMITTED = "committed form: the API server generates the selector and its controller-uid/job-name labels"

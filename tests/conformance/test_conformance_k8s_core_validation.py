@@ -1,6 +1,6 @@
 """Kubernetes' own pod, volume, environment, probe, Secret and ConfigMap validation cases, as data.
 
-Each row is a case of kubernetes v1.33.0 pkg/apis/core/validation/validation_test.go (the test function and the
+Each row is a case of kubernetes/kubernetes@b1ce15c54586 pkg/apis/core/validation/validation_test.go (the test function and the
 case's name), transcribed as the v1 object a user commits, and checked against kubetrain's API-server check: a valid
 case has no finding, an invalid one is refused at the field the upstream test names. Where a row's path or verdict
 differs on purpose, its `note` says why (and the README's Choices, "What the API server checks").
@@ -11,10 +11,10 @@ from __future__ import annotations
 import base64
 
 import pytest
-from conformance_rows import K8S, TAG, Row, check, pod
+from conformance_rows import K8S, at, Row, check, pod
 
 FILE = "pkg/apis/core/validation/validation_test.go"
-SOURCE = f"{K8S} {TAG} {FILE}"
+SOURCE = at("b1ce15c54586daabffbc79d6ef36feabbf5a0875", FILE)
 Case = Row.citing(SOURCE)
 AA = "container.apparmor.security.beta.kubernetes.io/"
 C0 = "spec.containers[0]"
@@ -657,4 +657,4 @@ def test_kubernetes_core_validation_case(row: Row):
 
 def test_every_row_cites_its_upstream_test_once():
     assert len({row.id for row in ROWS}) == len(ROWS)
-    assert {row.source for row in ROWS} == {"kubernetes/kubernetes v1.33.0 pkg/apis/core/validation/validation_test.go"}
+    assert {row.source for row in ROWS} == {"kubernetes/kubernetes@b1ce15c54586 pkg/apis/core/validation/validation_test.go"}
