@@ -8,6 +8,7 @@ The input side of the same classes (refused at the construct, KT130-KT135) is in
 
 from __future__ import annotations
 
+import base64
 import copy
 import re
 from pathlib import Path
@@ -64,6 +65,9 @@ PVC = committed("prod/ml-prod/PersistentVolumeClaim.fsx.yaml")
 NAMESPACE = committed("dev/_cluster/Namespace.ml-dev.yaml")
 STORAGE_CLASS = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fsx"},
                  "provisioner": "fsx.csi.aws.com", "reclaimPolicy": "Retain", "volumeBindingMode": "Immediate"}
+SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "registry", "namespace": "ml-dev"},
+          "type": "kubernetes.io/dockerconfigjson",
+          "data": {".dockerconfigjson": base64.b64encode(b'{"auths": {"ghcr.io": {"auth": "eDp5"}}}').decode()}}
 PRIORITY_CLASS = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "training"},
                   "value": 1000}
 
@@ -112,6 +116,10 @@ def findings(*objects: dict[str, Any], version: str = "1.33") -> list[tuple[str,
 def codes_and_paths(*objects: dict[str, Any], version: str = "1.33") -> set[tuple[str, str]]:
     return {(code, path) for code, path, _ in findings(*objects, version=version)}
 
+
+NEW_VOLUME = f"{JOB_POD}.volumes[{len(INDEXED['spec']['template']['spec']['volumes'])}]"
+SCRATCH_CLAIM = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "100Gi"}}}}
+APPARMOR_ANNOTATION = "spec.template.metadata.annotations[container.apparmor.security.beta.kubernetes.io/trainer]"
 
 HOST_NETWORK_METRICS = {f"{MASTER}.spec.hostNetwork": True, f"{MASTER}.spec.dnsPolicy": "ClusterFirstWithHostNet",
                         f"{CONTAINER}.ports": [{"name": "metrics", "containerPort": 23456, "protocol": "TCP"}]}
@@ -338,6 +346,41 @@ CASES = [
     # -- KT625 operators' admission webhooks
     ("KT625", TINY, {f"{CONTAINER}.name": "trainer"}, f"{MASTER}.spec.containers", {}),
     ("KT625", TINY, {"spec.pytorchReplicaSpecs.Master.replicas": 2}, "spec.pytorchReplicaSpecs.Master.replicas", {}),
+    # -- KT626-KT632: what Kubernetes' own validation tests found missing
+    ("KT626", INDEXED, {f"{JOB_CONTAINER}.readinessProbe": {"httpGet": {"port": 29500, "httpHeaders": [
+        {"name": "X_Token", "value": "x"}]}}}, f"{JOB_CONTAINER}.readinessProbe.httpGet.httpHeaders[0].name",
+     {f"{JOB_CONTAINER}.readinessProbe": {"httpGet": {"port": 29500, "httpHeaders": [
+         {"name": "X-Token", "value": "x"}]}}}),
+    ("KT626", INDEXED, {f"{JOB_CONTAINER}.lifecycle": {"preStop": {"httpGet": {"port": 29500, "httpHeaders": [
+        {"name": "", "value": "x"}]}}}}, f"{JOB_CONTAINER}.lifecycle.preStop.httpGet.httpHeaders[0].name", {}),
+    ("KT627", INDEXED, {f"{JOB_POD}.shareProcessNamespace": True, f"{JOB_POD}.hostPID": True},
+     f"{JOB_POD}.shareProcessNamespace", {f"{JOB_POD}.shareProcessNamespace": True}),
+    ("KT628", INDEXED, {NEW_VOLUME: {"name": "secrets", "csi": {"driver": "secrets-store.csi.k8s.io",
+                                                                "nodePublishSecretRef": {}}}},
+     f"{NEW_VOLUME}.csi.nodePublishSecretRef.name",
+     {NEW_VOLUME: {"name": "secrets", "csi": {"driver": "secrets-store.csi.k8s.io",
+                                              "nodePublishSecretRef": {"name": "vault-creds"}}}}),
+    ("KT629", SECRET, {"data[.dockerconfigjson]": base64.b64encode(b"auths: {}").decode()}, "data[.dockerconfigjson]",
+     {"data": {}, "stringData": {".dockerconfigjson": '{"auths": {}}'}}),
+    ("KT629", SECRET, {"type": "kubernetes.io/tls"}, "data[tls.crt]",
+     {"type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}}),
+    ("KT630", INDEXED, {NEW_VOLUME: {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+        "spec": {"resources": {"requests": {"storage": "100Gi"}}}}}}},
+     f"{NEW_VOLUME}.ephemeral.volumeClaimTemplate.spec.accessModes",
+     {NEW_VOLUME: {"name": "scratch", "ephemeral": {"volumeClaimTemplate": SCRATCH_CLAIM}}}),
+    ("KT630", INDEXED, {NEW_VOLUME: {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+        "spec": {"accessModes": ["ReadWriteOnce"]}}}}},
+     f"{NEW_VOLUME}.ephemeral.volumeClaimTemplate.spec.resources.requests[storage]", {}),
+    ("KT631", TINY, {f"{CONTAINER}.env[0]": {"name": "MEMORY_KIB", "valueFrom": {
+        "resourceFieldRef": {"resource": "limits.memory", "divisor": "1024"}}}},
+     f"{CONTAINER}.env[0].valueFrom.resourceFieldRef.divisor",
+     {f"{CONTAINER}.env[0]": {"name": "MEMORY_KIB", "valueFrom": {
+         "resourceFieldRef": {"resource": "limits.memory", "divisor": "1Ki"}}}}),
+    ("KT632", INDEXED, {f"{JOB_CONTAINER}.securityContext": {"appArmorProfile": {"type": "Localhost"}}},
+     f"{JOB_CONTAINER}.securityContext.appArmorProfile.localhostProfile",
+     {f"{JOB_CONTAINER}.securityContext": {"appArmorProfile": {"type": "Localhost", "localhostProfile": "train"}}}),
+    ("KT632", INDEXED, {APPARMOR_ANNOTATION: "localhost/"}, APPARMOR_ANNOTATION,
+     {APPARMOR_ANNOTATION: "localhost/train"}),
 ]
 
 
@@ -353,7 +396,7 @@ def test_output_check_breaks_and_passes(code, base, breaking, path, passing):
 def test_every_output_rule_has_a_case():
     from kubetrain.rules.catalog import every_rule
 
-    rules = {rule.code for rule in every_rule() if "KT610" <= rule.code <= "KT629"}
+    rules = {rule.code for rule in every_rule() if "KT610" <= rule.code <= "KT649"}
     assert rules == {case[0] for case in CASES}
 
 
@@ -560,3 +603,17 @@ def test_input_the_api_server_would_refuse_emits_nothing():
     TrainingJob(cluster, "labelled", **common, resources=resources, pod={"labels": {"kubetrain.dev/job": "x"}})
     assert sorted(f.problem.code for f in diagnostics(app).errors) == ["KT130", "KT132", "KT134"]
     assert [path.name for path in render_objects(app)] == ["Namespace.ml.yaml"]
+
+
+@pytest.mark.parametrize(("resource", "divisor", "accepted"), [
+    ("limits.cpu", "1m", True), ("limits.cpu", "1000m", True), ("requests.cpu", "0.001", True),
+    ("limits.cpu", "1k", False), ("limits.memory", "1Mi", True), ("limits.memory", "1024Ki", True),
+    ("limits.memory", "1000", True), ("limits.memory", "1024", False), ("limits.memory", "1e3", False),
+    ("requests.ephemeral-storage", "1Gi", True), ("limits.hugepages-2Mi", "1m", False), ("limits.memory", "0", True)])
+def test_a_resource_field_divisor_is_compared_in_its_canonical_form(resource, divisor, accepted):
+    """The API server compares the divisor's canonical text with the resource's units: 1000m is 1 and 1024Ki is 1Mi,
+    but 1024 stays 1024 and 1e3 stays 1e3 (an exponent quantity keeps its form)."""
+    broken = at(TINY, {f"{CONTAINER}.env[0]": {"name": "AMOUNT", "valueFrom": {
+        "resourceFieldRef": {"resource": resource, "divisor": divisor}}}})
+    found = ("KT631", f"{CONTAINER}.env[0].valueFrom.resourceFieldRef.divisor") in codes_and_paths(broken)
+    assert found is not accepted

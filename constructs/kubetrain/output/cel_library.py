@@ -17,6 +17,7 @@ image (1.33).
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import re
 import string
@@ -80,7 +81,19 @@ def _is_sorted(items: list) -> bool:
     return all(not (later < earlier) for earlier, later in pairwise(items))
 
 
+def _returnable(name: str, items: list) -> None:
+    """A list function here hands the runtime back an int, a double, a string or a bool: durations and timestamps
+    cannot cross back (the runtime refuses them), so their sum, min and max are an evaluation error, never a
+    crash; lists and maps have no order (Kubernetes refuses their min and max when the rule is compiled)."""
+    for item in items:
+        if isinstance(item, (datetime.timedelta, datetime.datetime)):
+            raise ValueError(f"{name} of durations or timestamps is not supported by kubetrain's CEL runtime")
+        if isinstance(item, (list, dict)):
+            raise ValueError(f"no matching overload for '{name}': lists and maps have no order")
+
+
 def _sum(items: list) -> int | float:
+    _returnable("sum", items)
     total = sum(items, 0.0 if any(isinstance(x, float) for x in items) else 0)
     if isinstance(total, int) and not -_INT64 <= total < _INT64:
         raise OverflowError("integer overflow")
@@ -91,6 +104,7 @@ def _extreme(name: str, pick: Callable) -> Callable[[list], Any]:
     def impl(items: list) -> Any:
         if not items:
             raise ValueError(f"{name} called on empty list")
+        _returnable(name, items)
         return pick(items)
     return impl
 

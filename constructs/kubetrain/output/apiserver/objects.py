@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,13 +25,13 @@ from kubetrain.names import (
     dns_1123_subdomain_problem,
     qualified_name_problem,
 )
+from kubetrain.output.apiserver.claims import validate_access_modes, validate_claim_spec
 from kubetrain.output.apiserver.meta import validate_label_selector, validate_labels, validate_object_meta
 from kubetrain.output.apiserver.pods import _csi_driver, _port_ref, node_selector_term, quantity
 from kubetrain.output.apiserver.report import Report
-from kubetrain.output.apiserver.rules import DATA, SCHEDULING, SERVICE, STORAGE
+from kubetrain.output.apiserver.rules import DATA, SCHEDULING, SERVICE, STORAGE, TYPED_SECRET
 
 DATA_LIMIT = 1024 * 1024  # core.MaxSecretSize: ConfigMap and Secret data
-_ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
 _SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 _PV_SOURCES = frozenset((
     "hostPath", "gcePersistentDisk", "awsElasticBlockStore", "glusterfs", "flocker", "nfs", "rbd", "quobyte",
@@ -135,6 +136,12 @@ def validate_service(service: Mapping[str, Any], report: Report) -> list[Created
     for field in ("loadBalancerSourceRanges", "allocateLoadBalancerNodePorts", "loadBalancerClass"):
         if spec.get(field) is not None and kind != "LoadBalancer":
             report.add(code, f"spec.{field}", "may only be used when type is LoadBalancer")
+    balancer_class = spec.get("loadBalancerClass")
+    if isinstance(balancer_class, str) and qualified_name_problem(balancer_class):
+        report.add(code, "spec.loadBalancerClass", qualified_name_problem(balancer_class))
+    if spec.get("healthCheckNodePort") and not (kind == "LoadBalancer" and policy == "Local"):
+        report.add(code, "spec.healthCheckNodePort", "may only be set when type is LoadBalancer and "
+                   "externalTrafficPolicy is Local")
     for i, cidr in enumerate(spec.get("loadBalancerSourceRanges") or ()):
         try:
             ipaddress.ip_network(cidr.strip(), strict=False)
@@ -199,7 +206,72 @@ def validate_secret(secret: Mapping[str, Any], report: Report) -> list[Created]:
     size += sum(len(v.encode()) for v in (secret.get("stringData") or {}).values() if isinstance(v, str))
     if size > DATA_LIMIT:
         report.add(DATA.code, "data", f"the data totals {size} bytes; a Secret holds at most {DATA_LIMIT} (1 MiB)")
+    _typed_secret(secret, report)
     return []
+
+
+# ValidateSecret's types: the keys each needs in its data (stringData merged in).
+_DOCKER_CONFIG = {"kubernetes.io/dockercfg": ".dockercfg", "kubernetes.io/dockerconfigjson": ".dockerconfigjson"}
+_SERVICE_ACCOUNT_NAME = "kubernetes.io/service-account.name"
+
+
+def _secret_value(secret: Mapping[str, Any], key: str) -> bytes | None:
+    """The bytes of `key` as the API server holds them (stringData wins over data); None when absent; b"" when
+    the data is not base64 (the schema check reports that)."""
+    text = (secret.get("stringData") or {}).get(key)
+    if isinstance(text, str):
+        return text.encode()
+    if key not in (secret.get("data") or {}):
+        return None
+    try:
+        return base64.b64decode(secret["data"][key] or "", validate=True)
+    except (binascii.Error, TypeError, ValueError):
+        return b""
+
+
+def _json_object_problem(content: bytes) -> str | None:
+    """Go's json.Unmarshal into map[string]interface{}: a JSON object (or null), nothing else."""
+    def refuse(constant: str) -> None:
+        raise ValueError(f"invalid character {constant[0]!r} looking for beginning of value")
+    try:
+        value = json.loads(content.decode(), parse_constant=refuse)
+    except UnicodeDecodeError:
+        return "is not UTF-8 JSON"
+    except ValueError as error:
+        return f"is not JSON: {error}"
+    if value is not None and not isinstance(value, dict):
+        return f"is JSON but not an object (a {type(value).__name__})"
+    return None
+
+
+def _typed_secret(secret: Mapping[str, Any], report: Report) -> None:
+    code = TYPED_SECRET.code
+    kind = secret.get("type") or "Opaque"
+    if kind == "kubernetes.io/service-account-token":
+        if not ((secret.get("metadata") or {}).get("annotations") or {}).get(_SERVICE_ACCOUNT_NAME):
+            report.add(code, f"metadata.annotations[{_SERVICE_ACCOUNT_NAME}]", "required: a service-account-token "
+                       "Secret names its ServiceAccount")
+    elif kind in _DOCKER_CONFIG:
+        key = _DOCKER_CONFIG[kind]
+        content = _secret_value(secret, key)
+        if content is None:
+            report.add(code, f"data[{key}]", f"required: a {kind} Secret holds the registry credentials in {key}")
+        else:
+            problem = _json_object_problem(content)
+            if problem:
+                report.add(code, f"data[{key}]", f"<secret contents redacted> {problem}: a {kind} Secret holds a JSON "
+                           "object")
+    elif kind == "kubernetes.io/basic-auth":
+        if _secret_value(secret, "username") is None and _secret_value(secret, "password") is None:
+            for key in ("username", "password"):
+                report.add(code, f"data[{key}]", f"required: a {kind} Secret holds username or password (or both)")
+    elif kind == "kubernetes.io/ssh-auth":
+        if not _secret_value(secret, "ssh-privatekey"):
+            report.add(code, "data[ssh-privatekey]", f"required: a {kind} Secret holds a non-empty ssh-privatekey")
+    elif kind == "kubernetes.io/tls":
+        for key in ("tls.crt", "tls.key"):
+            if _secret_value(secret, key) is None:
+                report.add(code, f"data[{key}]", f"required: a {kind} Secret holds tls.crt and tls.key")
 
 
 def validate_namespace(namespace: Mapping[str, Any], report: Report) -> list[Created]:
@@ -229,16 +301,6 @@ def validate_priority_class(priority_class: Mapping[str, Any], report: Report) -
     return []
 
 
-def _access_modes(modes: Any, path: str, report: Report) -> None:
-    if not modes:
-        report.add(STORAGE.code, path, "required: at least one access mode")
-    for mode in modes or ():
-        if mode not in _ACCESS_MODES:
-            report.add(STORAGE.code, path, f"{mode!r}: supported values are {', '.join(_ACCESS_MODES)}")
-    if "ReadWriteOncePod" in (modes or ()) and len(set(modes)) > 1:
-        report.add(STORAGE.code, path, "may not use ReadWriteOncePod with other access modes")
-
-
 def _class_name(spec: Mapping[str, Any], field: str, report: Report) -> None:
     name = spec.get(field)
     if name:
@@ -251,7 +313,7 @@ def validate_persistent_volume(volume: Mapping[str, Any], report: Report) -> lis
     code = STORAGE.code
     validate_object_meta(volume.get("metadata"), "PersistentVolume", dns_1123_subdomain_problem, report)
     spec = volume.get("spec") or {}
-    _access_modes(spec.get("accessModes"), "spec.accessModes", report)
+    validate_access_modes(spec.get("accessModes"), "spec.accessModes", report, code)
     capacity = spec.get("capacity") or {}
     if set(capacity) != {"storage"}:
         report.add(code, "spec.capacity", "must hold exactly one quantity, storage")
@@ -295,33 +357,7 @@ def validate_persistent_volume_claim(claim: Mapping[str, Any], report: Report) -
     code = STORAGE.code
     validate_object_meta(claim.get("metadata"), "PersistentVolumeClaim", dns_1123_subdomain_problem, report)
     spec = claim.get("spec") or {}
-    _access_modes(spec.get("accessModes"), "spec.accessModes", report)
-    validate_label_selector(spec.get("selector"), "spec.selector", report, code)
-    storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
-    amount = quantity(storage) if storage is not None else None
-    if storage is None:
-        report.add(code, "spec.resources.requests[storage]", "required")
-    elif amount is None or amount <= 0:
-        report.add(code, "spec.resources.requests[storage]", f"{storage!r} must be a quantity greater than zero")
-    _class_name(spec, "storageClassName", report)
-    _class_name(spec, "volumeAttributesClassName", report)
-    mode = spec.get("volumeMode")
-    if mode is not None and mode not in ("Block", "Filesystem"):
-        report.add(code, "spec.volumeMode", f"{mode!r}: supported values are Block, Filesystem")
-    for field in ("dataSource", "dataSourceRef"):
-        source = spec.get(field)
-        if source is None:
-            continue
-        if not source.get("name"):
-            report.add(code, f"spec.{field}.name", "required")
-        if not source.get("kind"):
-            report.add(code, f"spec.{field}.kind", "required")
-        group = source.get("apiGroup") or ""
-        if not group and source.get("kind") != "PersistentVolumeClaim":
-            report.add(code, f"spec.{field}", "kind must be PersistentVolumeClaim when referencing the default "
-                       "apiGroup")
-        elif group and dns_1123_subdomain_problem(group):
-            report.add(code, f"spec.{field}.apiGroup", dns_1123_subdomain_problem(group))
+    validate_claim_spec(spec, "spec", report, code)
     return []
 
 

@@ -23,19 +23,26 @@ from kubetrain.names import (
     port_name_problem,
     qualified_name_problem,
 )
+from kubetrain.output.apiserver.claims import validate_claim_template
 from kubetrain.output.apiserver.meta import validate_label_selector, validate_labels, validate_requirement
 from kubetrain.output.apiserver.report import Report
 from kubetrain.output.apiserver.rules import (
     AFFINITY,
+    APPARMOR,
+    CSI_SECRET,
+    DIVISOR,
     ENVIRONMENT,
+    EPHEMERAL_CLAIM,
+    HTTP_HEADERS,
     METADATA,
     POD_FIELDS,
     PORTS,
+    PROCESS_NAMESPACE,
     RESOURCES,
     TOLERATIONS,
     VOLUMES,
 )
-from kubetrain.quantity import huge_pages_problem, parse_quantity
+from kubetrain.quantity import exact_quantity, huge_pages_problem, parse_quantity
 
 MAX_INT32 = 2**31 - 1
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -59,6 +66,12 @@ _SUBSCRIPT = re.compile(r"^(metadata\.(?:labels|annotations))\['(.*)'\]$")
 _STANDARD_CONTAINER_RESOURCES = frozenset(("cpu", "memory", "ephemeral-storage"))
 _SYSCTL = re.compile(r"^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$")
 _FILE_MODE_MAX = 0o777
+_HTTP_HEADER_NAME = re.compile(r"^[-A-Za-z0-9]+$")  # apimachinery IsHTTPHeaderName
+_BYTE_DIVISORS = ("1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei")
+_DIVISORS = {"cpu": ("1m", "1"), "memory": _BYTE_DIVISORS, "ephemeral-storage": _BYTE_DIVISORS}
+_APPARMOR_TYPES = ("Localhost", "RuntimeDefault", "Unconfined")
+_APPARMOR_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
+_LOCALHOST_PROFILE_MAX = 4095  # PATH_MAX - 1
 
 
 @lru_cache(maxsize=4096)
@@ -127,6 +140,12 @@ def _host_network(value: Any, path: str, report: Report, spec: Mapping[str, Any]
                 if host and host != own:
                     report.add(PORTS.code, f"{base}.{kind}[{i}].ports[{j}].hostPort",
                                f"must match containerPort ({own}) when hostNetwork is true")
+
+
+def _share_process_namespace(value: Any, path: str, report: Report, spec: Mapping[str, Any]) -> None:
+    """ValidatePodSecurityContext: the containers share one process namespace, or use the node's."""
+    if value and spec.get("hostPID"):
+        report.add(PROCESS_NAMESPACE.code, path, "shareProcessNamespace and hostPID cannot both be enabled")
 
 
 def _one_of(*allowed: str, code: str = POD_FIELDS.code):
@@ -203,7 +222,7 @@ def _check(check, value: str, path: str, report: Report, code: str = POD_FIELDS.
 
 def validate_pod_annotations(annotations: Mapping[str, str], spec: Mapping[str, Any], report: Report) -> None:
     """ValidatePodSpecificAnnotations: the deletion cost is an int32, AppArmor annotations name containers."""
-    prefix = "container.apparmor.security.beta.kubernetes.io/"
+    prefix = _APPARMOR_PREFIX
     if "controller.kubernetes.io/pod-deletion-cost" not in annotations and not any(
             key.startswith(prefix) for key in annotations):
         return
@@ -223,6 +242,36 @@ def validate_pod_annotations(annotations: Mapping[str, str], spec: Mapping[str, 
                 report.add(METADATA.code, f"metadata.annotations[{key}]", "names no container of the pod")
             if value not in ("", "runtime/default", "unconfined") and not value.startswith("localhost/"):
                 report.add(METADATA.code, f"metadata.annotations[{key}]", f"{value!r} is not an AppArmor profile")
+            elif value.startswith("localhost/") and not value[len("localhost/"):].strip():
+                report.add(APPARMOR.code, f"metadata.annotations[{key}]", f"{value!r} names no profile: the kubelet "
+                           "refuses a Localhost profile without its name (localhost/<profile>)")
+    _app_armor_annotations_match(annotations, spec, report)
+
+
+_APPARMOR_ANNOTATION_VALUES = {"Unconfined": "unconfined", "RuntimeDefault": "runtime/default"}
+
+
+def _app_armor_annotations_match(annotations: Mapping[str, str], spec: Mapping[str, Any], report: Report) -> None:
+    """validateAppArmorAnnotationsAndFieldsMatchOnCreate: a container's AppArmor annotation and its field (or the
+    pod's) say the same."""
+    if (spec.get("os") or {}).get("name") == "windows":
+        return
+    pod_profile = (spec.get("securityContext") or {}).get("appArmorProfile")
+    for kind in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(kind) or ()):
+            profile = (container.get("securityContext") or {}).get("appArmorProfile") or pod_profile
+            annotation = annotations.get(f"{_APPARMOR_PREFIX}{container.get('name')}")
+            if not profile or annotation is None:
+                continue
+            where = f"spec.{kind}[{i}].securityContext.appArmorProfile"
+            kind_of = profile.get("type")
+            if kind_of in _APPARMOR_ANNOTATION_VALUES and annotation != _APPARMOR_ANNOTATION_VALUES[kind_of] or \
+                    kind_of == "Localhost" and not annotation.startswith("localhost/"):
+                report.add(APPARMOR.code, f"{where}.type", f"the AppArmor type in the annotation ({annotation!r}) and "
+                           f"the field ({kind_of}) must match")
+            elif kind_of == "Localhost" and annotation[len("localhost/"):] != profile.get("localhostProfile"):
+                report.add(APPARMOR.code, f"{where}.localhostProfile", f"the AppArmor profile in the annotation "
+                           f"({annotation!r}) and the field ({profile.get('localhostProfile')!r}) must match")
 
 
 # -- volumes and mounts ---------------------------------------------------------------------------------
@@ -286,6 +335,14 @@ def _volume_source(kind: str, source: Mapping[str, Any], path: str, report: Repo
             report.add(code, f"{path}.path", "must be an absolute path")
     elif kind == "csi":
         _csi_driver(source.get("driver"), f"{path}.driver", report, code)
+        secret = source.get("nodePublishSecretRef")
+        if secret is not None:
+            name = (secret or {}).get("name")
+            if not name:
+                report.add(CSI_SECRET.code, f"{path}.nodePublishSecretRef.name", "required: the Secret the CSI driver "
+                           "is handed when it mounts the volume")
+            else:
+                _check(dns_1123_subdomain_problem, name, f"{path}.nodePublishSecretRef.name", report, CSI_SECRET.code)
     elif kind == "downwardAPI":
         _mode(source.get("defaultMode"), f"{path}.defaultMode", report)
         for j, item in enumerate(source.get("items") or ()):
@@ -325,8 +382,11 @@ def _volume_source(kind: str, source: Mapping[str, Any], path: str, report: Repo
                     if file:
                         seen.add(file)
     elif kind == "ephemeral":
-        if not source.get("volumeClaimTemplate"):
+        template = source.get("volumeClaimTemplate")
+        if template is None:
             report.add(code, f"{path}.volumeClaimTemplate", "required")
+        else:
+            validate_claim_template(template, f"{path}.volumeClaimTemplate", report, EPHEMERAL_CLAIM.code)
     elif kind == "image":
         policy = source.get("pullPolicy")
         if policy is not None and policy not in ("Always", "IfNotPresent", "Never"):
@@ -546,6 +606,11 @@ def _handler(handler: Mapping[str, Any], path: str, report: Report, grace: Any, 
         report.add(POD_FIELDS.code, f"{where}.command", "required")
     elif kind == "httpGet":
         _port_ref(action.get("port"), f"{where}.port", report)
+        for k, header in enumerate(action.get("httpHeaders") or ()):
+            name = (header or {}).get("name")
+            if not (isinstance(name, str) and _HTTP_HEADER_NAME.match(name)):
+                report.add(HTTP_HEADERS.code, f"{where}.httpHeaders[{k}].name", f"{name!r} is not an HTTP header name: "
+                           "letters, digits and '-' only (e.g. 'X-Header-Name')")
         if action.get("scheme", "HTTP") not in ("HTTP", "HTTPS"):
             report.add(POD_FIELDS.code, f"{where}.scheme", f"{action.get('scheme')!r}: supported values are HTTP, "
                        "HTTPS")
@@ -584,6 +649,7 @@ def _security_context(context: Mapping[str, Any], path: str, report: Report) -> 
     if proc_mount is not None and proc_mount not in ("Default", "Unmasked"):
         report.add(POD_FIELDS.code, f"{path}.procMount", f"{proc_mount!r}: supported values are Default, Unmasked")
     _seccomp(context.get("seccompProfile"), f"{path}.seccompProfile", report)
+    _app_armor(context.get("appArmorProfile"), f"{path}.appArmorProfile", report)
     if context.get("allowPrivilegeEscalation") is False:
         if context.get("privileged"):
             report.add(POD_FIELDS.code, path, "cannot set allowPrivilegeEscalation to false and privileged to true")
@@ -637,6 +703,31 @@ def _pod_security_context(context: Any, path: str, report: Report, spec: Mapping
         report.add(POD_FIELDS.code, f"{path}.supplementalGroupsPolicy", f"{policy!r}: supported values are Merge, "
                    "Strict")
     _seccomp(context.get("seccompProfile"), f"{path}.seccompProfile", report)
+    _app_armor(context.get("appArmorProfile"), f"{path}.appArmorProfile", report)
+
+
+def _app_armor(profile: Any, path: str, report: Report) -> None:
+    """ValidateAppArmorProfileField."""
+    if profile is None:
+        return
+    kind, name = profile.get("type"), profile.get("localhostProfile")
+    if not kind:
+        report.add(APPARMOR.code, f"{path}.type", "required when appArmorProfile is set: Localhost, RuntimeDefault or "
+                   "Unconfined")
+    elif kind not in _APPARMOR_TYPES:
+        report.add(APPARMOR.code, f"{path}.type", f"{kind!r}: supported values are {', '.join(_APPARMOR_TYPES)}")
+    elif kind != "Localhost":
+        if name is not None:
+            report.add(APPARMOR.code, f"{path}.localhostProfile", "can only be set when the AppArmor type is Localhost")
+    elif not isinstance(name, str) or not name.strip():
+        report.add(APPARMOR.code, f"{path}.localhostProfile", "required when the AppArmor type is Localhost: the name "
+                   "of a profile loaded on the node")
+    else:
+        if name != name.strip():
+            report.add(APPARMOR.code, f"{path}.localhostProfile", f"{name!r} must not be padded with whitespace")
+        if len(name) > _LOCALHOST_PROFILE_MAX:
+            report.add(APPARMOR.code, f"{path}.localhostProfile", f"may not be longer than {_LOCALHOST_PROFILE_MAX} "
+                       "characters")
 
 
 def _dns_config(config: Any, path: str, report: Report, spec: Mapping[str, Any]) -> None:
@@ -770,6 +861,53 @@ def _resource_field_ref(item: Mapping[str, Any], path: str, report: Report, code
     elif resource not in _RESOURCE_FIELDS and not resource.startswith(("requests.hugepages-", "limits.hugepages-")):
         report.add(code, f"{path}.resource", f"{resource!r}: supported values are "
                    f"{', '.join(sorted(_RESOURCE_FIELDS))}")
+    divisor = item.get("divisor")
+    if divisor is not None and resource:
+        _divisor(resource, divisor, f"{path}.divisor", report)
+
+
+def _divisor(resource: str, divisor: Any, path: str, report: Report) -> None:
+    """validateContainerResourceDivisor: the divisor's canonical form is one of the resource's units (a zero
+    divisor is the unset one)."""
+    unit = resource.partition(".")[2]
+    allowed = _BYTE_DIVISORS if unit.startswith("hugepages-") else _DIVISORS.get(unit)
+    canonical = canonical_quantity(str(divisor))
+    if allowed is not None and canonical != "0" and canonical not in allowed:
+        report.add(DIVISOR.code, path, f"{divisor!r} is not a divisor of {resource}: supported values are "
+                   f"{', '.join(allowed)}")
+
+
+_DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIXES = {0: "", 10: "Ki", 20: "Mi", 30: "Gi", 40: "Ti", 50: "Pi", 60: "Ei"}
+
+
+def canonical_quantity(text: str) -> str | None:
+    """A quantity as the API server writes it back (resource.Quantity.String()): in the format of its suffix
+    (binary, decimal or exponent), with the largest unit that keeps the number whole; a binary quantity below 1Ki
+    or with a fraction is written in decimal. None when it does not parse. `1000m` is `1`, `1024Ki` is `1Mi`, but
+    `1024` stays `1024` and `1e3` stays `1e3`."""
+    text = text.strip()
+    try:
+        value = exact_quantity(text)
+    except ValueError:
+        return None
+    if value == 0:
+        return "0"
+    suffix = text.lstrip("+-.0123456789")
+    if suffix[:1] in ("e", "E"):
+        form = "exponent"
+    elif suffix.endswith("i") and abs(value) >= 1024 and value == value.to_integral_value():
+        form = "binary"
+    else:
+        form = "decimal"
+    if form == "binary":
+        exponent = max(e for e in _BINARY_SUFFIXES if value % (Decimal(2) ** e) == 0)
+        return f"{(value / Decimal(2) ** exponent).to_integral_value():f}{_BINARY_SUFFIXES[exponent]}"
+    exponent = max((e for e in _DECIMAL_SUFFIXES if value % Decimal(1).scaleb(e) == 0), default=-9)
+    number = f"{value.scaleb(-exponent).to_integral_value():f}"
+    if form == "exponent":
+        return number + (f"e{exponent}" if exponent else "")
+    return number + _DECIMAL_SUFFIXES[exponent]
 
 
 def _env_from(sources: Any, path: str, report: Report) -> None:
@@ -1047,4 +1185,5 @@ _POD_FIELDS = {
     "preemptionPolicy": _one_of("PreemptLowerPriority", "Never"),
     "os": _os,
     "ephemeralContainers": _ephemeral,
+    "shareProcessNamespace": _share_process_namespace,
 }

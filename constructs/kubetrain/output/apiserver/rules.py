@@ -24,6 +24,9 @@ from kubetrain.rules.sources import (
     cite,
 )
 
+# The kubelet's admission of a pod's AppArmor profiles: stricter than the API server's (see KT632).
+KUBELET_APPARMOR = "https://github.com/kubernetes/kubernetes/blob/v1.33.0/pkg/security/apparmor/validate.go"
+
 _ESCAPE_HATCH = ("fix the field the message names: in a job.patch(...) or a raw object of the fleet; if kubetrain's "
                  "own output is wrong, report it")
 
@@ -122,3 +125,50 @@ ADMISSION = register(
               "named pytorch in every replica and exactly one Master; JobSet needs its Jobs' and pods' names to be "
               "DNS-1035 labels.",
     fix=_ESCAPE_HATCH, source=cite(PYTORCHJOB_WEBHOOK, JOBSET_WEBHOOK))
+HTTP_HEADERS = register(
+    "KT626", "error", "an HTTP header name of a probe or lifecycle hook the API server refuses",
+    rationale="httpGet.httpHeaders[].name of a probe or a postStart/preStop hook is an HTTP header field name: "
+              "letters, digits and '-' only (apimachinery's IsHTTPHeaderName), so 'X_Token', 'X Token' or an empty "
+              "name is refused with the whole object.",
+    fix="name the header with letters, digits and '-' only (e.g. X-Auth-Token)", source=K8S_CORE_VALIDATION)
+PROCESS_NAMESPACE = register(
+    "KT627", "error", "shareProcessNamespace together with hostPID",
+    rationale="A pod shares one process namespace among its containers or uses the node's (hostPID), not both: "
+              "the API server refuses the pod.",
+    fix="drop spec.shareProcessNamespace or spec.hostPID (a training pod needs neither)", source=K8S_CORE_VALIDATION)
+CSI_SECRET = register(
+    "KT628", "error", "an inline CSI volume's secret reference the API server refuses",
+    rationale="csi.nodePublishSecretRef, when given, names a Secret of the pod's namespace: the name is required "
+              "and is a DNS-1123 subdomain.",
+    fix="name the Secret the CSI driver reads in csi.nodePublishSecretRef.name, or drop nodePublishSecretRef",
+    source=K8S_CORE_VALIDATION)
+TYPED_SECRET = register(
+    "KT629", "error", "a typed Secret without its required keys or with content its type refuses",
+    rationale="A Secret's type fixes keys: kubernetes.io/dockerconfigjson needs .dockerconfigjson and "
+              "kubernetes.io/dockercfg needs .dockercfg, each a JSON object; basic-auth needs username or password; "
+              "ssh-auth a non-empty ssh-privatekey; tls both tls.crt and tls.key; service-account-token the "
+              "kubernetes.io/service-account.name annotation. stringData counts as data.",
+    fix="add the key the type requires (in data, base64, or stringData), with the content the message names; or use "
+        "type Opaque", source=K8S_CORE_VALIDATION)
+EPHEMERAL_CLAIM = register(
+    "KT630", "error", "an ephemeral volume's claim template the API server refuses",
+    rationale="ephemeral.volumeClaimTemplate is checked as the claim it becomes: its spec needs access modes "
+              "(ReadWriteOncePod alone) and a storage request above zero; its metadata may hold only labels and "
+              "annotations (the claim is named <pod>-<volume>).",
+    fix="give volumeClaimTemplate.spec accessModes (e.g. [ReadWriteOnce]) and resources.requests.storage (e.g. "
+        "100Gi); move other metadata to labels or annotations", source=K8S_CORE_VALIDATION)
+DIVISOR = register(
+    "KT631", "error", "a resourceFieldRef divisor the API server refuses",
+    rationale="A downward-API resourceFieldRef divides the resource by a unit: cpu by 1m or 1; memory, "
+              "ephemeral-storage and huge pages by 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi or 1Ei, compared "
+              "in the quantity's canonical form (1000m is 1; 1024 is not 1Ki, 1e3 is not 1k).",
+    fix="use one of the divisors the message lists (e.g. 1Mi to read memory in MiB), or drop divisor (default 1)",
+    source=K8S_CORE_VALIDATION)
+APPARMOR = register(
+    "KT632", "error", "an AppArmor profile of type Localhost without its profile name, or an AppArmor field refused",
+    rationale="securityContext.appArmorProfile of type Localhost needs localhostProfile (non-empty, unpadded, at "
+              "most 4095 characters), and only Localhost takes one. The annotation form "
+              "container.apparmor.security.beta.kubernetes.io/<container>: localhost/ (no name) passes the API "
+              "server, but the kubelet refuses to run the pod (invalid empty AppArmor profile name).",
+    fix="name the profile loaded on the node (localhostProfile: my-profile, or the annotation localhost/my-profile), "
+        "or use RuntimeDefault", source=cite(K8S_CORE_VALIDATION, KUBELET_APPARMOR))
