@@ -1,4 +1,4 @@
-"""What a job sets to debug itself, checked at synth: NCCL's log files and fault drills.
+"""What a job sets to debug itself, checked at synth: NCCL's log files, fault drills and Nsight Systems.
 
 A debugging setting that cannot work costs a whole run to find out: the job is restarted with NCCL_DEBUG_FILE
 to read a hang's log, and the file went with the pod; a drill is committed to prove recovery, and its fault
@@ -31,11 +31,42 @@ DRILL_CANNOT_RUN = register(
     fix="write faults as KIND:step=N[:rank=R] (training/faults.py) with a rank below the job's world size and a "
         "step within max_steps",
     source="training/faults.py")
+PROFILE_CANNOT_RUN = register(
+    "KT173", "error", "Nsight Systems profile whose reports would be lost or never written",
+    rationale="A profile is read after the run: reports written to the container's disk or an emptyDir go with "
+              "the pod, a rank the job does not have is never profiled, and without torchrun kubetrain cannot "
+              "start nsys per rank.",
+    fix="put profile.output_dir on one of the job's persistent volumes, list ranks below the world size, and keep "
+        "launcher torchrun",
+    source="https://docs.nvidia.com/nsight-systems/UserGuide/index.html")
 
 
 def debugging_problems(job: JobSpec) -> list[Problem]:
-    """KT171 for NCCL's log file and KT006/KT172 for a fault drill in the job's environment."""
-    return nccl_log_problems(job) + fault_drill_problems(job)
+    """KT171 for NCCL's log file, KT006/KT172 for a fault drill in the job's environment, KT173 for a profile."""
+    return nccl_log_problems(job) + fault_drill_problems(job) + profile_problems(job)
+
+
+def profile_problems(job: JobSpec) -> list[Problem]:
+    profile = job.command.profile if job.command is not None else None
+    if profile is None:
+        return []
+    problems = []
+    if job.command.launcher != "torchrun":
+        problems.append(Problem(PROFILE_CANNOT_RUN.code, "workload.launcher", "a profile needs launcher torchrun: "
+                                "kubetrain starts nsys on each rank through it", "set launcher='torchrun', or put "
+                                "nsys in your own command (launcher='none')"))
+    volume = job.volume_at(profile.output_dir)
+    if volume is None or not volume.persistent:
+        where = "not on a mounted volume" if volume is None else f"on {volume.name}, which is gone with the pod"
+        problems.append(Problem(PROFILE_CANNOT_RUN.code, "workload.profile.output_dir", f"{profile.output_dir} is "
+                                f"{where}: the reports would be lost", "mount a PersistentVolumeClaim there "
+                                                                       "(volumes) or move the folder"))
+    world = job.max_nodes * job.props.procs_per_node
+    for i, rank in enumerate(profile.ranks or []):
+        if not 0 <= rank < world:
+            problems.append(Problem(PROFILE_CANNOT_RUN.code, f"workload.profile.ranks.{i}", f"rank {rank} is not a "
+                                    f"rank of the job (0-{world - 1})", f"choose ranks below {world}"))
+    return problems
 
 
 def nccl_log_problems(job: JobSpec) -> list[Problem]:

@@ -618,10 +618,11 @@ def command_batch_divides(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT140", "error", "the command starts a launcher under kubetrain's torchrun",
           rationale="With launcher 'torchrun' kubetrain starts torchrun with the operator's rendezvous and appends "
                     "the command as the script torchrun runs with Python, once per rank: a command that is "
-                    "itself torchrun (or python, bash, deepspeed, mpirun) would start a launcher per rank, or make "
-                    "Python run a binary.",
-          fix="give only the script and its arguments (train.py --lr 3e-4, or -m package.module), or set "
-              "launcher='none' to run the command as written, once per pod",
+                    "itself torchrun (or python, bash, deepspeed, mpirun) would start a launcher per rank, and one that "
+                    "wraps a program (nsys, ncu, numactl, env) would make Python run a binary.",
+          fix="give only the script and its arguments (train.py --lr 3e-4, or -m package.module); profile with "
+              "Command(profile=NsysProfile(...)), which starts nsys on each rank; or set launcher='none' to run "
+              "the command as written, once per pod",
           source=TORCHRUN)
 def no_launcher_in_command(job: JobSpec) -> Iterator[Violation]:
     command = job.command
