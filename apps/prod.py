@@ -38,6 +38,7 @@ from kubetrain import (
     Trainer,
     TrainingJob,
     TrainingJobProps,
+    TrainingAlerts,
     TrainingPodMonitor,
 )
 
@@ -71,8 +72,10 @@ def define(app: App) -> Cluster:
                             quotas={"p5": {"nvidia.com/gpu": "16"}})
     queue = LocalQueue(cluster, "training", namespace=NAMESPACE, cluster_queue=training)
     research_queue = LocalQueue(cluster, "research", namespace=NAMESPACE, cluster_queue=research)
-    DcgmExporter(cluster, "dcgm-exporter", pools=[p5])
-    TrainingPodMonitor(cluster, "training", namespace=NAMESPACE)
+    dcgm = DcgmExporter(cluster, "dcgm-exporter", pools=[p5])
+    monitor = TrainingPodMonitor(cluster, "training", namespace=NAMESPACE)
+    # Hangs, crash loops, ETTR and MFU drops, stale checkpoints, failed runs, and GPU trouble by node.
+    TrainingAlerts(cluster, "training-alerts", monitor=monitor, dcgm=dcgm)
     PodSecurity(cluster)
 
     # What the images ship decides the NCCL/EFA environment (kubetrain.platform.efa).

@@ -17,6 +17,9 @@ from pathlib import PurePosixPath
 # runs (a Python script or -m module), so one of these there starts a launcher per rank, or fails.
 LAUNCHERS = frozenset({"torchrun", "deepspeed", "accelerate", "mpirun", "mpiexec", "srun", "horovodrun"})
 INTERPRETERS = frozenset({"python", "python3", "bash", "sh"})
+# Programs that run another program: under torchrun they would be Python's script (`python nsys ...`).
+WRAPPERS = frozenset({"nsys", "ncu", "nv-nsight-cu-cli", "compute-sanitizer", "cuda-gdb", "gdb", "numactl",
+                      "taskset", "env", "time", "perf", "strace", "py-spy", "nice", "stdbuf"})
 LAUNCHER_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch"})
 
 # Flags whose value differs from pod to pod: written once, every pod gets the same one.
@@ -70,7 +73,7 @@ def starts_a_launcher(command: list[str]) -> str | None:
     if words[:1] == ["-m"] and len(words) > 1:
         return f"-m {words[1]}" if words[1] in LAUNCHER_MODULES else None
     program = PurePosixPath(words[0]).name if words else ""
-    if program in LAUNCHERS or program in INTERPRETERS or program.startswith("python3."):
+    if program in LAUNCHERS or program in INTERPRETERS or program in WRAPPERS or program.startswith("python3."):
         return words[0]
     return None
 

@@ -27,6 +27,7 @@ import math
 import signal
 
 from kubetrain.jobs.function import FUNCTION_FILE, INSTALL_SCRIPT
+from kubetrain.jobs.profiling import profiled_program
 from kubetrain.jobs.spec import CONFIG_FILE, CONFIG_MOUNT, JobSpec
 from training.config import RunConfig
 from training.failures import FAILURE_FILE_ENV, stopped_exit
@@ -96,6 +97,8 @@ def container_command(job: JobSpec) -> list[str]:
     elif function is not None:  # the captured source; its packages first, as the Kubeflow SDK installs them
         program = [f"{CONFIG_MOUNT}/{FUNCTION_FILE}"]
         script = (INSTALL_SCRIPT if function.packages else "") + _RUN_TORCHRUN
+    elif command.profile is not None:
+        program, script = profiled_program(command.profile, job.name, list(command.command)), _RUN_TORCHRUN
     else:
         program, script = list(command.command), _RUN_TORCHRUN
     # "$0" of the script is its name in `ps` and in error messages.

@@ -52,6 +52,8 @@ def container_env(job: JobSpec) -> dict[str, str]:
         env |= {"TRITON_CACHE_DIR": TRITON_CACHE_DIR} | NCCL_FAULT_ENV
     if job.resources.efa:
         env |= efa_environment(job.props.nccl)
+    if job.uses_gpus and job.props.nccl is not None and job.props.nccl.debug is not None:
+        env |= job.props.nccl.debug.environment()
     return env | job.props.env
 
 

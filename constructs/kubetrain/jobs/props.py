@@ -15,6 +15,7 @@ from pydantic import Discriminator, Field, InstanceOf, Tag, field_validator, mod
 from kubetrain.cost.props import ESTIMATE_INVALID, Estimate
 from kubetrain.jobs.containers import InitContainer, Probe
 from kubetrain.jobs.function import Function
+from kubetrain.jobs.profiling import NsysProfile
 from kubetrain.kinds.target import Target
 from kubetrain.kinds.trainjob import TrainJob
 from kubetrain.names import (
@@ -368,6 +369,9 @@ class Command(StrictProps):
     parallelism: Parallelism | None = Field(None, description="Checked against the world size when given.")
     checkpoint_dir: AbsolutePath | None = Field(None, description="Where the program saves checkpoints; checked to "
                                                                   "be on a persistent volume when given.")
+    profile: NsysProfile | None = Field(None, description="Nsight Systems on the ranks (kubetrain.jobs.profiling): "
+                                                          "each rank's report on a persistent volume. Needs "
+                                                          "launcher torchrun. Default: off.")
 
     @field_validator("command")
     @classmethod

@@ -23,6 +23,7 @@ from kubetrain.jobs.command_flags import (
     starts_a_launcher,
 )
 from kubetrain.jobs.containers import container_part_problems
+from kubetrain.jobs.debugging import debugging_problems
 from kubetrain.jobs.launch import stop_needs_s
 from kubetrain.jobs.pod import container_resources, launcher_env, metrics_ports, placement, pod_annotations, pod_volumes
 from kubetrain.jobs.props import ClaimVolume, EmptyDirVolume
@@ -107,8 +108,8 @@ def check_job(job: JobSpec) -> list[Problem]:
             problems.append(Problem(rule.code, path, message, fix[0] if fix else rule.fix))
     environment = environment_problems(job.props.env, gpus=job.uses_gpus, efa=bool(job.resources.efa),
                                        profile=job.props.nccl)  # KT106, KT115, KT116, KT126, KT127
-    return (problems + environment + batch_divides(job) + platform_problems(job) + pod_part_problems(job) +
-            list(job.props.target.check(job)))
+    return (problems + environment + debugging_problems(job) + batch_divides(job) + platform_problems(job) +
+            pod_part_problems(job) + list(job.props.target.check(job)))
 
 
 register("KT156", "error", "CPU limit below the CPU request",
@@ -617,10 +618,11 @@ def command_batch_divides(job: JobSpec) -> Iterator[Violation]:
 @job_rule("KT140", "error", "the command starts a launcher under kubetrain's torchrun",
           rationale="With launcher 'torchrun' kubetrain starts torchrun with the operator's rendezvous and appends "
                     "the command as the script torchrun runs with Python, once per rank: a command that is "
-                    "itself torchrun (or python, bash, deepspeed, mpirun) would start a launcher per rank, or make "
-                    "Python run a binary.",
-          fix="give only the script and its arguments (train.py --lr 3e-4, or -m package.module), or set "
-              "launcher='none' to run the command as written, once per pod",
+                    "itself torchrun (or python, bash, deepspeed, mpirun) would start a launcher per rank, and one that "
+                    "wraps a program (nsys, ncu, numactl, env) would make Python run a binary.",
+          fix="give only the script and its arguments (train.py --lr 3e-4, or -m package.module); profile with "
+              "Command(profile=NsysProfile(...)), which starts nsys on each rank; or set launcher='none' to run "
+              "the command as written, once per pod",
           source=TORCHRUN)
 def no_launcher_in_command(job: JobSpec) -> Iterator[Violation]:
     command = job.command

@@ -1,5 +1,8 @@
-"""The Prometheus operator's kinds (monitoring.coreos.com/v1, v0.86): the DCGM exporter's ServiceMonitor and the
-training pods' PodMonitor (kubetrain.platform.monitoring builds them), configuration in the platform wave.
+"""The Prometheus operator's kinds (monitoring.coreos.com/v1, v0.93.0): the DCGM exporter's ServiceMonitor, the
+training pods' PodMonitor (kubetrain.platform.monitoring builds them) and the training alerts' PrometheusRule
+(kubetrain.platform.alerts), configuration in the platform wave. The PodMonitor and ServiceMonitor CRDs are the
+project's example/prometheus-operator-crd/ files at v0.93.0; the PrometheusRule CRD is the same folder's at the
+same tag.
 """
 
 from __future__ import annotations
@@ -8,11 +11,12 @@ from kubetrain.kinds.base import PLATFORM, CrdSource, Kind
 
 
 def _monitoring_crd(name: str) -> CrdSource:
-    return CrdSource(f"monitoring.coreos.com_{name}.yaml", "prometheus-operator/prometheus-operator", "v0.86",
+    return CrdSource(f"monitoring.coreos.com_{name}.yaml", "prometheus-operator/prometheus-operator", "v0.93.0",
                      ("monitoring.coreos.com/v1",))
 
 
 KINDS = (
     Kind("monitoring.coreos.com/v1", "ServiceMonitor", PLATFORM, crd=_monitoring_crd("servicemonitors")),
     Kind("monitoring.coreos.com/v1", "PodMonitor", PLATFORM, crd=_monitoring_crd("podmonitors")),
+    Kind("monitoring.coreos.com/v1", "PrometheusRule", PLATFORM, crd=_monitoring_crd("prometheusrules")),
 )

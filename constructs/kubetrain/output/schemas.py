@@ -16,6 +16,7 @@ import hashlib
 import json
 from importlib.resources import files
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -88,12 +89,24 @@ def schema_file(api_version: str, kind: str) -> str:
     return f"{api_version.replace('/', '_')}_{kind}.json"
 
 
-def generate(crds: Path, out: Path) -> list[str]:
-    """Write the shipped schemas from the CRD files in `crds` into `out`; returns the files written."""
+def generate(crds: Path | Sequence[Path], out: Path) -> list[str]:
+    """Write the shipped schemas from the CRD files in `crds` (a folder, or folders searched in order) into
+    `out`; returns the files written. A kind whose CRD file none of the folders holds keeps the schema and
+    provenance already in `out` (the upstream folder at hand need not hold every operator's CRDs)."""
+    folders = [crds] if isinstance(crds, Path) else list(crds)
     out.mkdir(parents=True, exist_ok=True)
+    old = json.loads((out / PROVENANCE).read_text()) if (out / PROVENANCE).is_file() else {}
     provenance, written = {}, []
     for source in crd_sources():
-        data = (crds / source.file).read_bytes()
+        path = next((folder / source.file for folder in folders if (folder / source.file).is_file()), None)
+        if path is None:
+            kept = {name: entry for name, entry in old.items() if entry["source"] == source.file}
+            if not kept:
+                raise FileNotFoundError(f"{source.file} ({source.project} {source.version}) is in none of "
+                                        f"{', '.join(map(str, folders))}, and {out} has no schema from it")
+            provenance.update(kept)
+            continue
+        data = path.read_bytes()
         schemas = crd_schemas(data.decode("utf-8"))
         for (api_version, kind), schema in sorted(schemas.items()):
             if api_version not in source.api_versions:

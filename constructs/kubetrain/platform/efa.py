@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -56,6 +57,39 @@ def _check_version(value: str) -> str:
     return value
 
 
+# NCCL's own spellings (src/debug.cc, v2.26): a value it does not know is ignored without a word, so a typo
+# turns the log one waits for into none.
+NCCL_DEBUG_LEVELS = ("VERSION", "WARN", "INFO", "ABORT", "TRACE")
+NCCL_DEBUG_SUBSYSTEMS = ("INIT", "COLL", "P2P", "SHM", "NET", "GRAPH", "TUNING", "ENV", "ALLOC", "CALL", "PROXY",
+                         "NVLS", "BOOTSTRAP", "REG", "PROFILE", "RAS", "ALL")
+NCCL_LOG_NAME = "nccl.%h.%p.log"  # NCCL expands %h (the host: the pod's name) and %p (the rank's pid)
+
+
+class NcclDebug(StrictProps):
+    """NCCL's own log, as typed settings: what NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE say."""
+
+    level: Literal["VERSION", "WARN", "INFO", "ABORT", "TRACE"] = Field(
+        "INFO", description="NCCL_DEBUG. INFO prints the transport each channel uses (NET/OFI: EFA) and init "
+                            "details; TRACE needs an NCCL built with tracing.")
+    subsystems: list[Literal["INIT", "COLL", "P2P", "SHM", "NET", "GRAPH", "TUNING", "ENV", "ALLOC", "CALL",
+                             "PROXY", "NVLS", "BOOTSTRAP", "REG", "PROFILE", "RAS", "ALL"]] = Field(
+        default_factory=list, description="NCCL_DEBUG_SUBSYS: only these subsystems log (NCCL's default when "
+                                          "empty: INIT, BOOTSTRAP, ENV).")
+    exclude_subsystems: bool = Field(False, description="Log every subsystem but `subsystems` (NCCL's ^ form).")
+    log_dir: str | None = Field(None, pattern=r"^/", description="Write each rank's log to its own file in this "
+                                                                 "folder (NCCL_DEBUG_FILE, nccl.<pod>.<pid>.log) "
+                                                                 "instead of stdout; it must be on one of the "
+                                                                 "job's volumes, or the logs go with the pod.")
+
+    def environment(self) -> dict[str, str]:
+        env = {"NCCL_DEBUG": self.level}
+        if self.subsystems:
+            env["NCCL_DEBUG_SUBSYS"] = ("^" if self.exclude_subsystems else "") + ",".join(self.subsystems)
+        if self.log_dir:
+            env["NCCL_DEBUG_FILE"] = f"{self.log_dir.rstrip('/')}/{NCCL_LOG_NAME}"
+        return env
+
+
 class NcclProfile(StrictProps):
     """The communication stack of a job's image. Frozen and strict like every input."""
 
@@ -67,6 +101,10 @@ class NcclProfile(StrictProps):
                                                   "hostNetwork needs a namespace at Pod Security 'privileged'.")
     tuner_plugin: str = Field("libnccl-ofi-tuner.so", description="The tuner library as the image installs it; "
                                                                   "named in NCCL_TUNER_PLUGIN for 1.13-1.15 only.")
+
+    debug: NcclDebug | None = Field(None, description="NCCL's log (level, subsystems, a file per rank on a "
+                                                      "volume), on every GPU job with this profile. Default: "
+                                                      "NCCL's own (warnings only, to stdout).")
 
     _versions = field_validator("aws_ofi_nccl", "nccl")(_check_version)
 
@@ -163,12 +201,39 @@ _DEBUG_SWITCHES = {"CUDA_LAUNCH_BLOCKING": "synchronous kernel launches serialis
                    "NCCL_P2P_DISABLE": "intra-node traffic goes through host memory instead of NVLink"}
 _UNREAD = ("NCCL_TIMEOUT", "TORCH_DISTRIBUTED_TIMEOUT")
 
+NCCL_DEBUG_VALUE = register(
+    "KT170", "error", "NCCL debug variable with a value NCCL does not know",
+    rationale="NCCL ignores a level or subsystem it does not know without a word (src/debug.cc): NCCL_DEBUG=INFOS "
+              "or NCCL_DEBUG_SUBSYS=NETWORK logs nothing, and the run one restarted to debug is spent.",
+    fix="use NcclProfile(debug=NcclDebug(...)), or one of NCCL's own spellings (levels: "
+        f"{', '.join(NCCL_DEBUG_LEVELS)}; subsystems: {', '.join(NCCL_DEBUG_SUBSYSTEMS)})",
+    source=cite(NCCL_ENV, "https://github.com/NVIDIA/nccl/blob/v2.26.2-1/src/debug.cc"))
+
+
+def nccl_debug_problems(env: Mapping[str, str]) -> list[Problem]:
+    """KT170 for NCCL_DEBUG and NCCL_DEBUG_SUBSYS values NCCL would ignore (case does not matter to NCCL)."""
+    problems = []
+    level = env.get("NCCL_DEBUG")
+    if level is not None and level.strip().upper() not in NCCL_DEBUG_LEVELS:
+        problems.append(Problem(NCCL_DEBUG_VALUE.code, "env.NCCL_DEBUG", f"NCCL_DEBUG={level} is not a level NCCL "
+                                f"knows: it logs nothing", f"use one of {', '.join(NCCL_DEBUG_LEVELS)}"))
+    subsystems = env.get("NCCL_DEBUG_SUBSYS")
+    if subsystems is not None:
+        unknown = [s for s in subsystems.strip().lstrip("^").split(",") if s.upper() not in NCCL_DEBUG_SUBSYSTEMS]
+        if unknown:
+            problems.append(Problem(NCCL_DEBUG_VALUE.code, "env.NCCL_DEBUG_SUBSYS", f"NCCL knows no subsystem "
+                                    f"{', '.join(map(repr, unknown))}: NCCL ignores it",
+                                    f"use names from {', '.join(NCCL_DEBUG_SUBSYSTEMS)}, comma-separated "
+                                    "(a leading ^ excludes them)"))
+    return problems
+
 
 def environment_problems(env: Mapping[str, str], *, gpus: bool, efa: bool,
                          profile: NcclProfile | None) -> list[Problem]:
     """Every problem with a job's own variables (`env`) on its hardware: KT106/KT126 on EFA jobs, KT115 on GPU
-    jobs, KT116 on any job, KT127 where the profile says the tuner needs no name. Paths are `env.<NAME>`."""
-    problems: list[Problem] = []
+    jobs, KT116 and KT170 on any job, KT127 where the profile says the tuner needs no name. Paths are
+    `env.<NAME>`."""
+    problems: list[Problem] = nccl_debug_problems(env)
     for name, raw in env.items():
         value, path = raw.strip(), f"env.{name}"
         if efa and name in _EFA_BREAKERS and value not in _EFA_BREAKERS[name][1]:

@@ -33,6 +33,35 @@ from training.problems import Problem
 
 JOB_LABEL = "kubetrain.dev/job"  # every training pod carries it (jobs/pod.py)
 METRICS_PORT = 9400
+COLLECTORS_PATH = "/etc/dcgm-exporter/kubetrain-counters.csv"
+
+# The fields the exporter collects (its `-f` CSV: field, Prometheus type, help): the image's default set
+# (dcgm-exporter 3.3.9-3.6.1, etc/default-counters.csv) plus what the GPU alerts read and the default leaves
+# commented out: double-bit ECC errors and the thermal and power throttling time. kubetrain.platform.alerts
+# may name only these.
+DCGM_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ)."),
+    ("DCGM_FI_PROF_PCIE_TX_BYTES", "counter", "Total number of bytes transmitted through PCIe TX via NVML."),
+    ("DCGM_FI_PROF_PCIE_RX_BYTES", "counter", "Total number of bytes received through PCIe RX via NVML."),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
+    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints (in us)."),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints (in us)."),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Frame buffer memory free (in MB)."),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Frame buffer memory used (in MB)."),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors"),
+    ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors"),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed"),
+    ("DCGM_FI_DRIVER_VERSION", "label", "Driver Version"),
+)
 PRIVILEGED_REASON = ("DCGM exporter: reads the kubelet's pod-resources socket through a hostPath and needs "
                      "SYS_ADMIN for profiling metrics; nothing else runs in this namespace")
 
@@ -76,7 +105,7 @@ class DcgmExporter(PlatformConstruct):
             problems += check_pod_security(scope, p.namespace, self.where,
                                            lambda level: pod_security_problems(spec, level, path=""))
         manifests = [self._namespace()] if own_namespace else []
-        manifests += [self._daemon_set(), self._service(), self._service_monitor()]
+        manifests += [self._collectors(), self._daemon_set(), self._service(), self._service_monitor()]
         if self._emit(problems, manifests) and own_namespace:
             scope.state.pod_security[p.namespace] = "privileged"
 
@@ -96,16 +125,20 @@ class DcgmExporter(PlatformConstruct):
             "containers": [{
                 "name": "dcgm-exporter", "image": p.image,
                 "env": [{"name": "DCGM_EXPORTER_KUBERNETES", "value": "true"},
-                        {"name": "DCGM_EXPORTER_LISTEN", "value": f":{METRICS_PORT}"}],
+                        {"name": "DCGM_EXPORTER_LISTEN", "value": f":{METRICS_PORT}"},
+                        {"name": "DCGM_EXPORTER_COLLECTORS", "value": COLLECTORS_PATH}],
                 "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
                 "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "capabilities": {"add": ["SYS_ADMIN"]}},
                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
                 "readinessProbe": {"httpGet": {"path": "/health", "port": METRICS_PORT}, "initialDelaySeconds": 15},
                 "livenessProbe": {"httpGet": {"path": "/health", "port": METRICS_PORT}, "initialDelaySeconds": 30},
                 "volumeMounts": [{"name": "pod-resources", "mountPath": "/var/lib/kubelet/pod-resources",
-                                  "readOnly": True}]}],
+                                  "readOnly": True},
+                                 {"name": "collectors", "mountPath": COLLECTORS_PATH,
+                                  "subPath": COLLECTORS_PATH.rsplit("/", 1)[1], "readOnly": True}]}],
             "volumes": [{"name": "pod-resources", "hostPath": {"path": "/var/lib/kubelet/pod-resources",
-                                                               "type": "Directory"}}]}
+                                                               "type": "Directory"}},
+                        {"name": "collectors", "configMap": {"name": f"{p.name}-collectors"}}]}
 
     def _namespace(self) -> dict[str, Any]:
         return {"apiVersion": "v1", "kind": "Namespace", "metadata": {
@@ -115,6 +148,12 @@ class DcgmExporter(PlatformConstruct):
 
     def _meta(self) -> dict[str, Any]:
         return {"name": self.props.name, "namespace": self.namespace, "labels": dict(self.labels)}
+
+    def _collectors(self) -> dict[str, Any]:
+        csv = "".join(f"{field}, {kind}, {doc}\n" for field, kind, doc in DCGM_FIELDS)
+        meta = {**self._meta(), "name": f"{self.props.name}-collectors"}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                "data": {COLLECTORS_PATH.rsplit("/", 1)[1]: csv}}
 
     def _daemon_set(self) -> dict[str, Any]:
         return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": self._meta(), "spec": {
@@ -129,9 +168,14 @@ class DcgmExporter(PlatformConstruct):
     def _service_monitor(self) -> dict[str, Any]:
         meta = self._meta()
         meta["labels"] = {**meta["labels"], **self.props.prometheus_labels}
+        # honorLabels: the exporter labels each GPU's series with the `pod` and `namespace` using it, which
+        # Prometheus would otherwise rename to exported_pod/exported_namespace (the exporter pod's own win).
+        # The node's name comes from the target: an operator cordons by it.
         return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": meta, "spec": {
             "selector": {"matchLabels": self.labels},
-            "endpoints": [{"port": "metrics", "interval": self.props.interval}]}}
+            "endpoints": [{"port": "metrics", "interval": self.props.interval, "honorLabels": True,
+                           "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                                            "targetLabel": "node", "action": "replace"}]}]}}
 
 
 class TrainingPodMonitorProps(StrictProps):
@@ -160,4 +204,7 @@ class TrainingPodMonitor(PlatformConstruct):
             "metadata": {"name": p.name, "namespace": self.namespace, "labels": dict(p.prometheus_labels)},
             "spec": {"selector": {"matchExpressions": [{"key": JOB_LABEL, "operator": "Exists"}]},
                      "podTargetLabels": [JOB_LABEL],
-                     "podMetricsEndpoints": [{"port": p.port, "path": p.path, "interval": p.interval}]}}])
+                     # honorLabels: the runtime's own `job` label (the kubetrain job) must not become
+                     # exported_job under Prometheus's scrape-job name; the alerts group by it.
+                     "podMetricsEndpoints": [{"port": p.port, "path": p.path, "interval": p.interval,
+                                              "honorLabels": True}]}}])

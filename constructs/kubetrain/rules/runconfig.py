@@ -33,9 +33,10 @@ register("KT005", "error", "malformed --set override",
                    "wrong thing.",
          fix="write overrides as dotted.key=value, e.g. max_steps=30", source=TRAINER, checked_by=("pod", "run-local"))
 register("KT006", "error", "malformed KUBETRAIN_FAULT",
-         rationale="Fault drills are parsed before training starts so a typo does not run a drill-less job.",
+         rationale="Fault drills are parsed at synth (a job's env) and again before training starts (the pod's "
+                   "env), so a typo does not run a drill-less job.",
          fix="write faults as KIND:step=N[:rank=R], separated by ';' (see training/faults.py)",
-         source="training/faults.py", checked_by=("pod",))
+         source="training/faults.py", checked_by=("synth", "pod"))
 register("KT201", "error", "global batch not a multiple of micro batch x world size",
          rationale="Gradient accumulation is derived as global / (micro x world); it must be a whole number at "
                    "every world size the job can run at.",
