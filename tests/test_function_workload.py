@@ -170,6 +170,87 @@ def valid_scoping(items: list, scale: float = 1.0):
     return COUNTER, bump(), Window().width(), pairs, gen, last, apex, first, captured, lam, print, Exception
 
 
+def nanogpt_style(max_iters: int = 10, eval_interval: int = 5, block_size: int = 8, batch_size: int = 4):
+    # A GPT loop in the style of nanoGPT's train.py, as a function: nested helpers, a decorator from an import,
+    # a context manager chosen at run time, comprehensions over dict items, f-strings.
+    import math
+    import os
+    import time
+    from contextlib import nullcontext
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn import functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ddp = int(os.environ.get("RANK", -1)) != -1
+    if ddp:
+        dist.init_process_group(backend="gloo")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    ctx = nullcontext() if device == "cpu" else torch.amp.autocast(device_type=device, dtype=torch.bfloat16)
+    data = {split: torch.randint(0, 64, (1000,)) for split in ("train", "val")}
+
+    def get_batch(split):
+        ix = torch.randint(len(data[split]) - block_size, (batch_size,))
+        x = torch.stack([data[split][i:i + block_size] for i in ix])
+        y = torch.stack([data[split][i + 1:i + 1 + block_size] for i in ix])
+        return x.to(device), y.to(device)
+
+    class Bigram(torch.nn.Module):
+        def __init__(self, vocab: int = 64):
+            super().__init__()
+            self.table = torch.nn.Embedding(vocab, vocab)
+
+        def forward(self, idx, targets=None):
+            logits = self.table(idx)
+            loss = None if targets is None else F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+            return logits, loss
+
+    model = Bigram().to(device)
+    raw = model
+    if ddp:
+        model = DDP(model)
+    optimizer = torch.optim.AdamW(raw.parameters(), lr=1e-3)
+
+    @torch.no_grad()
+    def estimate_loss():
+        out = {}
+        model.eval()
+        for split in ["train", "val"]:
+            losses = torch.zeros(2)
+            for k in range(2):
+                X, Y = get_batch(split)
+                with ctx:
+                    _, loss = model(X, Y)
+                losses[k] = loss.item()
+            out[split] = losses.mean()
+        model.train()
+        return out
+
+    def get_lr(it):
+        return 1e-3 * 0.5 * (1.0 + math.cos(math.pi * it / max_iters))
+
+    t0 = time.time()
+    iter_num = 0
+    while True:
+        for group in optimizer.param_groups:
+            group["lr"] = get_lr(iter_num)
+        if iter_num % eval_interval == 0:
+            losses = estimate_loss()
+            print(f"step {iter_num}: train {losses['train']:.4f}, val {losses['val']:.4f}, {time.time() - t0:.1f}s")
+        X, Y = get_batch("train")
+        with ctx:
+            _, loss = model(X, Y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        iter_num += 1
+        if iter_num > max_iters:
+            break
+    if ddp:
+        dist.destroy_process_group()
+
+
 def uses_exec():
     exec("made_here = 1")
     return made_here
@@ -298,6 +379,10 @@ def test_names_nothing_defines_are_errors_at_synth_naming_the_line(helpers):
     # Valid code of every scoping kind, the Kubeflow guide's fashion-mnist function, and code that binds names
     # where no scope shows them: nothing reported.
     assert problems(Function(helpers.valid_scoping, kwargs={"items": [1, 2]})) == []
+    assert problems(Function(helpers.nanogpt_style)) == []
+    helpers.valid_scoping([1, 2])  # and they are valid: they run
+    if "RANK" not in os.environ:
+        helpers.nanogpt_style(max_iters=2, eval_interval=2)
     assert problems(Function(train_fashion_mnist)) == []
     assert problems(Function(helpers.uses_exec)) == []
 

@@ -341,13 +341,14 @@ class Function(StrictProps):
 
     def undefined_names(self) -> list[tuple[str, str]]:
         """(name, where it is read) for each name the function reads that nothing defines: not its own, not its
-        parameters', not an import's, not a builtin, not its module's. Empty when that cannot be told (the source
-        calls exec, eval, globals() or vars(), or its module star-imports)."""
+        parameters', not an import's, not a builtin, not its module's, and not read only where a NameError is
+        caught. Empty when that cannot be told (the source calls exec, eval, globals() or vars(), or its module
+        star-imports)."""
         reading = self.capture.reading
         if reading.opaque or self._module_names is None:
             return []
-        return [(name, self._at(name)) for name in sorted(reading.outside)
-                if name not in self.func.__globals__ and name not in self._module_names and name not in BUILTIN_NAMES]
+        return [(name, self._at(name)) for name in sorted(reading.outside) if name not in reading.guarded and
+                name not in self.func.__globals__ and name not in self._module_names and name not in BUILTIN_NAMES]
 
     def data_parallel_lines(self) -> list[int]:
         """The lines of the function's file that use torch.nn.DataParallel."""

@@ -7,9 +7,10 @@ object, so the pods never run text that differs from what ran at synth (a file e
 
 What the text reads from outside itself is resolved as Python resolves names (the `symtable` module: the
 compiler's own scopes, with comprehensions, class bodies, `global`, `nonlocal` and `del`), walked beside the `ast`
-for the line of each use: every name that resolves to the module scope and the text does not bind there. Uses that
-cannot fail are left out: inside `if TYPE_CHECKING:`, or a `try` whose handler catches NameError. Where the text
-can bind names Python cannot see (`exec`, `eval`, `globals()`, `vars()`, `__builtins__`), nothing is judged.
+for the line of each use: every name that resolves to the module scope and the text does not bind there. A use
+inside `if TYPE_CHECKING:` never runs and is left out; one inside a `try` whose handler catches NameError is
+marked, as a use that cannot fail. Where the text can bind names Python cannot see (`exec`, `eval`, `globals()`,
+`vars()`, `__builtins__`), nothing is judged.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 BUILTIN_NAMES = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__builtins__", "__spec__",
                                             "__loader__", "__package__"}
 # A name any of these reads may be bound where no scope shows it.
-OPAQUE_NAMES = frozenset({"exec", "eval", "globals", "vars", "__builtins__", "__import__"})
+OPAQUE_NAMES = frozenset({"exec", "eval", "globals", "vars", "__builtins__"})
 # What catches the NameError of an unbound name.
 NAME_ERROR_CATCHERS = frozenset({"NameError", "Exception", "BaseException"})
 # torch.nn.DataParallel by every path torch exports it under (and its functional form).
@@ -78,7 +79,6 @@ def check_same_code(func: types.FunctionType, script: str) -> None:
     module = compile(script, func.__code__.co_filename, "exec", dont_inherit=True)
     compiled = next((c for c in module.co_consts if isinstance(c, types.CodeType) and c.co_name == func.__name__),
                     None)
-    # A class body's __qualname__ is a constant: a nested function's classes carry its enclosing names.
     prefix = func.__qualname__[:-len(func.__name__)]
     if compiled is None or not _same_code(compiled, func.__code__, prefix):
         raise SourceMismatch(f"its source file ({func.__code__.co_filename}) no longer holds the code that was "
@@ -96,19 +96,28 @@ def _same_code(a: types.CodeType, b: types.CodeType, prefix: str) -> bool:
         if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
             if not _same_code(x, y, prefix):
                 return False
-        elif type(x) is not type(y) or (x != y and repr(x) != repr(y) and (not isinstance(x, str) or
-                                                                            prefix + x != y)):
+        elif type(x) is not type(y) or (x != y and repr(x) != repr(y) and not _moved(x, y, a, b, prefix)):
             return False
     return True
+
+
+def _moved(x: object, y: object, a: types.CodeType, b: types.CodeType, prefix: str) -> bool:
+    """Constants a class body holds that differ only because the text stands elsewhere: its __qualname__ (with a
+    nested function's enclosing names) and, since Python 3.13, its __firstlineno__."""
+    if isinstance(x, str):
+        return prefix + x == y
+    return "__firstlineno__" in a.co_names and (x, y) == (a.co_firstlineno, b.co_firstlineno)
 
 
 @dataclass
 class Reading:
     """What the text reads from the module scope (`outside`: each name with the lines of its uses, in the text's
-    own numbering), the names it binds there, whether unseen bindings make the outside names unjudgeable
-    (`opaque`: the name that makes them so), and the lines that use torch.nn.DataParallel."""
+    own numbering; `guarded`: those of them read only inside a try that catches NameError), whether unseen
+    bindings make the outside names unjudgeable (`opaque`: the name that makes them so), and the lines that use
+    torch.nn.DataParallel."""
 
     outside: dict[str, list[int]] = field(default_factory=dict)
+    guarded: set[str] = field(default_factory=set)
     opaque: str | None = None
     data_parallel: list[int] = field(default_factory=list)
 
@@ -127,7 +136,9 @@ def read(text: str, flags: int, globals_: dict[str, object]) -> Reading:
         if name in OPAQUE_NAMES:
             reading.opaque = name
         if name not in bound and name not in BUILTIN_NAMES:
-            reading.outside[name] = sorted(set(lines))
+            reading.outside[name] = sorted({line for line, _ in lines})
+            if all(guarded for _, guarded in lines):
+                reading.guarded.add(name)
     reading.data_parallel = _data_parallel_lines(tree, globals_)
     return reading
 
@@ -138,7 +149,7 @@ class _Walker:
 
     def __init__(self, evaluated_annotations: bool):
         self.evaluated_annotations = evaluated_annotations
-        self.uses: dict[str, list[int]] = {}
+        self.uses: dict[str, list[tuple[int, bool]]] = {}  # name -> (line, inside a try catching NameError)
         self.bound_globally: set[str] = set()  # names a `global` declaration lets some scope bind
         self.guarded = 0
 
@@ -158,14 +169,12 @@ class _Walker:
         return None
 
     def use(self, name: str, line: int, table: symtable.SymbolTable) -> None:
-        if self.guarded:
-            return
         try:
             symbol = table.lookup(name)
         except KeyError:  # a scope this Python does not show: cannot tell, so nothing is claimed
             return
         if symbol.is_global():
-            self.uses.setdefault(name, []).append(line)
+            self.uses.setdefault(name, []).append((line, self.guarded > 0))
 
     def visit(self, node: ast.AST, table: symtable.SymbolTable, children: list[symtable.SymbolTable],
               in_class: bool = False) -> None:
