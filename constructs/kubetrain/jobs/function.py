@@ -250,7 +250,7 @@ class Function(StrictProps):
                     for n in ast.walk(d) if isinstance(n, ast.Name)}
         for name in sorted(capture.reading.outside):
             if name not in func.__globals__:
-                if name in self._module_names:  # bound later in its module: a module-level name all the same
+                if name in (self._module_names or ()):  # bound below: a module-level name all the same
                     raise _refuse(f"{where} reads {name!r} ({self._at(name)}), a name of its module that the "
                                   "captured source does not contain", "define it inside the function, import it "
                                   "there, or pass its value in kwargs")
