@@ -316,6 +316,11 @@ def test_what_cannot_be_captured_faithfully_is_refused_with_its_reason(helpers):
     for workload, path, reason in cases:
         found = problems(workload)
         assert len(found) == 1 and found[0][:2] == ("KT157", path) and reason in found[0][2], (reason, found)
+    # Source that cannot be read: a function made by exec.
+    made: dict = {"__name__": "generated"}
+    exec("def made():\n    pass\n", made)
+    [(code, _, message)] = problems(Function(made["made"]))
+    assert code == "KT157" and "the source of generated.made cannot be read" in message
     # A function of __main__ (a notebook, a script run directly) has no module a pull request could show.
     main = type(helpers.top_level)(helpers.top_level.__code__, {"__name__": "__main__"}, "top_level")
     main.__module__ = "__main__"

@@ -45,6 +45,7 @@ import json
 import re
 import symtable
 import sys
+import tokenize
 import types
 import urllib.parse
 from dataclasses import dataclass
@@ -239,10 +240,12 @@ class Function(StrictProps):
                           "that made it, which the pod does not have", "pass those values in kwargs")
         try:
             capture = self.capture
-        except (OSError, TypeError) as error:
+            node = ast.parse(capture.text).body[0]
+        except (OSError, TypeError, SyntaxError, tokenize.TokenError, IndexError) as error:
             raise _refuse(f"the source of {where} cannot be read ({error})",
                           "define it in a .py file the fleet imports") from None
-        node = ast.parse(capture.text).body[0]
+        if not isinstance(node, ast.FunctionDef) or node.name != func.__name__:
+            raise _refuse(f"the source found for {where} is not its def", "define it with def in a module")
         if node.decorator_list:
             raise _refuse(f"{where} is decorated: the pod would run the decorator's name without its definition, "
                           "and the capture is of the undecorated function", "remove the decorator")
