@@ -130,8 +130,13 @@ def index_url_problem(url: str) -> tuple[str, str] | None:
 
 
 def _redacted(url: str) -> str:
+    """The URL with its credentials masked: the message must not repeat them."""
     parts = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit((parts.scheme, parts.hostname or "", parts.path, "", "")) + " (as written)"
+    host = parts.hostname or ""
+    netloc = ("***@" if parts.username or parts.password else "") + host + (f":{parts.port}" if parts.port else "")
+    query = "&".join(f"{name}={'***' if _CREDENTIAL_PARAMETER.search(name) else value}"
+                     for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def _index_url(url: str) -> str:
