@@ -30,6 +30,7 @@ _EXPORTS = {
         "ClaimVolume", "Command", "ConfigMapVolume", "Elastic", "EmptyDirVolume", "NodeResources", "Parallelism",
         "PodSettings", "SecretVolume", "SecurityContext", "Toleration", "Trainer", "TrainingJobProps")},
     "TrainingJob": "kubetrain.jobs.training_job", "Function": "kubetrain.jobs.function",
+    "PipIndexSecret": "kubetrain.jobs.function",
     "NcclTest": "kubetrain.jobs.nccl_test",
     "ArgoCd": "kubetrain.gitops.construct", "ArgoCdProps": "kubetrain.gitops.props",
     "Destination": "kubetrain.gitops.props",

@@ -161,6 +161,8 @@ def pod_template(job: JobSpec, config_hash: str | None) -> dict[str, Any]:
     env = container_env(job)
     if env:
         container["env"] = [{"name": name, "value": value} for name, value in env.items()]
+    if job.function and job.function.secret_env():  # the package indexes Secrets hold, read when the pod starts
+        container.setdefault("env", []).extend(job.function.secret_env())
     if job.trainer:  # the metrics' node label
         container.setdefault("env", []).append({"name": "NODE_NAME",
                                                 "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})

@@ -144,7 +144,8 @@ def cost_annotations(job: JobSpec) -> dict[str, str]:
     return found
 
 
-_UNION_TAGS = {"trainer", "command", "function", "ClaimVolume", "EmptyDirVolume", "ConfigMapVolume", "SecretVolume"}
+_UNION_TAGS = {"trainer", "command", "function", "ClaimVolume", "EmptyDirVolume", "ConfigMapVolume", "SecretVolume",
+               "IndexUrl", "PipIndexSecret"}
 
 
 def _without_union_tags(path: str) -> str:
@@ -152,5 +153,5 @@ def _without_union_tags(path: str) -> str:
     Only the tag right after a union field goes: a field named like a tag (an init container's command) stays."""
     parts = path.split(".")
     return ".".join(part for i, part in enumerate(parts) if not (
-        part in _UNION_TAGS and i > 0 and (parts[i - 1] == "workload" or
-                                           (i > 1 and parts[i - 2] == "volumes" and parts[i - 1].isdigit()))))
+        part in _UNION_TAGS and i > 0 and (parts[i - 1] == "workload" or (
+            i > 1 and parts[i - 2] in ("volumes", "pip_index_urls") and parts[i - 1].isdigit()))))
