@@ -43,7 +43,8 @@ class JobChange:
 
     @property
     def gpu_hours(self) -> float | None:
-        return self._delta(lambda c: c.gpu_hours)
+        # A run without accelerators takes no GPU-hours (none unknown): it has no peak to estimate hours from.
+        return self._delta(lambda c: c.gpu_hours if c.shape.accelerators_per_pod else 0.0)
 
     @property
     def usd(self) -> float | None:

@@ -239,10 +239,6 @@ class Function(StrictProps):
             files[REQUIREMENTS_FILE] = "".join(f"{p}\n" for p in self.packages)
         return files
 
-    def definition(self) -> dict[str, Any]:
-        """What the run's name hashes (create-once runs): what the pods get, not the Python object."""
-        return {"kind": self.kind, "files": self.files(), "checkpoint_dir": self.checkpoint_dir}
-
 
 def _same(back: Any, value: Any) -> bool:
     """The JSON round trip gave back the same value, of the same types all the way down (a tuple comes back as a
