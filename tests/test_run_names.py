@@ -24,8 +24,10 @@ from kubetrain import (
 )
 from kubetrain.cli import app as cli
 from kubetrain.cost.props import Estimate
+from kubetrain.gitops.construct import ArgoCd
 from kubetrain.jobs.run_names import HASH_PLACEHOLDER
 from kubetrain.output.manifests import render_objects, synth
+from kubetrain.state import diagnostics
 from typer.testing import CliRunner
 
 from apps.dev import tiny_gpt_run
@@ -135,3 +137,18 @@ def test_a_run_changed_under_its_own_name_is_one_argo_cd_cannot_sync(tmp_path: P
                                                              run_names="fixed"))
     assert "  dev/ml/gpt: run gpt changes under its own name: while it exists Argo CD cannot sync it" in text
     assert 'Cluster(run_names="content-hash")' in text
+
+
+def test_argo_cd_delivering_runs_under_fixed_names_is_a_warning_at_synth(tmp_path: Path) -> None:
+    def fleet(run_names: str) -> App:
+        app = _fleet(run_names=run_names)
+        ArgoCd(app, "argocd", repo_url="https://github.com/example/fleet.git", destinations={"dev": {"name": "dev"}})
+        return app
+    fixed = fleet("fixed")
+    synth(fixed, tmp_path / "fixed")  # a warning: synth writes
+    (warning,) = [f for f in diagnostics(fixed).warnings if f.problem.code == "KT504"]
+    assert warning.where == "dev" and warning.problem.path == "run_names" and "(gpt)" in warning.problem.message
+    assert "content-hash" in warning.problem.fix
+    hashed = fleet("content-hash")
+    synth(hashed, tmp_path / "hashed")
+    assert not [f for f in diagnostics(hashed).findings if f.problem.code == "KT504"]
