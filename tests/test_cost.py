@@ -93,11 +93,10 @@ def test_the_table_prices_the_catalog_in_both_regions_with_dated_sources() -> No
     table = price_table()
     for region in ("us-east-1", "us-west-2"):
         # What has no on-demand price says why (scripts/price_sources/unpriced.csv; tests/test_prices.py checks
-        # every type): AWS sells p5e and trn2 without one; g4dn and g6 in us-west-2 are not transcribed yet (an
-        # offer file of the region fills them, test below).
+        # every type): AWS sells p5e and trn2 without one, as Capacity Blocks.
         missing = [name for name in BUILTIN_CATALOG.names() if table.get(name, region, "on-demand") is None]
         assert all(table.unpriced(name, region, "on-demand") for name in missing), region
-        assert {"p5e.48xlarge", "trn2.48xlarge"} <= set(missing)
+        assert set(missing) == {"p5e.48xlarge", "trn2.48xlarge"}, region
     assert table.get("p5.48xlarge", "us-west-2", "on-demand").usd == 55.04
     assert table.get("p5.48xlarge", "us-east-1", "capacity-block").usd == 41.528
     spot = table.get("p5.48xlarge", "us-west-2", "spot")
