@@ -86,17 +86,14 @@ class Tally:
                    tuple(name for name, v in values if v is None))
 
     @property
-    def net(self) -> float | None:
-        return None if self.unknown else self.added - self.removed
+    def net(self) -> float:
+        """Only meaningful when nothing is unknown (the headline prints it only then)."""
+        return self.added - self.removed
 
 
 @dataclass
 class CostChange:
     jobs: list[JobChange] = field(default_factory=list)
-
-    @property
-    def priced(self) -> list[JobChange]:
-        return [job for job in self.jobs if job.usd is not None]
 
     @property
     def dollars(self) -> Tally:
@@ -128,8 +125,7 @@ def _clause(tally: Tally, what: str, amount: Callable[[float], str], signed: Cal
     unknown = tally.unknown
     parts = []
     if not unknown:
-        parts.append(f"adds {amount(tally.added)} and removes {amount(tally.removed)} "
-                     f"(net {signed(tally.added - tally.removed)})")
+        parts.append(f"adds {amount(tally.added)} and removes {amount(tally.removed)} (net {signed(tally.net)})")
     elif tally.added or tally.removed:  # no zero side here: "$0.00" next to an unknown would read as a total
         sides = [f"{verb} {amount(value)}" for verb, value in (("adds", tally.added), ("removes", tally.removed))
                  if value]
