@@ -91,18 +91,14 @@ def test_the_shipped_table_is_what_the_script_builds_from_its_sources() -> None:
 
 def test_the_table_prices_the_catalog_in_both_regions_with_dated_sources() -> None:
     table = price_table()
-    # AWS sells these without an on-demand rate: p5e by Capacity Block and spot, trn2 by Capacity Block only.
-    no_on_demand = {"p5e.48xlarge", "trn2.48xlarge"}
     for region in ("us-east-1", "us-west-2"):
-        missing = [name for name in BUILTIN_CATALOG.names() if name not in no_on_demand and
-                   table.get(name, region, "on-demand") is None]
-        # Not transcribed (scripts/price_sources/SOURCES.json): g4dn and g6 in us-west-2 (Karpenter's table is
-        # us-east-1's, SkyPilot's rows were copied before g6 joined the catalog); an offer file of the region fills
-        # them (test below).
-        assert missing == ([] if region == "us-east-1" else
-                           [name for name in BUILTIN_CATALOG.names() if name.startswith(("g4dn.", "g6."))]), region
+        # What has no on-demand price says why (scripts/price_sources/unpriced.csv; tests/test_prices.py checks
+        # every type): AWS sells p5e and trn2 without one, as Capacity Blocks.
+        missing = [name for name in BUILTIN_CATALOG.names() if table.get(name, region, "on-demand") is None]
+        assert all(table.unpriced(name, region, "on-demand") for name in missing), region
+        assert set(missing) == {"p5e.48xlarge", "trn2.48xlarge"}, region
     assert table.get("p5.48xlarge", "us-west-2", "on-demand").usd == 55.04
-    assert table.get("p5.48xlarge", "us-east-1", "capacity-block").usd == 39.33
+    assert table.get("p5.48xlarge", "us-east-1", "capacity-block").usd == 41.528
     spot = table.get("p5.48xlarge", "us-west-2", "spot")
     assert spot is not None and spot.usd < 55.04 and spot.as_of == "2026-07-20"
     assert all(source["url"].startswith("https://") and source["as_of"] for source in table.sources.values())
@@ -372,8 +368,10 @@ def test_doubling_max_steps_prices_the_new_run_in_text_and_markdown(tmp_path: Pa
     # The new run of the create-once job costs its whole run (twice the old one); the other job's estimate
     # changed in place (no new run), so it costs the difference: half the hours at twice the MFU.
     gpt, other = before["gpt"], before["other"]
-    assert f"cost: this change adds {usd(2 * gpt['usd'] - other['usd'] / 2)} and " \
-           f"{number(2 * gpt['gpu_hours'] - other['gpu_hours'] / 2)} GPU-hours to planned runs" in text
+    assert f"cost: this change adds {number(2 * gpt['gpu_hours'])} GPU-hours and removes " \
+           f"{number(other['gpu_hours'] / 2)} GPU-hours (net " \
+           f"{number(2 * gpt['gpu_hours'] - other['gpu_hours'] / 2, True)} GPU-hours); adds {usd(2 * gpt['usd'])} and " \
+           f"removes {usd(other['usd'] / 2)} (net {usd(2 * gpt['usd'] - other['usd'] / 2, True)})" in text
     (line,) = [line for line in text.splitlines() if line.startswith("  prod/ml/gpt: new run gpt-")]
     assert f"{usd(2 * gpt['usd'], signed=True)} (2 x p5.48xlarge on-demand at $55.04/node-h)" in line
     assert f"  prod/ml/other: changed: {number(-other['hours'] / 2, signed=True)} h" in text

@@ -75,7 +75,8 @@ def test_a_patch_applies_to_the_written_object_as_cdk8s_applies_it():
     job.patch(patches[2])
     chart = cdk8s.Chart(cdk8s.App(), "c", labels=cluster.labels_of_objects, disable_resource_name_hashes=True)
     obj = cdk8s.ApiObject(chart, "o", api_version=plain["apiVersion"], kind=plain["kind"],
-                          metadata=cdk8s.ApiObjectMetadata(name="job", namespace="ml", labels=plain["metadata"]["labels"]))
+                          metadata=cdk8s.ApiObjectMetadata(name="job", namespace="ml", labels=plain["metadata"]["labels"],
+                                                               annotations=plain["metadata"].get("annotations")))
     obj.add_json_patch(*[JsonPatch.add(f"/{key}", value) for key, value in plain.items()
                          if key not in ("apiVersion", "kind", "metadata")], *patches)
     (theirs,) = chart.to_json()

@@ -4,7 +4,9 @@ Per job, from its cost at the base revision and in the working tree (kubetrain.c
   - a new job, or a new run of a create-once job (a new `<job>-<hash>` name: Argo CD creates it and prunes the
     old run, whose work is lost), costs its whole run;
   - a job changed in place costs the difference; a removed job gives back its planned run.
-The headline sums them: "this change adds $X and Y GPU-hours to planned runs".
+The headline sums what is added and what is removed apart, GPU-hours and dollars each, and nets them: a change
+that drops a reserved job and adds a spot one says both. A dollar total is never printed over a job without a
+price: the headline names those jobs instead (their GPU-hours still count when they have them).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ class JobChange:
 
     @property
     def gpu_hours(self) -> float | None:
-        return self._delta(lambda c: c.gpu_hours)
+        # A run without accelerators takes no GPU-hours (none unknown): it has no peak to estimate hours from.
+        return self._delta(lambda c: c.gpu_hours if c.shape.accelerators_per_pod else 0.0)
 
     @property
     def usd(self) -> float | None:
@@ -67,36 +70,70 @@ class JobChange:
         return f"{cost.shape.pods} x {cost.instance_type} {cost.capacity_type} at {usd(cost.price.usd)}/node-h"
 
 
+@dataclass(frozen=True)
+class Tally:
+    """One measure (dollars or GPU-hours) over the changed jobs: what they add, what they give back, and the jobs
+    it is unknown for."""
+
+    added: float
+    removed: float  # positive: what the removed runs and cheaper changes give back
+    unknown: tuple[str, ...]  # jobs whose change in this measure is unknown
+
+    @classmethod
+    def of(cls, values: list[tuple[str, float | None]]) -> Tally:
+        return cls(sum(v for _, v in values if v is not None and v > 0),
+                   -sum(v for _, v in values if v is not None and v < 0),
+                   tuple(name for name, v in values if v is None))
+
+    @property
+    def net(self) -> float:
+        """Only meaningful when nothing is unknown (the headline prints it only then)."""
+        return self.added - self.removed
+
+
 @dataclass
 class CostChange:
     jobs: list[JobChange] = field(default_factory=list)
 
     @property
-    def priced(self) -> list[JobChange]:
-        return [job for job in self.jobs if job.usd is not None]
+    def dollars(self) -> Tally:
+        return Tally.of([(job.name, job.usd) for job in self.jobs])
 
     @property
-    def usd(self) -> float:
-        return sum(job.usd or 0.0 for job in self.jobs)
+    def gpu_hours(self) -> Tally:
+        return Tally.of([(job.name, job.gpu_hours) for job in self.jobs])
 
     @property
     def sunk_usd(self) -> float:
-        return sum(job.sunk_usd or 0.0 for job in self.jobs)
-
-    @property
-    def gpu_hours(self) -> float:
-        return sum(job.gpu_hours or 0.0 for job in self.jobs)
+        """Of the added dollars, those on reserved capacity already paid for."""
+        return sum(job.sunk_usd for job in self.jobs if job.sunk_usd and job.sunk_usd > 0)
 
     def headline(self) -> str:
-        verb, preposition = ("adds", "to") if self.usd >= 0 and self.gpu_hours >= 0 else ("removes", "from")
-        text = (f"this change {verb} {usd(abs(self.usd))} and {number(abs(self.gpu_hours))} GPU-hours {preposition} "
-                "planned runs")
-        if self.sunk_usd:
-            text += f" ({usd(abs(self.sunk_usd))} of it on reserved capacity already paid for)"
-        unpriced = len(self.jobs) - len(self.priced)
-        if unpriced:
-            text += f"; {unpriced} job{'s' if unpriced > 1 else ''} without a price"
+        hours, dollars = self.gpu_hours, self.dollars
+        clauses = [_clause(hours, "GPU-hours", lambda v: f"{number(v)} GPU-hours",
+                           lambda v: number(v, True) + " GPU-hours"),
+                   _clause(dollars, "dollars (no price)", usd, lambda v: usd(v, True))]
+        text = "this change " + "; ".join(clause for clause in clauses if clause)
+        if self.sunk_usd and dollars.added:
+            text += f" ({usd(self.sunk_usd)} of the added dollars on reserved capacity already paid for)"
         return text
+
+
+def _clause(tally: Tally, what: str, amount: Callable[[float], str], signed: Callable[[float], str]) -> str:
+    """"adds X and removes Y (net Z)"; where the measure is unknown for some jobs, the sums over the others and the
+    jobs named, never a net figure that would hide them."""
+    unknown = tally.unknown
+    parts = []
+    if not unknown:
+        parts.append(f"adds {amount(tally.added)} and removes {amount(tally.removed)} (net {signed(tally.net)})")
+    elif tally.added or tally.removed:  # no zero side here: "$0.00" next to an unknown would read as a total
+        sides = [f"{verb} {amount(value)}" for verb, value in (("adds", tally.added), ("removes", tally.removed))
+                 if value]
+        parts.append(" and ".join(sides) + " where known")
+    if unknown:
+        names = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+        parts.append(f"{what} unknown for {len(unknown)} job{'s' if len(unknown) > 1 else ''} ({names})")
+    return ", ".join(parts)
 
 
 def _needed_paths(objects: list[tuple[str, dict[str, Any]]]) -> set[str]:

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from kubetrain.cost.annotations import CostInputError, estimate_of, peak_flops_of, pricing_of
-from kubetrain.cost.prices import NodePrice, node_price, region_of
+from kubetrain.cost.prices import NodePrice, node_price, price_table, region_of, unpriced_reason
 from kubetrain.cost.props import Estimate, PoolPricing
 from kubetrain.kinds.base import RunShape
 from kubetrain.kinds.registry import group_kind, run_kind, shape_of
@@ -32,6 +32,7 @@ JOB_LABEL = "kubetrain.dev/job"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+ZONE_ID_LABEL = "topology.k8s.aws/zone-id"  # Karpenter's well-known label: the zone's ID, the same in every account
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class Pool:
     capacity_type: str
     zones: list[str]
     pricing: PoolPricing | None
+    zone_ids: list[str] = field(default_factory=list)
 
     @property
     def reserved_nodes(self) -> int:
@@ -79,7 +81,8 @@ def read_pool(cluster: str, obj: dict[str, Any]) -> Pool:
                     ((((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("requirements") or [])}
     capacity = requirements.get("karpenter.sh/capacity-type") or ["on-demand"]
     return Pool(cluster, (obj.get("metadata") or {}).get("name", ""), list(requirements.get(INSTANCE_TYPE_LABEL) or []),
-                capacity[0], list(requirements.get(ZONE_LABEL) or []), pricing_of(obj))
+                capacity[0], list(requirements.get(ZONE_LABEL) or []), pricing_of(obj),
+                list(requirements.get(ZONE_ID_LABEL) or []))
 
 
 @dataclass
@@ -200,15 +203,19 @@ class _Dist:
         notes: list[str] = []
         if pool is not None:
             zones = [selector[ZONE_LABEL]] if ZONE_LABEL in selector else pool.zones
-            regions = {region for zone in zones if (region := region_of(zone))}
+            zone_ids = [selector[ZONE_ID_LABEL]] if ZONE_ID_LABEL in selector else pool.zone_ids
+            regions = {region for zone in zones if (region := region_of(zone))} | \
+                {region for zone in zone_ids if (region := price_table().region_of_zone_id(zone))}
             region = regions.pop() if len(regions) == 1 else None
-            price = node_price(pool.instance_types, region, pool.capacity_type, pool.pricing) \
+            price = node_price(pool.instance_types, region, pool.capacity_type, pool.pricing, zone_ids) \
                 if pool.instance_types else None
             instance_type = price.instance_type if price else (pool.instance_types or [None])[0]
             capacity_type: str | None = pool.capacity_type
             if price is None:
+                reason = unpriced_reason(pool.instance_types, region, pool.capacity_type, pool.pricing)
                 notes.append(f"no price for {instance_type} ({pool.capacity_type}"
-                             f"{', ' + region if region else ', region unknown'}): give the pool pricing=")
+                             f"{', ' + region if region else ', region unknown'})"
+                             f"{': ' + reason if reason else ''}: give the pool pricing=")
         else:
             instance_type, capacity_type, price = selector.get(INSTANCE_TYPE_LABEL), None, None
             if instance_type:

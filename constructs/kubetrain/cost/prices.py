@@ -21,22 +21,49 @@ _REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-\d+)")
 
 @dataclass(frozen=True)
 class Price:
-    usd: float
+    usd: float  # spot: the cheapest of `zones`
     rate: str  # on-demand | spot | capacity-block
     source: str  # a key of the table's sources, or "pool pricing" for a pool's own rate
     as_of: str
+    zones: tuple[tuple[str, float], ...] = ()  # spot: (zone ID, USD) of every zone it may run in
+
+    @property
+    def cheapest_zone(self) -> str | None:
+        return min(self.zones, key=lambda zone: zone[1])[0] if self.zones else None
+
+    @property
+    def zone_range(self) -> tuple[float, float] | None:
+        return (min(usd for _, usd in self.zones), max(usd for _, usd in self.zones)) if self.zones else None
 
 
 class PriceTable:
     def __init__(self, data: dict[str, Any]):
         self.sources: dict[str, dict[str, Any]] = data["sources"]
         self._prices: dict[str, dict[str, dict[str, dict[str, Any]]]] = data["prices"]
+        self._unpriced: dict[str, dict[str, dict[str, str]]] = data.get("unpriced", {})
 
-    def get(self, instance_type: str, region: str, rate: str) -> Price | None:
+    def get(self, instance_type: str, region: str, rate: str, zone_ids: list[str] | None = None) -> Price | None:
+        """The price of `rate`; a spot price is the cheapest of the zones (by zone ID) a pool may use, all of the
+        region's when `zone_ids` is empty (zone names map to zone IDs per AWS account, so a name says nothing)."""
         figure = self._prices.get(region, {}).get(instance_type, {}).get(rate)
         if figure is None:
             return None
-        return Price(figure["usd"], rate, figure["source"], self.sources[figure["source"]]["as_of"])
+        as_of = self.sources[figure["source"]]["as_of"]
+        zones = figure.get("zones")
+        if not zones:
+            return Price(figure["usd"], rate, figure["source"], as_of)
+        usable = tuple((zone, usd) for zone, usd in zones.items() if not zone_ids or zone in zone_ids)
+        if not usable:
+            return None
+        return Price(min(usd for _, usd in usable), rate, figure["source"], as_of, usable)
+
+    def unpriced(self, instance_type: str, region: str, rate: str) -> str | None:
+        """Why the table has no price for `rate` of the type in `region`, where it says (AWS publishes none)."""
+        return self._unpriced.get(region, {}).get(instance_type, {}).get(rate)
+
+    def region_of_zone_id(self, zone_id: str) -> str | None:
+        return next((region for region, types in self._prices.items() for rates in types.values()
+                     if zone_id in (rates.get("spot") or {}).get("zones", {})), None)
 
     def regions(self) -> list[str]:
         return sorted(self._prices)
@@ -75,18 +102,34 @@ class NodePrice:
 
 
 def node_price(instance_types: list[str], region: str | None, capacity_type: str,
-               pricing: PoolPricing | None) -> NodePrice | None:
+               pricing: PoolPricing | None, zone_ids: list[str] | None = None) -> NodePrice | None:
     if pricing is not None and pricing.usd_per_node_hour is not None:
         return NodePrice(pricing.usd_per_node_hour, instance_types[0], "the pool's own rate", None)
     if region is None:
         return None
     rate = table_rate(capacity_type, pricing)
-    found = [(price, name) for name in instance_types if (price := price_table().get(name, region, rate))]
+    found = [(price, name) for name in instance_types if (price := price_table().get(name, region, rate, zone_ids))]
     if not found:
         return None
     price, name = min(found, key=lambda pair: pair[0].usd)
     discount = pricing.discount if pricing is not None else 0.0
-    basis = f"{rate} {region}" + (" snapshot" if rate == "spot" else "")
+    basis = f"{rate} {region}"
+    if price.zones and (span := price.zone_range):
+        # Karpenter's spot allocation (price-capacity-optimized) favours the cheapest pools: the cheapest zone
+        # the pool may use, with the spread a less lucky launch pays.
+        basis += (f" snapshot, cheapest of {len(price.zones)} zone{'s' if len(price.zones) > 1 else ''} "
+                  f"({price.cheapest_zone}; ${span[0]:,.2f}-${span[1]:,.2f} over "
+                  f"{'its zones' if zone_ids else 'the region'})")
     if discount:
         basis += f", {discount:.0%} off"
     return NodePrice(price.usd * (1 - discount), name, basis, price.as_of)
+
+
+def unpriced_reason(instance_types: list[str], region: str | None, capacity_type: str,
+                    pricing: PoolPricing | None) -> str | None:
+    """Why none of the types has a price (the table's stated reason for the first one that has one)."""
+    if region is None:
+        return None
+    rate = table_rate(capacity_type, pricing)
+    return next((f"{name}: {reason}" for name in instance_types
+                 if (reason := price_table().unpriced(name, region, rate))), None)

@@ -70,7 +70,7 @@ def pool_line(pool: Pool) -> str | None:
         return None
     regions = {region for zone in pool.zones if (region := region_of(zone))}
     price = node_price(pool.instance_types, regions.pop() if len(regions) == 1 else None, pool.capacity_type,
-                       pool.pricing)
+                       pool.pricing, pool.zone_ids)
     where = f"{pool.cluster}/{pool.name}: {pool.reserved_nodes} x {price.instance_type if price else '?'} " \
             f"{pool.capacity_type}"
     if price is None:

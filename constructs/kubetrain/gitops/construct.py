@@ -1,7 +1,8 @@
 """`ArgoCd(app, "argocd", props)`: the fleet's declaration that Argo CD delivers it.
 
 The construct records the validated props in the fleet's state and adds a render step: after every chart is
-rendered, `delivery.finalize_paths` gets all the objects, since the Argo CD objects depend on all the others.
+rendered, `delivery.finalize_paths` gets all the objects, since the Argo CD objects depend on all the others. It
+also checks, once the fleet is defined, that Argo CD can sync every change to a run (KT504).
 """
 
 from __future__ import annotations
@@ -10,13 +11,29 @@ from pathlib import Path
 from typing import Any
 
 from constructs import Construct
-from kubetrain.cluster import bad_construct_id, construct_id_problem
+from kubetrain.cluster import Cluster, bad_construct_id, construct_id_problem
+from kubetrain.diagnostics import Finding
 from kubetrain.gitops.delivery import finalize_paths
 from kubetrain.gitops.props import ArgoCdProps
+from kubetrain.kinds.registry import run_kind
 from kubetrain.output.manifests import add_render_step
+from kubetrain.rules.registry import register
+from kubetrain.rules.sources import ARGO_APP, cite
 from kubetrain.state import diagnostics, fleet_state
 from kubetrain.strict import as_fields
-from training.problems import ConfigError, validate_model
+from training.problems import ConfigError, Problem, validate_model
+
+JOB_LABEL = "kubetrain.dev/job"
+FIXED_RUN_NAMES = register(
+    "KT504", "warning", "Argo CD delivers runs that keep their name when they change",
+    rationale="A run object's spec is immutable once created (a PyTorchJob's, TrainJob's, JobSet's or Job's pod "
+              "templates), so when a run named <job> changes, by an edit or by a kubetrain upgrade that renders it "
+              "differently, Argo CD's sync fails with \"field is immutable\" for as long as the old run exists: "
+              "self-heal retries, the change never lands, and deleting the run by hand restarts it. Runs named by "
+              "what is rendered (content-hash) are a new object on every change, which Argo CD creates while it "
+              "prunes the old one; `kubetrain diff` names the run replaced and where it resumes.",
+    fix="set Cluster(..., run_names=\"content-hash\") on the cluster",
+    source=cite(ARGO_APP, "https://kubernetes.io/docs/concepts/workloads/controllers/job/"))
 
 
 class ArgoCd(Construct):
@@ -40,6 +57,26 @@ class ArgoCd(Construct):
         self.props = validated
         fleet_state(scope).delivery = validated
         add_render_step(scope, lambda objects: _deliver(objects, validated))
+        app = scope.node.root
+        diagnostics(scope).defer(lambda _: _fixed_run_names(app))
+
+
+def _fixed_run_names(app: Construct) -> list[Finding]:
+    """KT504 for each delivered cluster whose runs keep their job's name."""
+    found = []
+    for cluster in app.node.children:
+        if not isinstance(cluster, Cluster) or cluster.props.run_names != "fixed":
+            continue
+        runs = sorted({labels[JOB_LABEL] for e in cluster.state.objects if run_kind(e.manifest) is not None and
+                       JOB_LABEL in (labels := (e.manifest.get("metadata") or {}).get("labels") or {})})
+        if runs:
+            named = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+            found.append(Finding(cluster.props.name, Problem(
+                FIXED_RUN_NAMES.code, "run_names",
+                f"Argo CD delivers runs named after their job ({named}): a change to one, or a kubetrain upgrade "
+                "that renders it differently, fails to sync while the run exists (its spec is immutable)",
+                FIXED_RUN_NAMES.fix)))
+    return found
 
 
 def _deliver(objects: dict[Path, dict[str, Any]], props: ArgoCdProps) -> None:

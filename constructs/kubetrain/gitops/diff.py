@@ -26,7 +26,7 @@ import yaml
 from kubetrain.admission.plan import PlanInputError, verdict_changes
 from kubetrain.cost.annotations import CostInputError
 from kubetrain.cost.change import CostChange, markdown_lines, price_change, text_lines
-from kubetrain.kinds.base import RunShape
+from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION, RunShape
 from kubetrain.kinds.registry import group_kind, run_kind, shape_of
 from kubetrain.output.validate import parse_documents, yaml_files
 
@@ -75,6 +75,7 @@ class Report:
     changes: list[ObjectChange]
     training: list[str]
     admission: list[str] = field(default_factory=list)  # jobs whose admission verdict changed
+    runs: list[str] = field(default_factory=list)  # what the change does to running runs (replaced, or unsyncable)
     cost: CostChange = field(default_factory=CostChange)  # what the changed runs cost (kubetrain.cost.change)
 
     def count(self, change: str) -> int:
@@ -222,7 +223,57 @@ def compare(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]], base
     changes += [ObjectChange("removed", key) for key in removed]
     changes.sort(key=lambda c: (c.key, c.change))
     touched = {c.key for c in changes} | {c.old_key for c in changes if c.old_key}
-    return Report(base, changes, training_impact(old, new, touched))
+    return Report(base, changes, training_impact(old, new, touched), runs=run_impact(old, new, changes))
+
+
+# -- running runs -------------------------------------------------------------------------------------
+
+def _checkpoint_dir(key: Key, obj: dict[str, Any], side: dict[Key, dict[str, Any]]) -> tuple[str | None, bool]:
+    """Where a run saves and resumes from, and whether kubetrain's trainer does the resuming: the run object's
+    annotation, else (an older dist/) the run config of the trainer's ConfigMap beside it."""
+    configs = [doc for k, doc in side.items() if k.kind == "ConfigMap" and k.cluster == key.cluster and
+               k.namespace == key.namespace and _job_label(doc) == _job_label(obj)]
+    runs = [run for doc in configs for value in (doc.get("data") or {}).values()
+            if isinstance(run := _embedded(value), dict) and "max_steps" in run]
+    trainer = bool(runs)
+    annotated = ((obj.get("metadata") or {}).get("annotations") or {}).get(CHECKPOINT_DIR_ANNOTATION)
+    if annotated:
+        return str(annotated), trainer
+    found = ((runs[0].get("checkpoint") or {}).get("dir") or "/checkpoints") if runs else None
+    return found, trainer
+
+
+def run_impact(old: dict[Key, dict[str, Any]], new: dict[Key, dict[str, Any]],
+               changes: list[ObjectChange]) -> list[str]:
+    """What the change does to runs that may be running: a replaced run's pods stop (Argo CD prunes the old object)
+    and where the new run resumes from; a run object changed under its own name cannot be synced at all while it
+    exists (its spec is immutable)."""
+    lines = []
+    for change in changes:
+        if change.change == "replaced" and change.old_key and run_kind(new[change.key]) is not None:
+            job = f"{change.key.cluster}/{change.key.namespace}/{_job_label(new[change.key])}"
+            old_dir, _ = _checkpoint_dir(change.old_key, old[change.old_key], old)
+            new_dir, trainer = _checkpoint_dir(change.key, new[change.key], new)
+            line = (f"{job}: replaces run {change.old_key.name} with {change.key.name}: if {change.old_key.name} is "
+                    "running, Argo CD prunes it and its pods stop (work since its last checkpoint is lost); ")
+            if new_dir is None:
+                line += f"{change.key.name} starts from step 0: no checkpoint folder is known"
+            elif old_dir is not None and old_dir != new_dir:
+                line += (f"{change.key.name} starts from step 0: it checkpoints to {new_dir}, not the old run's "
+                         f"{old_dir}")
+            elif trainer:
+                line += f"{change.key.name} resumes from the newest verified checkpoint in {new_dir}"
+            else:
+                line += (f"{change.key.name} resumes from {new_dir} if the program loads its newest checkpoint "
+                         "there")
+            lines.append(line)
+        elif change.change == "changed" and run_kind(new[change.key]) is not None and \
+                any(f.path.startswith("spec") for f in change.fields):
+            job = f"{change.key.cluster}/{change.key.namespace}/{_job_label(new[change.key]) or change.key.name}"
+            lines.append(f"{job}: run {change.key.name} changes under its own name: while it exists Argo CD cannot "
+                         "sync it (its spec is immutable, \"field is immutable\"); delete the run first, or name runs "
+                         "by content (Cluster(run_names=\"content-hash\")) so a change is a new run")
+    return lines
 
 
 # -- the training meaning -----------------------------------------------------------------------------
@@ -347,6 +398,8 @@ def render_text(report: Report) -> str:
         lines += ["training:", *(f"  {line}" for line in report.training)]
     if report.admission:
         lines += ["admission:", *(f"  {line}" for line in report.admission)]
+    if report.runs:
+        lines += ["running runs:", *(f"  {line}" for line in report.runs)]
     for change in report.changes:
         lines.append(f"{_VERB[change.change]} {_title(change)}")
         for f in change.fields:
@@ -374,6 +427,8 @@ def render_markdown(report: Report, details: bool = True) -> str:
         lines += ["#### Training impact", "", *(f"- {_code(line)}" for line in report.training), ""]
     if report.admission:
         lines += ["#### Admission (`kubetrain plan`)", "", *(f"- {_code(line)}" for line in report.admission), ""]
+    if report.runs:
+        lines += ["#### Running runs", "", *(f"- {_code(line)}" for line in report.runs), ""]
     lines += ["#### Objects", "", "| change | cluster | object | fields |", "|---|---|---|---|"]
     for change in report.changes:
         where = f"{change.key.namespace}/" if change.key.namespace else ""

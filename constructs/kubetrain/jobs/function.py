@@ -428,11 +428,6 @@ class Function(StrictProps):
             files[REQUIREMENTS_FILE] = self.requirements()
         return files
 
-    def definition(self) -> dict[str, Any]:
-        """What the run's name hashes (create-once runs): what the pods get, not the Python object."""
-        return {"kind": self.kind, "files": self.files(), "env": self.secret_env(),
-                "checkpoint_dir": self.checkpoint_dir}
-
 
 def _importable(module: str, packages: list[str]) -> bool:
     top = module.partition(".")[0]

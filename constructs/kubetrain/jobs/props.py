@@ -334,10 +334,6 @@ class Trainer(StrictProps):
     kind: Literal["trainer"] = "trainer"
     run: RunConfig = Field(..., description="The run config, written to a ConfigMap and read by the pods.")
 
-    def definition(self) -> dict[str, Any]:
-        """What the run's name hashes (create-once runs)."""
-        return self.model_dump(mode="json")
-
 
 class Parallelism(StrictProps):
     """How a command job splits its model and batch, so the rules can check it (Megatron-LM and NeMo terms)."""
@@ -379,10 +375,6 @@ class Command(StrictProps):
         if any(not word for word in value):
             raise ValueError("command words must not be empty")
         return value
-
-    def definition(self) -> dict[str, Any]:
-        """What the run's name hashes (create-once runs)."""
-        return self.model_dump(mode="json")
 
 
 Workload = Annotated[Union[Trainer, Command, Function], Field(discriminator="kind")]

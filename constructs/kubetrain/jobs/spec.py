@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
@@ -12,6 +10,7 @@ from typing import TYPE_CHECKING
 from kubetrain.jobs.command_flags import parallel_flags
 from kubetrain.jobs.function import PACKAGES_DIR, PACKAGES_VOLUME, Function
 from kubetrain.jobs.props import Command, NodeResources, Parallelism, Trainer, TrainingJobProps, Volume
+from kubetrain.jobs.run_names import HASH_PLACEHOLDER
 from kubetrain.platform.efa import EFA_HUGEPAGES_DEFAULT
 
 if TYPE_CHECKING:
@@ -29,8 +28,6 @@ DEFAULT_SHM = "1Gi"
 
 
 JOB_LABEL = "kubetrain.dev/job"
-_LATER_POD_FIELDS = {"init_containers": [], "liveness_probe": None, "startup_probe": None}
-_LATER_RESOURCE_FIELDS = {"cpu_limit": None}
 
 
 @dataclass(frozen=True)
@@ -39,12 +36,14 @@ class JobSpec:
     namespace: str
     cluster: str
     instance: InstanceType | None  # None when no instance type is named, or it is unknown (KT111)
-    create_once: bool = False  # the run's objects carry a hash of the definition in their names
+    create_once: bool = False  # the run's objects carry a hash of what is rendered in their names
+    run_hash: str = HASH_PLACEHOLDER  # set once the run is rendered (kubetrain.jobs.run_names)
 
     @property
     def name(self) -> str:
-        """The name of the run's objects: the job's name, plus the definition's hash when runs are create-once."""
-        return f"{self.props.name}-{self.definition_hash}" if self.create_once else self.props.name
+        """The name of the run's objects: the job's name, plus the hash of its rendered objects when runs are
+        create-once (a placeholder of the same length until they are rendered)."""
+        return f"{self.props.name}-{self.run_hash}" if self.create_once else self.props.name
 
     @property
     def labels(self) -> dict[str, str]:
@@ -55,31 +54,6 @@ class JobSpec:
     def object_labels(self) -> dict[str, str]:
         """On the operator's object only: the job label and the queue's (Kueue admits the job, not its pods)."""
         return {**self.labels, **(self.props.queue.job_labels() if self.props.queue else {})}
-
-    @property
-    def definition_hash(self) -> str:
-        """8 hex digits of the definition's SHA-256: a changed job is a new run, never a patched one."""
-        # The resolved resources: a count the pool derives is part of the definition as if written out. The
-        # estimate prices the run and changes nothing in it, so a new estimate is no new run.
-        objects = {"target", "pool", "queue", "volumes", "resources", "estimate", "workload"}
-        props = self.props.model_dump(mode="json", exclude={**dict.fromkeys(objects, True),
-                                                            "pod": {"priority_class": True, "service_account": True}})
-        pod = self.props.pod
-        props["pod"] |= {"priority_class": pod.priority_class_name, "service_account": pod.service_account_name}
-        resources = self.resources.model_dump(mode="json")
-        # Fields added after runs were first named count only when set, so a run that uses none keeps its name.
-        for fields, found in ((_LATER_POD_FIELDS, props["pod"]), (_LATER_RESOURCE_FIELDS, resources)):
-            for field, default in fields.items():
-                if found.get(field) == default:
-                    del found[field]
-        definition = {"props": {**props, "resources": resources,
-                                "workload": self.props.workload.definition()},
-                      "target": [type(self.props.target).__name__, self.props.target.model_dump(mode="json")],
-                      "pool": self.props.pool.name if self.props.pool else None,
-                      "queue": self.props.queue.name if self.props.queue else None,
-                      "volumes": [{**v.model_dump(mode="json", exclude={"claim"}),
-                                   "claim": getattr(v, "claim_name", None)} for v in self.props.volumes]}
-        return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:8]
 
     @property
     def where(self) -> str:

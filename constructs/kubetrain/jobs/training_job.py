@@ -23,8 +23,10 @@ from kubetrain.cost import annotations
 from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.rules import check_job, pod_security_check
+from kubetrain.jobs.run_names import rename_in_place, run_hash
 from kubetrain.jobs.spec import JobSpec
-from kubetrain.objects import patch_object
+from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION
+from kubetrain.objects import as_written, patch_object
 from kubetrain.platform.construct import rejected_references
 from kubetrain.platform.instances import BUILTIN_CATALOG
 from kubetrain.platform.kueue import queued_job_problems
@@ -84,6 +86,7 @@ class TrainingJob(NodeOnDemand):
         self.props = validated
         self.where = where
         manifests = self._emit(spec, config, template)
+        self._name_run()
         upstream = [c for c in (validated.pool, validated.queue) if c is not None]
         if upstream:  # whether its queue admits it, and its pool holds it, is judged on the whole fleet
             scope.state.admission.add_job(where, manifests, upstream)
@@ -92,8 +95,8 @@ class TrainingJob(NodeOnDemand):
         """Emit the job's objects into its cluster; returns the target's manifests."""
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
         manifests = job.props.target.render(job, template)
-        if manifests and (cost := cost_annotations(job)):
-            manifests[0]["metadata"]["annotations"] = {**manifests[0]["metadata"].get("annotations", {}), **cost}
+        if manifests and (extra := {**cost_annotations(job), **run_annotations(job)}):
+            manifests[0]["metadata"]["annotations"] = {**manifests[0]["metadata"].get("annotations", {}), **extra}
         if config is not None:
             self._emitted.append(self.cluster.add_object({
                 "apiVersion": "v1", "kind": "ConfigMap",
@@ -105,6 +108,19 @@ class TrainingJob(NodeOnDemand):
         return manifests
 
     _main: Emitted | None = None
+
+    def _name_run(self) -> None:
+        """Name a create-once run by its rendered objects (kubetrain.jobs.run_names): rendered under a placeholder
+        hash, then renamed everywhere its name appears; again after each patch, which changes what is rendered."""
+        job = self.spec
+        if job is None or not job.create_once:
+            return
+        labels = self.cluster.labels_of_objects
+        named = replace(job, run_hash=run_hash([as_written(e, labels) for e in self._emitted], job.name))
+        if named.name != job.name:
+            for emitted in self._emitted:
+                rename_in_place(emitted.manifest, job.name, named.name)
+        self.spec = named
 
     @property
     def manifests(self) -> list[dict[str, Any]]:
@@ -127,6 +143,7 @@ class TrainingJob(NodeOnDemand):
         if self._main is None:  # the job has errors and emitted nothing; synth reports them
             return
         patch_object(self._main, self.cluster.labels_of_objects, patches)
+        self._name_run()
         patched, pool = self._main.manifest, self.props.pool
         found = queued_job_problems(patched) + (patched_pod_problems(pool, patched) if pool is not None else [])
         self.cluster.diagnostics.report(self.where, [p for p in found if p not in self._patch_problems])
@@ -142,6 +159,11 @@ def cost_annotations(job: JobSpec) -> dict[str, str]:
     if peak and (builtin is None or builtin.peak_bf16_flops != peak):
         found[annotations.PEAK_FLOPS] = repr(peak)
     return found
+
+
+def run_annotations(job: JobSpec) -> dict[str, str]:
+    """What `kubetrain diff` tells a reviewer about a replaced run: where the run resumes from."""
+    return {CHECKPOINT_DIR_ANNOTATION: job.checkpoint_dir} if job.checkpoint_dir else {}
 
 
 _UNION_TAGS = {"trainer", "command", "function", "ClaimVolume", "EmptyDirVolume", "ConfigMapVolume", "SecretVolume",

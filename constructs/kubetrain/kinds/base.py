@@ -63,6 +63,11 @@ class IgnoredFields:
         return {key: value for key, value in found.items() if value}
 
 
+# On a run object: the folder its run saves checkpoints in and resumes from, for `kubetrain diff` to say where a
+# replaced run picks up (a command job's is nowhere else in its manifests).
+CHECKPOINT_DIR_ANNOTATION = "kubetrain.dev/checkpoint-dir"
+
+
 def pod_template_fields(prefix: str) -> tuple[str, ...]:
     """The pod template fields Kueue merges in when it admits a job (its flavor's node selector and
     tolerations, and with topology-aware scheduling the scheduling gates), as jq paths under `prefix`.

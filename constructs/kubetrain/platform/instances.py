@@ -113,22 +113,21 @@ def _cpu(family: str, sizes: dict[str, tuple[int, float]]) -> list[InstanceType]
     return [InstanceType(name=f"{family}.{size}", vcpus=v, memory_gib=m) for size, (v, m) in sizes.items()]
 
 
-# Peak dense bf16 of each chip: training/flops.py (the runtime's MFU and the cost estimate read the same);
-# A10G and T4 have none there (None: no MFU reported, no hours estimated).
+# Peak dense bf16 of each chip: training/flops.py (the runtime's MFU and the cost estimate read the same).
 BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
     _gpu("p4d.24xlarge", 96, 1152, 8, "A100", 40, 4, True, 400, PEAK_BF16_FLOPS["A100"]),
     _gpu("p4de.24xlarge", 96, 1152, 8, "A100", 80, 4, True, 400, PEAK_BF16_FLOPS["A100"]),
-    _gpu("p5.48xlarge", 192, 2048, 8, "H100", 80, 32, True, 3200, PEAK_BF16_FLOPS["H100"]),
+    _gpu("p5.48xlarge", 192, 2048, 8, "H100", 80, 32, True, 3200, PEAK_BF16_FLOPS["H100 SXM"]),
     _gpu("p5e.48xlarge", 192, 2048, 8, "H200", 141, 32, True, 3200, PEAK_BF16_FLOPS["H200"]),
     _gpu("p5en.48xlarge", 192, 2048, 8, "H200", 141, 16, True, 3200, PEAK_BF16_FLOPS["H200"]),
     _gpu("p6-b200.48xlarge", 192, 2048, 8, "B200", 179, 8, True, 3200, PEAK_BF16_FLOPS["B200"]),
     InstanceType(name="trn1.32xlarge", vcpus=128, memory_gib=512, accelerator_resource=_NEURON, accelerators=16,
                  accelerator="Trainium", accelerator_memory_gib=32, efa_interfaces=8, gpudirect_rdma=True,
-                 network_gbps=800, peak_bf16_flops=None),
+                 network_gbps=800, peak_bf16_flops=PEAK_BF16_FLOPS["Trainium"]),
     InstanceType(name="trn2.48xlarge", vcpus=192, memory_gib=2048, accelerator_resource=_NEURON, accelerators=16,
                  accelerator="Trainium2", accelerator_memory_gib=96, efa_interfaces=16, gpudirect_rdma=True,
-                 network_gbps=3200),
-    *(_gpu(f"g5.{size}", v, m, g, "A10G", 24, efa, False, None, None) for size, (v, m, g, efa) in {
+                 network_gbps=3200, peak_bf16_flops=PEAK_BF16_FLOPS["Trainium2"]),
+    *(_gpu(f"g5.{size}", v, m, g, "A10G", 24, efa, False, None, PEAK_BF16_FLOPS["A10G"]) for size, (v, m, g, efa) in {
         "xlarge": (4, 16, 1, 0), "2xlarge": (8, 32, 1, 0), "4xlarge": (16, 64, 1, 0), "8xlarge": (32, 128, 1, 1),
         "12xlarge": (48, 192, 4, 1), "16xlarge": (64, 256, 1, 1), "24xlarge": (96, 384, 4, 1),
         "48xlarge": (192, 768, 8, 1)}.items()),
@@ -143,7 +142,7 @@ BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
         "xlarge": (4, 16, 1, 0), "2xlarge": (8, 32, 1, 0), "4xlarge": (16, 64, 1, 0), "8xlarge": (32, 128, 1, 1),
         "12xlarge": (48, 192, 4, 1), "16xlarge": (64, 256, 1, 1), "24xlarge": (96, 384, 4, 1),
         "48xlarge": (192, 768, 8, 1)}.items()),
-    *(_gpu(f"g4dn.{size}", v, m, g, "T4", 16, efa, False, None, None) for size, (v, m, g, efa) in {
+    *(_gpu(f"g4dn.{size}", v, m, g, "T4", 16, efa, False, None, PEAK_BF16_FLOPS["T4"]) for size, (v, m, g, efa) in {
         "xlarge": (4, 16, 1, 0), "2xlarge": (8, 32, 1, 0), "4xlarge": (16, 64, 1, 0), "8xlarge": (32, 128, 1, 1),
         "12xlarge": (48, 192, 4, 1), "16xlarge": (64, 256, 1, 1), "metal": (96, 384, 8, 1)}.items()),
     *_cpu("c5", {"large": (2, 4), "xlarge": (4, 8), "2xlarge": (8, 16), "4xlarge": (16, 32), "9xlarge": (36, 72),

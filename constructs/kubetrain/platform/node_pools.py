@@ -43,7 +43,7 @@ from kubetrain.admission.objects import (
 from kubetrain.admission.requests import NODEPOOL_LABEL
 from kubetrain.cluster import Cluster
 from kubetrain.cost import annotations as cost_annotations
-from kubetrain.cost.prices import node_price
+from kubetrain.cost.prices import node_price, unpriced_reason
 from kubetrain.cost.props import POOL_PRICING_INVALID, PoolPricing
 from kubetrain.kinds.base import pod_specs
 from kubetrain.names import Dns1123Label, LabelKey
@@ -416,8 +416,9 @@ class NodePool(PlatformConstruct):
         if node_price([t.name for t in self.instance_types], region, p.capacity_type, p.pricing) is not None:
             return []
         names = ", ".join(t.name for t in self.instance_types)
+        reason = unpriced_reason([t.name for t in self.instance_types], region, p.capacity_type, p.pricing)
         return [Problem(PRICE_UNKNOWN.code, "pricing", f"no {p.capacity_type} price for {names} in "
-                        f"{region} in kubetrain's price table: `kubetrain cost` "
+                        f"{region} in kubetrain's price table{f' ({reason})' if reason else ''}: `kubetrain cost` "
                         "and the pull request's diff show hours and GPU-hours but no dollars for its jobs",
                         PRICE_UNKNOWN.fix)]
 
