@@ -28,7 +28,7 @@ _EXPORTS = {
     "supported_kubernetes_versions": "kubetrain.output.validate",
     **{name: "kubetrain.jobs.props" for name in (
         "ClaimVolume", "Command", "ConfigMapVolume", "Elastic", "EmptyDirVolume", "NodeResources", "Parallelism",
-        "PodSettings", "SecretVolume", "SecurityContext", "Toleration", "Trainer", "TrainingJobProps")},
+        "PodSettings", "SecretVolume", "SecurityContext", "Trainer", "TrainingJobProps")},
     "TrainingJob": "kubetrain.jobs.training_job", "Function": "kubetrain.jobs.function",
     "NcclTest": "kubetrain.jobs.nccl_test",
     "ArgoCd": "kubetrain.gitops.construct", "ArgoCdProps": "kubetrain.gitops.props",
@@ -44,7 +44,7 @@ _EXPORTS = {
     "VolcanoQueue": "kubetrain.platform.volcano", "TopologyPlacement": "kubetrain.platform.queues",
     "DcgmExporter": "kubetrain.platform.monitoring", "TrainingPodMonitor": "kubetrain.platform.monitoring",
     "PodSecurity": "kubetrain.platform.security",
-    "PriorityClass": "kubetrain.platform.scheduling", "ServiceAccount": "kubetrain.platform.identity",
+    "PriorityClass": "kubetrain.platform.scheduling", "Toleration": "kubetrain.platform.scheduling", "ServiceAccount": "kubetrain.platform.identity",
     **{name: "kubetrain.jobs.containers" for name in ("Exec", "HttpGet", "InitContainer", "Probe", "TcpSocket",
                                                       "VolumeMount")},
     "synth": "kubetrain.output.manifests", "add_crds": "kubetrain.output.manifests",

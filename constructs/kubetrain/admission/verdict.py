@@ -269,17 +269,25 @@ def _check_quota(plan: JobPlan, assigner: FlavorAssigner) -> None:
         if assigner.search(pod_sets, potential(True)) is None:
             plan.reasons.append(_never(plan, assigner))
             return
-        chosen = assigner.search(pod_sets, lambda fr: tree.nominal(queue.name, fr))
-        if chosen is None:
-            chosen = assigner.search(pod_sets, potential(False))
-            plan.reasons.append(_borrowing(plan, assigner, chosen))
+        # Kueue's pick on an idle cluster: with whenCanBorrow MayStopSearch, the first flavor that fits, even
+        # by borrowing, wins over a later one that fits within the nominal quota.
+        assignment = assigner.assign(pod_sets)
+        if assignment.fits:
+            chosen = [r.flavors for r in assignment.pod_sets]
+            if any(r.lenders for r in assignment.pod_sets):
+                plan.reasons.append(_borrowing(plan, assigner, chosen))
+        else:
+            # One pass cannot place every pod set (an earlier one took the quota a later one needed); Kueue
+            # retries from the flavors after those it tried, so any combination can be reached.
+            chosen = assigner.search(pod_sets, lambda fr: tree.nominal(queue.name, fr))
+            if chosen is None:
+                chosen = assigner.search(pod_sets, potential(False))
+                plan.reasons.append(_borrowing(plan, assigner, chosen))
     except Undecided:
         plan.notes.append(f"too many ways to spread its pod sets over ClusterQueue {queue.name}'s flavors to decide "
                           "offline")
         return
-    assignment = assigner.assign(pod_sets)
-    flavors = [r.flavors for r in assignment.pod_sets] if assignment.fits else (chosen or [])
-    _show_quota(plan, assigner, flavors)
+    _show_quota(plan, assigner, chosen or [])
 
 
 def _totals(assigner: FlavorAssigner, pod_sets: Sequence[PodSet]) -> dict[str, int]:

@@ -83,13 +83,13 @@ class TrainingJob(NodeOnDemand):
         self.spec = spec
         self.props = validated
         self.where = where
-        manifests = self._emit(spec, config, template)
+        emitted = self._emit(spec, config, template)
         upstream = [c for c in (validated.pool, validated.queue) if c is not None]
-        if upstream:  # whether its queue admits it, and its pool holds it, is judged on the whole fleet
-            scope.state.admission.add_job(where, manifests, upstream)
+        if upstream:  # whether its queue admits it, and its pool holds it, is judged on the whole fleet (patched)
+            scope.state.admission.add_job(where, emitted, upstream)
 
-    def _emit(self, job: JobSpec, config: dict[str, str] | None, template: dict[str, Any]) -> list[dict[str, Any]]:
-        """Emit the job's objects into its cluster; returns the target's manifests."""
+    def _emit(self, job: JobSpec, config: dict[str, str] | None, template: dict[str, Any]) -> list[Emitted]:
+        """Emit the job's objects into its cluster; returns the entries of the target's objects."""
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
         manifests = job.props.target.render(job, template)
         if manifests and (cost := cost_annotations(job)):
@@ -102,7 +102,7 @@ class TrainingJob(NodeOnDemand):
         emitted = [self.cluster.add_object(manifest) for manifest in manifests]
         self._main = emitted[0] if emitted else None
         self._emitted += emitted
-        return manifests
+        return emitted
 
     _main: Emitted | None = None
 
@@ -119,8 +119,9 @@ class TrainingJob(NodeOnDemand):
     def patch(self, *patches: cdk8s.JsonPatch) -> None:
         """The escape hatch: JSON patches applied to the operator's object after kubetrain rendered it,
         for a field kubetrain does not model. The result is still validated against the operator's schema
-        at synth; the rules do not see it, except that a job Kueue queues must leave `suspend` to Kueue (KT422)
-        and the pods of a job on a pool must still tolerate its taints (KT402).
+        at synth, and admission (whether its queue admits it, its pool holds it) judges the patched object, as
+        `kubetrain plan` does; the job rules do not see it, except that a job Kueue queues must leave `suspend`
+        to Kueue (KT422) and the pods of a job on a pool must still tolerate its taints (KT402).
 
             job.patch(JsonPatch.add("/spec/runPolicy/schedulingPolicy", {"minAvailable": 2}))
         """
