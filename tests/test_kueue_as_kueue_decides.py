@@ -18,6 +18,7 @@ from kubetrain import (
     CpuNodePool,
     EfaNodePool,
     LocalQueue,
+    NcclTest,
     NodeResources,
     Quota,
     ResourceFlavor,
@@ -26,6 +27,7 @@ from kubetrain import (
 )
 from kubetrain.admission.plan import plan_dist, plan_files
 from kubetrain.diagnostics import DefinitionError
+from kubetrain.jobs.nccl_test import LauncherResources
 from kubetrain.output.manifests import add_render_step, render, synth
 from kubetrain.platform.kueue import ResourceGroup
 from kubetrain.state import diagnostics
@@ -244,3 +246,31 @@ def test_a_render_step_or_a_cdk8s_object_that_no_queue_can_hold_fails_synth(tmp_
     with pytest.raises(DefinitionError) as raised:
         synth(c.node.root, tmp_path / "dist", validate=False)
     assert [(f.where, f.problem.code) for f in raised.value.findings] == [("c/ml/raw", "KT441")]
+
+
+# -- pod sets of different shapes: an MPIJob's launcher and workers ----------------------------------------------
+
+def test_an_nccl_tests_launcher_and_workers_are_admitted_as_two_pod_sets(crds):
+    c = cluster()
+    p5_pool = EfaNodePool(c, "p5", **P5)
+    p5, host = ResourceFlavor(c, "p5", pool=p5_pool), ResourceFlavor(c, "host")
+    split = ClusterQueue(c, "split", resource_groups=[
+        ResourceGroup(resources=["nvidia.com/gpu", "vpc.amazonaws.com/efa", "hugepages-2Mi"], flavors=[p5]),
+        ResourceGroup(resources=["cpu", "memory"], flavors=[host])], quotas={"host": {"cpu": "8", "memory": "256Gi"}})
+    gpus_only = ClusterQueue(c, "gpus-only", flavors=[p5])
+    NcclTest(c, "fits", image="nccl:1", instance_type="p5.48xlarge", nodes=2,
+             launcher=LauncherResources(cpu="2", memory="4Gi"), queue=LocalQueue(c, "split", cluster_queue=split))
+    NcclTest(c, "untolerated", image="nccl:1", instance_type="p5.48xlarge", nodes=2,
+             queue=LocalQueue(c, "gpus-only", cluster_queue=gpus_only))
+    objects = emitted(c, crds)
+    mpijob = objects["MPIJob/fits"]
+    assert mpijob["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "split"
+    launcher = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["resources"]
+    assert launcher == {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}}
+    # The launcher's pods tolerate no GPU taint: only the flavor of no pool takes them
+    [(code, path, message)] = found(c)
+    assert (code, path) == ("KT445", "queue") and "pod set launcher" in message and "not tolerate" in message
+    plans = planned(c)
+    assert [(p.workload.kind, [s.name for s in p.workload.pod_sets]) for p in plans.values()] == [
+        ("MPIJob", ["launcher", "worker"])] * 2
+    assert (plans["fits"].verdict, plans["untolerated"].verdict) == ("fits", "never")
