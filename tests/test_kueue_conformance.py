@@ -10,12 +10,10 @@ import yaml
 from conformance.kueue_flavor_assigner import ROWS, Row
 from kubetrain.admission.plan import plan_files
 
-NAMESPACE = "ml"
 
-
-def workload(pod_sets: list[dict[str, Any]]) -> dict[str, Any]:
+def workload(pod_sets: list[dict[str, Any]], namespace: str) -> dict[str, Any]:
     """One pod set: an indexed batch Job; two: a PyTorchJob, whose Master and Worker Kueue takes in that order."""
-    metadata = {"name": "job", "namespace": NAMESPACE, "labels": {"kueue.x-k8s.io/queue-name": "lq"}}
+    metadata = {"name": "job", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "lq"}}
     if len(pod_sets) == 1:
         [only] = pod_sets
         return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
@@ -30,10 +28,10 @@ def workload(pod_sets: list[dict[str, Any]]) -> dict[str, Any]:
 def dist(row: Row) -> dict[str, bytes]:
     """The row as synth lays out dist/: <cluster>/<namespace or _cluster>/<Kind>.<name>.yaml."""
     local_queue = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                   "metadata": {"name": "lq", "namespace": NAMESPACE}, "spec": {"clusterQueue": "test"}}
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+                   "metadata": {"name": "lq", "namespace": row.namespace}, "spec": {"clusterQueue": row.cluster_queue}}
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": row.namespace}}
     files = {}
-    for obj in [namespace, *row.objects, local_queue, workload(row.pod_sets)]:
+    for obj in [namespace, *row.objects, local_queue, workload(row.pod_sets, row.namespace)]:
         folder = obj["metadata"].get("namespace") or "_cluster"
         files[f"c/{folder}/{obj['kind']}.{obj['metadata']['name']}.yaml"] = yaml.safe_dump(obj).encode()
     return files

@@ -1,9 +1,11 @@
-"""Kueue's own flavor-assigner cases, as data: what `kubetrain plan` must say of each (tests/test_kueue_conformance.py).
+"""Kueue's own flavor-assigner and scheduler cases, as data: what `kubetrain plan` must say of each
+(tests/test_kueue_conformance.py).
 
 Every row is one case of kubernetes-sigs/kueue at tag v0.19.2, named by file, Go test and case name, translated
-into the objects kubetrain reads from dist/: the case's ResourceFlavors, its ClusterQueue (and the secondary queue
-or Cohorts beside it) and its pod sets as a Kubernetes workload queued on a LocalQueue of that ClusterQueue (a
-batch/v1 Job for one pod set; a PyTorchJob, Master then Worker, for two, which Kueue takes in that order).
+into the objects kubetrain reads from dist/: the case's ResourceFlavors, its ClusterQueue (and the secondary queue,
+Cohorts and namespaces beside it) and its pod sets as a Kubernetes workload queued on a LocalQueue of that
+ClusterQueue in the case's namespace (a batch/v1 Job for one pod set; a PyTorchJob, Master then Worker, for two,
+which Kueue takes in that order). TestSchedule's cases are those of one pending workload with nothing admitted.
 
 Kueue's tests run on a cluster with usage; kubetrain judges an idle one. A case with usage is translated by
 taking the usage off the nominal quota it is charged to (the quota those workloads hold is not there for the
@@ -22,6 +24,7 @@ from typing import Any
 KUEUE = "kueue.x-k8s.io/v1beta2"
 REPOSITORY, TAG = "kubernetes-sigs/kueue", "v0.19.2"
 FLAVOR_ASSIGNER_TEST = "pkg/scheduler/flavorassigner/flavorassigner_test.go"
+SCHEDULER_TEST = "pkg/scheduler/scheduler_test.go"
 GPU = "example.com/gpu"
 
 
@@ -29,13 +32,15 @@ GPU = "example.com/gpu"
 class Row:
     test: str  # the Go test function
     case: str  # its case name, verbatim
-    objects: list[dict[str, Any]]  # the flavors, queues and cohorts; the job's queue is ClusterQueue "test"
+    objects: list[dict[str, Any]]  # the flavors, queues, cohorts and namespaces
     pod_sets: list[dict[str, Any]]  # pods(...) each
     verdict: str  # fits | borrows | never
     flavor: str | None = None
     code: str | None = None  # the rule behind a `never`
     translation: str = ""  # how the case's usage became an idle cluster's quota, where it had any
     file: str = FLAVOR_ASSIGNER_TEST
+    namespace: str = "ml"  # the job's, where its LocalQueue is
+    cluster_queue: str = "test"  # the ClusterQueue its LocalQueue points at
     repository: str = REPOSITORY
     tag: str = TAG
 
@@ -63,8 +68,11 @@ def group(*flavors: dict[str, Any]) -> dict[str, Any]:
 
 
 def cluster_queue(name: str, *groups: dict[str, Any], cohort: str | None = None, when_can_borrow: str | None = None,
-                  when_can_preempt: str | None = None, preference: str | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"namespaceSelector": {}, "resourceGroups": list(groups)}
+                  when_can_preempt: str | None = None, preference: str | None = None,
+                  department: str | None = None) -> dict[str, Any]:
+    """MakeClusterQueue(name): every namespace, unless `department` (NamespaceSelector dep In [department])."""
+    selector = {"matchExpressions": [{"key": "dep", "operator": "In", "values": [department]}]} if department else {}
+    spec: dict[str, Any] = {"namespaceSelector": selector, "resourceGroups": list(groups)}
     spec |= {"cohortName": cohort} if cohort else {}
     fungibility = {"whenCanBorrow": when_can_borrow, "whenCanPreempt": when_can_preempt, "preference": preference}
     if any(fungibility.values()):
@@ -154,6 +162,37 @@ def _hierarchical(case: str, test_flavors: list[dict[str, Any]], cohort_quota: d
 
 
 HIERARCHY_ZEROS = [quotas(f, cpu="0") for f in ("one", "two", "three")]
+
+
+def namespace(name: str, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+# TestSchedule's resourceFlavors, clusterQueues and namespaces; the cohorts its queues name exist in Kueue's cache
+# as soon as a queue names them, as Cohort objects without quota here.
+KEY_VAL = {"key": "key", "value": "val", "effect": "NoSchedule"}
+SCHEDULE_OBJECTS = [
+    flavor("default"), flavor("on-demand"), flavor("spot"), flavor("model-a"),
+    flavor("spot-tainted", taints=[KEY_VAL]), flavor("spot-tainted-2", taints=[{**KEY_VAL, "value": "val2"}]),
+    cluster_queue("sales", group(quotas("default", cpu=("50", "0"))), department="sales"),
+    cluster_queue("eng-alpha", group(quotas("on-demand", cpu=("50", "50")), quotas("spot", cpu=("100", "0"))),
+                  cohort="eng", department="eng"),
+    cluster_queue("eng-beta", group(quotas("on-demand", cpu=("50", "10")), quotas("spot", cpu=("0", "100"))),
+                  group(quotas("model-a", gpu=("20", "0"))), cohort="eng", department="eng"),
+    cluster_queue("flavor-nonexistent-cq", group(quotas("nonexistent-flavor", cpu="50"))),
+    cluster_queue("lend-a", group(quotas("default", cpu=("3", "", "2"))), cohort="lend", department="lend"),
+    cluster_queue("lend-b", group(quotas("default", cpu=("2", "", "2"))), cohort="lend", department="lend"),
+    cohort("eng"), cohort("lend"),
+    namespace("default"), namespace("eng-alpha", dep="eng"), namespace("eng-beta", dep="eng"),
+    namespace("sales", dep="sales"), namespace("lend", dep="lend")]
+
+
+def schedule(case: str, where: str, pod_sets: list[dict[str, Any]], verdict: str, flavor: str | None = None,
+             code: str | None = None, others: tuple[dict[str, Any], ...] = ()) -> Row:
+    """A TestSchedule case of one pending workload on an idle cluster: `where` is its namespace/ClusterQueue."""
+    ns, queue = where.split("/")
+    return Row("TestSchedule", case, [*SCHEDULE_OBJECTS, *others], pod_sets, verdict, flavor, code,
+               file=SCHEDULER_TEST, namespace=ns, cluster_queue=queue)
 
 ROWS: list[Row] = [
     # -- single flavor, taints and tolerations ---------------------------------------------------------------
@@ -294,4 +333,34 @@ ROWS: list[Row] = [
                   "the 4 cpu used in flavor one are taken off the test queue's nominal quota of it (4 -> 0)",
                   when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor",
                   preference="PreemptionOverBorrowing"),
+    # -- TestSchedule: one pending workload, nothing admitted ------------------------------------------------
+    schedule("workload fits in single clusterQueue, with check state ready", "sales/sales",
+             [pods("one", count=10, cpu="1")], "fits", "default"),
+    schedule("flavors with mixed taint mismatch and exceeding limits", "sales/custom-cq2", [pods(cpu="10")], "never",
+             code="KT441", others=(cluster_queue("custom-cq2", group(quotas("spot-tainted", cpu=("20", "20")),
+                                                                       quotas("on-demand", cpu=("5", "5")))),)),
+    schedule("flavors are structurally incompatible", "sales/custom-cq3", [pods(cpu="1")], "never", code="KT445",
+             others=(cluster_queue("custom-cq3", group(quotas("spot-tainted", cpu=("20", "20")),
+                                                       quotas("spot-tainted-2", cpu=("5", "5")))),)),
+    schedule("failed to match clusterQueue selector", "sales/eng-alpha", [pods("one", cpu="1")], "never",
+             code="KT444"),
+    schedule("assign multiple resources and flavors", "eng-beta/eng-beta",
+             [pods("one", count=10, cpu="6", gpu="1"), pods("two", count=40, cpu="1")], "borrows", "spot"),
+    schedule("cannot borrow resource not listed in clusterQueue", "eng-alpha/eng-alpha", [pods(gpu="1")], "never",
+             code="KT446"),
+    schedule("workload should not fit in nonexistent clusterQueue", "sales/nonexistent-cq", [pods(cpu="1")], "never",
+             code="KT443"),
+    schedule("workload should not fit in clusterQueue with nonexistent flavor", "sales/flavor-nonexistent-cq",
+             [pods(cpu="1")], "never", code="KT445"),
+    schedule("not enough resources", "sales/sales", [pods("one", cpu="100")], "never", code="KT441"),
+    schedule("pending admission check with nofit and fit flavors", "eng-beta/eng-beta", [pods(cpu="80")], "borrows",
+             "spot"),
+    schedule("admit workload with zero-quantity request for resource not in ClusterQueue", "sales/sales",
+             [pods(cpu="1", gpu="0")], "fits", "default"),
+    schedule("prevent integer overflow when sum of requests over podsets exceeds MaxInt64", "default/overflow-cq",
+             [pods("ps1", cpu="1000000m"), pods("ps2", cpu="9223372036854775000m")], "never", code="KT441",
+             others=(cluster_queue("overflow-cq", group(quotas("default", cpu="10000"))),)),
+    schedule("prevent integer overflow in ResourceValue conversion to MilliValue", "default/overflow-cq",
+             [pods("ps1", cpu="9223372036854776")], "never", code="KT441",
+             others=(cluster_queue("overflow-cq", group(quotas("default", cpu="10"))),)),
 ]
