@@ -17,19 +17,18 @@ from kubetrain import (
     Command,
     CpuNodePool,
     EfaNodePool,
+    LauncherResources,
     LocalQueue,
     NcclTest,
     NodeResources,
-    Quota,
     ResourceFlavor,
+    ResourceGroup,
     Toleration,
     TrainingJob,
 )
 from kubetrain.admission.plan import plan_dist, plan_files
 from kubetrain.diagnostics import DefinitionError
-from kubetrain.jobs.nccl_test import LauncherResources
 from kubetrain.output.manifests import add_render_step, render, synth
-from kubetrain.platform.kueue import ResourceGroup
 from kubetrain.state import diagnostics
 from platform_support import emitted, rejected
 

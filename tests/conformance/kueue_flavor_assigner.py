@@ -18,7 +18,7 @@ what `kubetrain plan` shows. Amounts are as the case writes them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
