@@ -20,9 +20,10 @@ def workload(pod_sets: list[dict[str, Any]], namespace: str) -> dict[str, Any]:
                 "spec": {"parallelism": only["count"], "completions": only["count"], "completionMode": "Indexed",
                          "suspend": True, "template": only["template"]}}
     master, worker = pod_sets
-    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": metadata, "spec": {"pytorchReplicaSpecs": {
-        "Master": {"replicas": master["count"], "template": master["template"]},
-        "Worker": {"replicas": worker["count"], "template": worker["template"]}}}}
+    replicas = {"Master": {"replicas": master["count"], "template": master["template"]},
+                "Worker": {"replicas": worker["count"], "template": worker["template"]}}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": metadata,
+            "spec": {"pytorchReplicaSpecs": replicas}}
 
 
 def dist(row: Row) -> dict[str, bytes]:

@@ -230,7 +230,8 @@ def resource_groups(flavors: list[ResourceFlavor], quotas: Mapping[str, Mapping[
     return [_group(covered, flavors, quotas)] if covered else []
 
 
-def _group(covered: list[str], flavors: list[ResourceFlavor], quotas: Mapping[str, Mapping[str, Quota]]) -> dict[str, Any]:
+def _group(covered: list[str], flavors: list[ResourceFlavor],
+           quotas: Mapping[str, Mapping[str, Quota]]) -> dict[str, Any]:
     return {"coveredResources": covered, "flavors": [
         {"name": f.name, "resources": [quotas.get(f.name, {}).get(r, Quota(nominal="0")).manifest(r) for r in covered]}
         for f in flavors]}
@@ -342,8 +343,9 @@ class ClusterQueueProps(StrictProps):
                                  "(flavors=[...]), or the resource groups (resource_groups=[ResourceGroup(...)])",
                                  field="flavors")
         names = [flavor.name for flavor in self.all_flavors]
-        if len(set(names)) != len(names):  # Kueue's webhook: a flavor at most once across resource groups
-            raise rule_violation("KT003", f"flavors name {', '.join(dict.fromkeys(n for n in names if names.count(n) > 1))} more than "
+        twice = list(dict.fromkeys(n for n in names if names.count(n) > 1))
+        if twice:  # Kueue's webhook: a flavor at most once across resource groups
+            raise rule_violation("KT003", f"flavors name {', '.join(twice)} more than "
                                  "once", "list each ResourceFlavor once (in one resource group), in order of "
                                  "preference", field="resource_groups" if self.resource_groups else "flavors")
         if self.resource_groups:
