@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kubetrain.admission.objects import ClusterObjects, admission_kinds
 from kubetrain.admission.quota import CohortTree
-from kubetrain.admission.verdict import plan_cluster, plan_job
+from kubetrain.admission.verdict import plan_cluster, plan_jobs
 from kubetrain.diagnostics import Finding
 from training.problems import Problem
 
@@ -65,10 +65,11 @@ class AdmissionRecord:
         already = {(f.where, f.problem.code) for f in recorded}
         tree = CohortTree(objects.cluster_queues, objects.cohorts)
         found = []
-        for workload in objects.workloads:
+        for plan in plan_jobs(objects, tree, objects.workloads):
+            workload = plan.workload
             where = owner[(workload.kind, workload.namespace, workload.name)]
             found += [Finding(where, Problem(r.code, r.field, r.message, r.fix))
-                      for r in plan_job(objects, tree, workload).reasons if (where, r.code) not in already]
+                      for r in plan.reasons if (where, r.code) not in already]
         return found
 
 

@@ -109,14 +109,30 @@ class PoolPlan:
 
 
 def plan_cluster(objects: ClusterObjects) -> tuple[list[JobPlan], list[PoolPlan]]:
-    tree = CohortTree(objects.cluster_queues, objects.cohorts)
-    jobs = [plan_job(objects, tree, w) for w in objects.workloads]
+    jobs = plan_jobs(objects, CohortTree(objects.cluster_queues, objects.cohorts), objects.workloads)
     pools = []
     for name, pool in sorted(objects.pools.items()):
         demand = [(f"{j.workload.namespace}/{j.workload.job}", j.nodes_needed) for j in jobs
                   if j.pool == name and j.nodes_needed]
         pools.append(PoolPlan(objects.name, pool, demand))
     return jobs, pools
+
+
+def plan_jobs(objects: ClusterObjects, tree: CohortTree, workloads: Sequence[Workload]) -> list[JobPlan]:
+    """Every workload's plan. A verdict depends on a workload's namespace, queue, pod sets and elastic minimum
+    only (its messages name nothing else), so workloads alike in those are judged once: a fleet of many runs of
+    a few shapes costs a few judgments."""
+    judged: dict[tuple[Any, ...], JobPlan] = {}
+    plans = []
+    for workload in workloads:
+        key = (workload.namespace, workload.queue, workload.min_pods, repr(workload.pod_sets))
+        alike = judged.get(key)
+        if alike is None:
+            alike = judged[key] = plan_job(objects, tree, workload)
+            plans.append(alike)
+        else:
+            plans.append(replace(alike, workload=workload, reasons=list(alike.reasons), notes=list(alike.notes)))
+    return plans
 
 
 def plan_job(objects: ClusterObjects, tree: CohortTree, workload: Workload) -> JobPlan:
