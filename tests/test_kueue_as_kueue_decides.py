@@ -175,11 +175,13 @@ def test_a_queue_with_gpus_and_host_resources_in_separate_resource_groups(crds):
      "resource_groups", "flavors name p5 more than once"),
     ({"resource_groups": [{"resources": ["cpu"], "flavors": ["p5"]}], "quotas": {"p5": {"memory": "1Gi"}}},
      "quotas.p5.memory", "flavor p5 is in resource group 0, which does not cover memory"),
+    ({"resource_groups": [{"resources": ["cpu"], "flavors": ["host"]}]}, "quotas.host",
+     "flavor host has no pool to take its default quotas from"),
 ])
 def test_resource_groups_kueue_refuses(props, path, words):
     c = cluster()
     flavors = {"p5": ResourceFlavor(c, "p5", pool=EfaNodePool(c, "p5", **P5)),
-               "cpu": ResourceFlavor(c, "cpu", pool=CpuNodePool(c, "cpu", **CPU))}
+               "cpu": ResourceFlavor(c, "cpu", pool=CpuNodePool(c, "cpu", **CPU)), "host": ResourceFlavor(c, "host")}
 
     def resolved(value: Any) -> Any:  # flavor names -> the flavors
         if isinstance(value, list):

@@ -351,6 +351,11 @@ class ClusterQueueProps(StrictProps):
         if self.resource_groups:
             _check_groups(self.resource_groups, self.quotas)
         _known_flavors(self.quotas, self.all_flavors, "queue")
+        bare = [f.name for f in self.all_flavors if f.pool is None and not self.quotas.get(f.name)]
+        if bare:  # nothing to default its quotas from: it would hold nothing
+            raise rule_violation("KT003", f"flavor {bare[0]} has no pool to take its default quotas from",
+                                 f"give its quotas, e.g. quotas={{'{bare[0]}': {{'cpu': '400', 'memory': '4000Gi'}}}}",
+                                 field=f"quotas.{bare[0]}")
         _check_limits(self.quotas, self.cohort is not None, "a cohort", lending_at_most_nominal=True)
         if self.preference and (self.when_can_borrow, self.when_can_preempt) != ("TryNextFlavor", "TryNextFlavor"):
             raise rule_violation(FUNGIBILITY_REFUSED.code, f"preference {self.preference} needs when_can_borrow and "
