@@ -275,3 +275,21 @@ def test_an_nccl_tests_launcher_and_workers_are_admitted_as_two_pod_sets(crds):
     assert [(p.workload.kind, [s.name for s in p.workload.pod_sets]) for p in plans.values()] == [
         ("MPIJob", ["launcher", "worker"])] * 2
     assert (plans["fits"].verdict, plans["untolerated"].verdict) == ("fits", "never")
+
+
+def test_every_new_field_passes_the_shipped_kueue_schemas_and_cel_rules_at_synth(tmp_path: Path):
+    c = cluster()
+    p5_pool = EfaNodePool(c, "p5", **P5)
+    p5 = ResourceFlavor(c, "p5", pool=p5_pool, tolerations=[Toleration(key="nvidia.com/gpu", operator="Exists")])
+    host = ResourceFlavor(c, "host", tolerations=[Toleration(operator="Exists")])
+    cq = ClusterQueue(c, "q", resource_groups=[
+        ResourceGroup(resources=["nvidia.com/gpu", "vpc.amazonaws.com/efa", "hugepages-2Mi"], flavors=[p5]),
+        ResourceGroup(resources=["cpu", "memory"], flavors=[host])], quotas={"host": {"cpu": "400", "memory": "4Ti"}},
+        when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor", preference="BorrowingOverPreemption")
+    queue = LocalQueue(c, "q", cluster_queue=cq)
+    job(c, "gpt", p5_pool, nodes=2, queue=queue)
+    NcclTest(c, "allreduce", image="nccl:1", instance_type="p5.48xlarge", nodes=2, queue=queue)
+    assert found(c) == []
+    written = synth(c.node.root, tmp_path / "dist")  # the shipped schemas, with the CRDs' CEL rules
+    assert {path.name for path in written} >= {"ClusterQueue.q.yaml", "ResourceFlavor.host.yaml", "MPIJob.allreduce.yaml"}
+    assert {p.workload.job: p.verdict for p in plan_dist(tmp_path / "dist")[0]} == {"gpt": "fits", "allreduce": "fits"}
