@@ -291,5 +291,6 @@ def test_every_new_field_passes_the_shipped_kueue_schemas_and_cel_rules_at_synth
     NcclTest(c, "allreduce", image="nccl:1", instance_type="p5.48xlarge", nodes=2, queue=queue)
     assert found(c) == []
     written = synth(c.node.root, tmp_path / "dist")  # the shipped schemas, with the CRDs' CEL rules
-    assert {path.name for path in written} >= {"ClusterQueue.q.yaml", "ResourceFlavor.host.yaml", "MPIJob.allreduce.yaml"}
+    assert {path.name for path in written} >= {"ClusterQueue.q.yaml", "ResourceFlavor.host.yaml",
+                                               "MPIJob.allreduce.yaml"}
     assert {p.workload.job: p.verdict for p in plan_dist(tmp_path / "dist")[0]} == {"gpt": "fits", "allreduce": "fits"}
