@@ -10,6 +10,12 @@
     queue.job_labels()                                          # {"kueue.x-k8s.io/queue-name": "training"}
     queue.pod_annotations(TopologyPlacement(level="topology.k8s.aws/network-node-layer-3"))
 
+    host = ResourceFlavor(cluster, "host")                      # no pool: any node's CPU and memory
+    split = ClusterQueue(cluster, "split", resource_groups=[    # GPUs by pool, host resources from `host`
+        ResourceGroup(resources=["nvidia.com/gpu", "vpc.amazonaws.com/efa", "hugepages-2Mi"], flavors=[p5]),
+        ResourceGroup(resources=["cpu", "memory"], flavors=[host])],
+        quotas={"host": {"cpu": "400", "memory": "4Ti"}}, when_can_borrow="TryNextFlavor")
+
 Facts: Kueue v0.19 (https://kueue.sigs.k8s.io/docs/). A queued job carries the queue label and never `suspend:
 false` (Kueue sets suspend on creation; an explicit false under Argo CD's self-heal would resume a job
 Kueue holds): `queued_job_problems(manifest)` is rule KT422, checked on a job's object after its patches.
