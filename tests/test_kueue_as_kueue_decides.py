@@ -21,6 +21,8 @@ from kubetrain import (
     LocalQueue,
     NcclTest,
     NodeResources,
+    PodSecurity,
+    PyTorchJob,
     ResourceFlavor,
     ResourceGroup,
     Toleration,
@@ -294,3 +296,16 @@ def test_every_new_field_passes_the_shipped_kueue_schemas_and_cel_rules_at_synth
     assert {path.name for path in written} >= {"ClusterQueue.q.yaml", "ResourceFlavor.host.yaml",
                                                "MPIJob.allreduce.yaml"}
     assert {p.workload.job: p.verdict for p in plan_dist(tmp_path / "dist")[0]} == {"gpt": "fits", "allreduce": "fits"}
+
+
+def test_a_patch_that_breaks_the_namespaces_pod_security_level_is_reported():
+    c = Cluster(App(), "c", kubernetes_version="1.33", namespaces=["ml"])
+    PodSecurity(c, "pod-security", level="baseline")
+    gpt = TrainingJob(c, "gpt", image="img:1", nodes=2, procs_per_node=1, target=PyTorchJob(),
+                      resources=NodeResources(cpu="2", memory="4Gi"), workload=Command(command=["train.py"]))
+    assert found(c) == []
+    gpt.patch(JsonPatch.add("/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/securityContext",
+                            {"privileged": True}))
+    # Master and Worker share no template any more: the worker's is reported, once
+    [(code, path, message)] = found(c)
+    assert (code, path) == ("KT430", "pod.containers.0.securityContext.privileged") and "privileged" in message

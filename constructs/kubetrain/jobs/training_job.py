@@ -24,12 +24,13 @@ from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.rules import check_job, pod_security_check
 from kubetrain.jobs.spec import JobSpec
+from kubetrain.kinds.base import pod_specs
 from kubetrain.objects import patch_object
 from kubetrain.platform.construct import rejected_references
 from kubetrain.platform.instances import BUILTIN_CATALOG
 from kubetrain.platform.kueue import queued_job_problems
 from kubetrain.platform.node_pools import patched_pod_problems
-from kubetrain.platform.security import check_pod_security
+from kubetrain.platform.security import check_pod_security, namespace_level
 from kubetrain.state import Emitted
 from kubetrain.strict import as_fields
 from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
@@ -121,7 +122,8 @@ class TrainingJob(NodeOnDemand):
         for a field kubetrain does not model. The result is still validated against the operator's schema
         at synth, and admission (whether its queue admits it, its pool holds it) judges the patched object, as
         `kubetrain plan` does; the job rules do not see it, except that a job Kueue queues must leave `suspend`
-        to Kueue (KT422) and the pods of a job on a pool must still tolerate its taints (KT402).
+        to Kueue (KT422), the pods of a job on a pool must still tolerate its taints (KT402), and the pod
+        templates it holds must keep to the namespace's Pod Security level as it stands (KT430).
 
             job.patch(JsonPatch.add("/spec/runPolicy/schedulingPolicy", {"minAvailable": 2}))
         """
@@ -130,6 +132,9 @@ class TrainingJob(NodeOnDemand):
         patch_object(self._main, self.cluster.labels_of_objects, patches)
         patched, pool = self._main.manifest, self.props.pool
         found = queued_job_problems(patched) + (patched_pod_problems(pool, patched) if pool is not None else [])
+        level = namespace_level(self.cluster, self.spec.namespace)  # the pods it now has, at its namespace's level
+        found += list(dict.fromkeys(problem for spec in pod_specs(patched)
+                                    for problem in pod_security_check(self.spec, spec)(level)))
         self.cluster.diagnostics.report(self.where, [p for p in found if p not in self._patch_problems])
         self._patch_problems.update(found)
 
