@@ -1,8 +1,9 @@
 """One job's verdict on its cluster's objects, the rules it breaks, and what each pool is asked for.
 
 - fits: nothing offline says it cannot start: its pool can have the nodes it needs, and its queue admits it
-  within the ClusterQueue's nominal quota;
-- borrows: its queue admits it only with quota a cohort lends (KT442, a warning);
+  within the ClusterQueue's nominal quota of the flavors Kueue assigns it;
+- borrows: the flavors Kueue assigns it (its fungibility decides: by default the first that fits, borrowing
+  included) hold it only with quota a cohort lends (KT442, a warning);
 - never: it can never start (an error: KT440, KT441, KT443-KT448, or KT421 for a placement no flavor's
   Topology has).
 
