@@ -30,6 +30,7 @@ from kubetrain import (
     TopologyPlacement,
     TrainingJob,
 )
+from cdk8s import JsonPatch
 from kubetrain.admission.plan import plan_files
 from kubetrain.output.manifests import render
 from kubetrain.state import diagnostics
@@ -154,9 +155,9 @@ def cluster() -> Cluster:
     return Cluster(App(), "c", kubernetes_version="1.33", namespaces=["ml"])
 
 
-def job(c: Cluster, name: str, pool: Any, nodes: int, **extra: Any) -> None:
+def job(c: Cluster, name: str, pool: Any, nodes: int, **extra: Any) -> TrainingJob:
     gpus = pool.instance_type.accelerators
-    TrainingJob(c, name, name=name, image="img:1", nodes=nodes, procs_per_node=gpus or 1, pool=pool,
+    return TrainingJob(c, name, name=name, image="img:1", nodes=nodes, procs_per_node=gpus or 1, pool=pool,
                 resources=GPU_NODE if gpus else NodeResources(cpu="2", memory="4Gi"),
                 workload=Command(command=["train.py"]), **extra)
 
@@ -312,7 +313,8 @@ _queue = st.fixed_dictionaries({
 _job = st.fixed_dictionaries({
     "pool": st.sampled_from(["p5", "p5", "cpu"]), "queue": st.sampled_from([None, 0, 0, 1, 2]),
     "nodes": st.integers(1, 12), "placement": st.sampled_from([None, LAYER_3, LAYER_3, "kubernetes.io/hostname"]),
-    "elastic": st.sampled_from([None, None, 1, 3]), "namespace": st.sampled_from(["ml", "ml", "ml", "research"])})
+    "elastic": st.sampled_from([None, None, 1, 3]), "namespace": st.sampled_from(["ml", "ml", "ml", "research"]),
+    "patched_nodes": st.sampled_from([None, None, None, 1, 9])})  # job.patch() of a TrainJob's numNodes
 
 
 def _fleet(p5: dict, topology: bool, cohort_gpus: str, queues: list[dict], jobs: list[dict]) -> Cluster:
@@ -339,7 +341,9 @@ def _fleet(p5: dict, topology: bool, cohort_gpus: str, queues: list[dict], jobs:
                 extra["placement"] = TopologyPlacement(level=j["placement"])
         if j["elastic"]:
             extra["elastic"] = Elastic(min_nodes=min(j["elastic"], j["nodes"]))
-        job(c, f"j{i}", pools[j["pool"]], j["nodes"], **extra)
+        made = job(c, f"j{i}", pools[j["pool"]], j["nodes"], **extra)
+        if j.get("patched_nodes") and not j["elastic"] and made.main_object is not None:
+            made.patch(JsonPatch.replace("/spec/trainer/numNodes", j["patched_nodes"]))
     return c
 
 
@@ -353,7 +357,8 @@ def _fleet(p5: dict, topology: bool, cohort_gpus: str, queues: list[dict], jobs:
 @example(p5={"max_nodes": 8}, topology=False, cohort_gpus="16",  # a job that fits only by borrowing
          queues=[{"flavors": ("p5",), "gpus": "8", "cohort": "team", "borrowing": None, "lending": None,
                   "namespace": "ml", "try_next": False}],
-         jobs=[{"pool": "p5", "queue": 0, "nodes": 3, "placement": None, "elastic": None, "namespace": "ml"}])
+         jobs=[{"pool": "p5", "queue": 0, "nodes": 3, "placement": None, "elastic": None, "namespace": "ml",
+                "patched_nodes": None}])
 def test_synth_and_plan_reach_one_verdict(p5, topology, cohort_gpus, queues, jobs):
     c = _fleet(p5, topology, cohort_gpus, queues, jobs)
     at_synth: dict[str, set[tuple[str, str]]] = {}

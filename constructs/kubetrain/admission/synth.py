@@ -1,22 +1,30 @@
 """The admission checks on a fleet being synthesized, reported like every other rule.
 
-A cluster keeps the plain manifests its queue, pool and job constructs emit (`AdmissionRecord`). The checks
+A cluster keeps the plain manifests its queue, pool and job constructs emit (`AdmissionRecord`); a job's are
+its entries in the cluster, read when the checks run, so they are judged as `job.patch()` left them. The checks
 run when the diagnostics are read, once the fleet is defined (a cohort may gain the member a job borrows from
-after the job is defined), on exactly the objects synth writes, and report each problem on the job's
-definition with the user's field path. A job whose pool or queue, or anything behind them, has an error of
-its own is left out: that error says why.
+after the job is defined), and report each problem on the job's definition with the user's field path. A job
+whose pool or queue, or anything behind them, has an error of its own is left out: that error says why.
+
+Synth judges the objects once more as it writes them (`rendered_findings`), after the fleet's render steps and
+with every object of the charts, the cdk8s objects a user added among them: what `kubetrain plan` reads from
+dist/ is what synth judged, so the two reach one verdict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kubetrain.admission.objects import ClusterObjects
+from kubetrain.admission.objects import ClusterObjects, admission_kinds
 from kubetrain.admission.quota import CohortTree
-from kubetrain.admission.verdict import plan_job
+from kubetrain.admission.verdict import plan_cluster, plan_jobs
 from kubetrain.diagnostics import Finding
 from training.problems import Problem
+
+if TYPE_CHECKING:
+    from kubetrain.state import Emitted
 
 
 class Emitting(Protocol):
@@ -36,17 +44,19 @@ class AdmissionRecord:
         self.cluster = cluster
         self._platform: list[Mapping[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace",
                                                     "metadata": {"name": n}} for n in namespaces]
-        self._jobs: list[tuple[str, list[Mapping[str, Any]], tuple[Emitting, ...]]] = []
+        self._jobs: list[tuple[str, list[Emitted], tuple[Emitting, ...]]] = []
 
     def add_platform(self, manifests: Iterable[Mapping[str, Any]]) -> None:
         self._platform.extend(manifests)
 
-    def add_job(self, where: str, manifests: list[Mapping[str, Any]], upstream: Iterable[Emitting]) -> None:
-        """A job on a pool or a queue: `where` is its definition, `upstream` its pool and queue."""
-        self._jobs.append((where, manifests, tuple(upstream)))
+    def add_job(self, where: str, emitted: list[Emitted], upstream: Iterable[Emitting]) -> None:
+        """A job on a pool or a queue: `where` is its definition, `emitted` its objects' entries in the cluster
+        (read when judged: after its patches), `upstream` its pool and queue."""
+        self._jobs.append((where, emitted, tuple(upstream)))
 
     def findings(self, recorded: list[Finding]) -> list[Finding]:
-        jobs = [(where, manifests) for where, manifests, upstream in self._jobs if all(ready(u) for u in upstream)]
+        jobs = [(where, [e.manifest for e in emitted]) for where, emitted, upstream in self._jobs
+                if all(ready(u) for u in upstream)]
         if not jobs:
             return []
         objects = ClusterObjects.from_manifests(self.cluster, [*self._platform, *(m for _, ms in jobs for m in ms)])
@@ -55,8 +65,25 @@ class AdmissionRecord:
         already = {(f.where, f.problem.code) for f in recorded}
         tree = CohortTree(objects.cluster_queues, objects.cohorts)
         found = []
-        for workload in objects.workloads:
+        for plan in plan_jobs(objects, tree, objects.workloads):
+            workload = plan.workload
             where = owner[(workload.kind, workload.namespace, workload.name)]
             found += [Finding(where, Problem(r.code, r.field, r.message, r.fix))
-                      for r in plan_job(objects, tree, workload).reasons if (where, r.code) not in already]
+                      for r in plan.reasons if (where, r.code) not in already]
         return found
+
+
+def rendered_findings(objects: Mapping[Path, Mapping[str, Any]]) -> list[Finding]:
+    """The admission problems of the objects synth is about to write (dist/-relative path -> object), each on
+    its job's definition (`<cluster>/<namespace>/<job>`): what `kubetrain plan` would say of them."""
+    kinds = admission_kinds()
+    clusters: dict[str, list[Mapping[str, Any]]] = {}
+    for path, obj in objects.items():
+        if obj.get("kind") in kinds:
+            clusters.setdefault(path.parts[0], []).append(obj)
+    found = []
+    for cluster, manifests in sorted(clusters.items()):
+        for plan in plan_cluster(ClusterObjects.from_manifests(cluster, manifests))[0]:
+            where = f"{cluster}/{plan.workload.namespace}/{plan.workload.job}"
+            found += [Finding(where, Problem(r.code, r.field, r.message, r.fix)) for r in plan.reasons]
+    return found

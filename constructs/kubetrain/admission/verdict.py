@@ -1,8 +1,9 @@
 """One job's verdict on its cluster's objects, the rules it breaks, and what each pool is asked for.
 
 - fits: nothing offline says it cannot start: its pool can have the nodes it needs, and its queue admits it
-  within the ClusterQueue's nominal quota;
-- borrows: its queue admits it only with quota a cohort lends (KT442, a warning);
+  within the ClusterQueue's nominal quota of the flavors Kueue assigns it;
+- borrows: the flavors Kueue assigns it (its fungibility decides: by default the first that fits, borrowing
+  included) hold it only with quota a cohort lends (KT442, a warning);
 - never: it can never start (an error: KT440, KT441, KT443-KT448, or KT421 for a placement no flavor's
   Topology has).
 
@@ -109,14 +110,30 @@ class PoolPlan:
 
 
 def plan_cluster(objects: ClusterObjects) -> tuple[list[JobPlan], list[PoolPlan]]:
-    tree = CohortTree(objects.cluster_queues, objects.cohorts)
-    jobs = [plan_job(objects, tree, w) for w in objects.workloads]
+    jobs = plan_jobs(objects, CohortTree(objects.cluster_queues, objects.cohorts), objects.workloads)
     pools = []
     for name, pool in sorted(objects.pools.items()):
         demand = [(f"{j.workload.namespace}/{j.workload.job}", j.nodes_needed) for j in jobs
                   if j.pool == name and j.nodes_needed]
         pools.append(PoolPlan(objects.name, pool, demand))
     return jobs, pools
+
+
+def plan_jobs(objects: ClusterObjects, tree: CohortTree, workloads: Sequence[Workload]) -> list[JobPlan]:
+    """Every workload's plan. A verdict depends on a workload's namespace, queue, pod sets and elastic minimum
+    only (its messages name nothing else), so workloads alike in those are judged once: a fleet of many runs of
+    a few shapes costs a few judgments."""
+    judged: dict[tuple[Any, ...], JobPlan] = {}
+    plans = []
+    for workload in workloads:
+        key = (workload.namespace, workload.queue, workload.min_pods, repr(workload.pod_sets))
+        alike = judged.get(key)
+        if alike is None:
+            alike = judged[key] = plan_job(objects, tree, workload)
+            plans.append(alike)
+        else:
+            plans.append(replace(alike, workload=workload, reasons=list(alike.reasons), notes=list(alike.notes)))
+    return plans
 
 
 def plan_job(objects: ClusterObjects, tree: CohortTree, workload: Workload) -> JobPlan:
@@ -269,17 +286,25 @@ def _check_quota(plan: JobPlan, assigner: FlavorAssigner) -> None:
         if assigner.search(pod_sets, potential(True)) is None:
             plan.reasons.append(_never(plan, assigner))
             return
-        chosen = assigner.search(pod_sets, lambda fr: tree.nominal(queue.name, fr))
-        if chosen is None:
-            chosen = assigner.search(pod_sets, potential(False))
-            plan.reasons.append(_borrowing(plan, assigner, chosen))
+        # Kueue's pick on an idle cluster: with whenCanBorrow MayStopSearch, the first flavor that fits, even
+        # by borrowing, wins over a later one that fits within the nominal quota.
+        assignment = assigner.assign(pod_sets)
+        if assignment.fits:
+            chosen = [r.flavors for r in assignment.pod_sets]
+            if any(r.lenders for r in assignment.pod_sets):
+                plan.reasons.append(_borrowing(plan, assigner, chosen))
+        else:
+            # One pass cannot place every pod set (an earlier one took the quota a later one needed); Kueue
+            # retries from the flavors after those it tried, so any combination can be reached.
+            chosen = assigner.search(pod_sets, lambda fr: tree.nominal(queue.name, fr))
+            if chosen is None:
+                chosen = assigner.search(pod_sets, potential(False))
+                plan.reasons.append(_borrowing(plan, assigner, chosen))
     except Undecided:
         plan.notes.append(f"too many ways to spread its pod sets over ClusterQueue {queue.name}'s flavors to decide "
                           "offline")
         return
-    assignment = assigner.assign(pod_sets)
-    flavors = [r.flavors for r in assignment.pod_sets] if assignment.fits else (chosen or [])
-    _show_quota(plan, assigner, flavors)
+    _show_quota(plan, assigner, chosen or [])
 
 
 def _totals(assigner: FlavorAssigner, pod_sets: Sequence[PodSet]) -> dict[str, int]:

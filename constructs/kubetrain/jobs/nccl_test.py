@@ -9,21 +9,27 @@ in GB/s, to compare with the job's `kubetrain.dev/expected-busbw-gbytes` annotat
 instance's estimate from the catalog. Far below it means EFA is not in use (a missing
 `vpc.amazonaws.com/efa` request, the wrong FI_PROVIDER) or a bad node: the guides' "EFA not
 detected" and "slow training" rows, found in minutes instead of a day into a run.
-The workers run the image's sshd (the operator's default); the launcher needs no GPU. What mpi-operator
-creates from the MPIJob (its names, labels and volumes) is kubetrain.kinds.mpijob's.
+The workers run the image's sshd (the operator's default); the launcher needs no GPU: its pods are a pod set
+of their own shape (`launcher`). Queued on a Kueue LocalQueue, the test is admitted as one gang of both pod
+sets, and admission judges it like a training job (the launcher's CPU and memory need a flavor too: with GPUs
+and host resources in separate resource groups, a flavor of no pool can hold them). What mpi-operator creates
+from the MPIJob (its names, labels and volumes) is kubetrain.kinds.mpijob's.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, InstanceOf
 
 from constructs import Construct
 from kubetrain.cluster import Cluster
 from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
 from kubetrain.kinds import mpijob
 from kubetrain.kinds.mpijob import longest_names, max_name_length
+from kubetrain.platform.construct import rejected_references
+from kubetrain.platform.kueue import LocalQueue
+from kubetrain.quantity import Quantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import NCCL_TESTS
 from kubetrain.strict import StrictProps
@@ -35,6 +41,13 @@ NOT_A_GPU_POOL = register(
               "carries the traffic.",
     fix="name a GPU instance type with EFA interfaces (p4d, p5, p5e, p5en, p6-b200, g5/g6e large sizes)",
     source=NCCL_TESTS, targets=("mpijob",))
+
+
+class LauncherResources(StrictProps):
+    """What the launcher's one pod requests: it runs mpirun, no rank, so no GPU and no EFA."""
+
+    cpu: Quantity = Field("1", description="CPU cores requested.")
+    memory: ByteQuantity = Field("2Gi", description="Memory requested and limited.")
 
 
 class NcclTestProps(StrictProps):
@@ -52,6 +65,11 @@ class NcclTestProps(StrictProps):
                            description="Largest message (nccl-tests' -e, at least the first size, 8 bytes).")
     binary_dir: str = Field("/opt/nccl-tests/build", pattern=r"^/", description="Where the image keeps the binaries.")
     shm: ByteQuantity = Field("8Gi", description="Memory-backed /dev/shm of each worker.")
+    launcher: LauncherResources = Field(default_factory=LauncherResources,
+                                        description="The launcher pod's requests (a pod set of its own shape).")
+    queue: InstanceOf[LocalQueue] | None = Field(None, description="The Kueue LocalQueue that admits the launcher and "
+                                                                  "the workers together. Default: none, started at "
+                                                                  "once.")
 
 
 class NcclTest(Construct):
@@ -66,6 +84,7 @@ class NcclTest(Construct):
             super().__init__(scope, f"{id}#invalid")
             return
         namespace, problems = scope.check_namespace(spec.namespace)
+        problems += rejected_references(spec)  # a queue that could not be read: nothing to judge against
         longest = max_name_length(spec.nodes)
         if len(spec.name) > longest:
             derived = ", ".join(f"{what} {name!r}" for what, name in longest_names(spec.name, spec.nodes).items())
@@ -84,4 +103,7 @@ class NcclTest(Construct):
         problems += scope.attach(self, namespace, id)
         if scope.diagnostics.report(f"{scope.props.name}/{namespace}/{spec.name}", problems):
             return
-        self.manifest: dict[str, Any] = scope.add_object(mpijob.render(spec, namespace, instance)).manifest
+        emitted = scope.add_object(mpijob.render(spec, namespace, instance))
+        self.manifest: dict[str, Any] = emitted.manifest
+        if spec.queue is not None:  # whether the queue admits both pod sets is judged on the whole fleet
+            scope.state.admission.add_job(f"{scope.props.name}/{namespace}/{spec.name}", [emitted], [spec.queue])

@@ -34,12 +34,10 @@ from kubetrain.platform.identity import ServiceAccount
 from kubetrain.platform.kueue import LocalQueue
 from kubetrain.platform.node_pools import NodePool
 from kubetrain.platform.queues import TopologyPlacement
-from kubetrain.platform.scheduling import PriorityClass, not_a_system_class
+from kubetrain.platform.scheduling import PriorityClass, Toleration, not_a_system_class
 from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano import VolcanoQueue
 from kubetrain.quantity import ByteQuantity, HugePages2Mi, Quantity, parse_quantity
-from kubetrain.rules.registry import register
-from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from kubetrain.strict import StrictProps
 from training.config import RunConfig
 from training.problems import INVALID_VALUE, Text, rule_violation
@@ -202,47 +200,6 @@ Volume = Annotated[Union[Annotated[ClaimVolume, Tag("ClaimVolume")], Annotated[E
 
 
 # -- the pod ------------------------------------------------------------------------------------
-
-TOLERATION = register(
-    "KT130", "error", "toleration the API server refuses",
-    rationale="An empty key tolerates every taint and only with operator Exists; Exists matches any value, so it "
-              "takes none; tolerationSeconds says how long a pod stays on a node tainted NoExecute, so it needs that "
-              "effect. The API server refuses the pod otherwise, after the job was merged.",
-    fix="give the taint's key (or operator Exists alone to tolerate every taint), no value with Exists, and "
-        "toleration_seconds only with effect NoExecute",
-    source=K8S_CORE_VALIDATION)
-
-
-class Toleration(StrictProps):
-    """A taint the pods tolerate (Kubernetes' Toleration)."""
-
-    key: LabelKey | None = Field(None, description="Taint key; empty with operator Exists tolerates every taint.")
-    operator: Literal["Exists", "Equal"] = Field("Equal")
-    value: LabelValue | None = Field(None, description="Taint value, for operator Equal.")
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(None, description="Default: all.")
-    toleration_seconds: int | None = Field(None, ge=0, description="NoExecute only: how long the pod stays.")
-
-    @model_validator(mode="after")
-    def _as_the_api_server_takes_it(self) -> Toleration:
-        if not self.key and self.operator != "Exists":
-            raise rule_violation(TOLERATION.code, f"operator {self.operator} needs a key: an empty key tolerates every "
-                                 "taint, with operator Exists only", "give the taint's key, or set operator='Exists' "
-                                 "to tolerate every taint", field="operator")
-        if self.operator == "Exists" and self.value:
-            raise rule_violation(TOLERATION.code, f"operator Exists matches any value, so it takes none (got "
-                                 f"{self.value!r})", "drop value, or use operator 'Equal' to match that value",
-                                 field="operator")
-        if self.toleration_seconds is not None and self.effect != "NoExecute":
-            raise rule_violation(TOLERATION.code, f"toleration_seconds applies to effect NoExecute only, not "
-                                 f"{self.effect or 'every effect'}", "set effect='NoExecute', or drop "
-                                 "toleration_seconds", field="toleration_seconds")
-        return self
-
-    def manifest(self) -> dict[str, Any]:
-        out = {"key": self.key, "operator": self.operator, "value": self.value, "effect": self.effect,
-               "tolerationSeconds": self.toleration_seconds}
-        return {k: v for k, v in out.items() if v is not None}
-
 
 class SecurityContext(StrictProps):
     """The pod's security context. There is no way to ask for privileged pods or host devices."""

@@ -25,13 +25,13 @@ from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.rules import check_job, pod_security_check
 from kubetrain.jobs.run_names import rename_in_place, run_hash
 from kubetrain.jobs.spec import JobSpec
-from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION
+from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION, pod_specs
 from kubetrain.objects import as_written, patch_object
 from kubetrain.platform.construct import rejected_references
 from kubetrain.platform.instances import BUILTIN_CATALOG
 from kubetrain.platform.kueue import queued_job_problems
 from kubetrain.platform.node_pools import patched_pod_problems
-from kubetrain.platform.security import check_pod_security
+from kubetrain.platform.security import check_pod_security, namespace_level
 from kubetrain.state import Emitted
 from kubetrain.strict import as_fields
 from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
@@ -85,14 +85,14 @@ class TrainingJob(NodeOnDemand):
         self.spec = spec
         self.props = validated
         self.where = where
-        manifests = self._emit(spec, config, template)
+        emitted = self._emit(spec, config, template)
         self._name_run()
         upstream = [c for c in (validated.pool, validated.queue) if c is not None]
-        if upstream:  # whether its queue admits it, and its pool holds it, is judged on the whole fleet
-            scope.state.admission.add_job(where, manifests, upstream)
+        if upstream:  # whether its queue admits it, and its pool holds it, is judged on the whole fleet (patched)
+            scope.state.admission.add_job(where, emitted, upstream)
 
-    def _emit(self, job: JobSpec, config: dict[str, str] | None, template: dict[str, Any]) -> list[dict[str, Any]]:
-        """Emit the job's objects into its cluster; returns the target's manifests."""
+    def _emit(self, job: JobSpec, config: dict[str, str] | None, template: dict[str, Any]) -> list[Emitted]:
+        """Emit the job's objects into its cluster; returns the entries of the target's objects."""
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
         manifests = job.props.target.render(job, template)
         if manifests and (extra := {**cost_annotations(job), **run_annotations(job)}):
@@ -105,7 +105,7 @@ class TrainingJob(NodeOnDemand):
         emitted = [self.cluster.add_object(manifest) for manifest in manifests]
         self._main = emitted[0] if emitted else None
         self._emitted += emitted
-        return manifests
+        return emitted
 
     _main: Emitted | None = None
 
@@ -135,8 +135,10 @@ class TrainingJob(NodeOnDemand):
     def patch(self, *patches: cdk8s.JsonPatch) -> None:
         """The escape hatch: JSON patches applied to the operator's object after kubetrain rendered it,
         for a field kubetrain does not model. The result is still validated against the operator's schema
-        at synth; the rules do not see it, except that a job Kueue queues must leave `suspend` to Kueue (KT422)
-        and the pods of a job on a pool must still tolerate its taints (KT402).
+        at synth, and admission (whether its queue admits it, its pool holds it) judges the patched object, as
+        `kubetrain plan` does; the job rules do not see it, except that a job Kueue queues must leave `suspend`
+        to Kueue (KT422), the pods of a job on a pool must still tolerate its taints (KT402), and the pod
+        templates it holds must keep to the namespace's Pod Security level as it stands (KT430).
 
             job.patch(JsonPatch.add("/spec/runPolicy/schedulingPolicy", {"minAvailable": 2}))
         """
@@ -146,6 +148,9 @@ class TrainingJob(NodeOnDemand):
         self._name_run()
         patched, pool = self._main.manifest, self.props.pool
         found = queued_job_problems(patched) + (patched_pod_problems(pool, patched) if pool is not None else [])
+        level = namespace_level(self.cluster, self.spec.namespace)  # the pods it now has, at its namespace's level
+        found += list(dict.fromkeys(problem for spec in pod_specs(patched)
+                                    for problem in pod_security_check(self.spec, spec)(level)))
         self.cluster.diagnostics.report(self.where, [p for p in found if p not in self._patch_problems])
         self._patch_problems.update(found)
 

@@ -58,6 +58,7 @@ def render(spec: NcclTestProps, namespace: str, instance: InstanceType) -> dict[
     """The MPIJob of an NCCL test on `instance` (a GPU type with EFA)."""
     gpus = instance.accelerators
     labels = {"kubetrain.dev/nccl-test": spec.name}
+    queue_labels = spec.queue.job_labels() if spec.queue is not None else {}
     resources = {"nvidia.com/gpu": str(gpus), "vpc.amazonaws.com/efa": str(instance.efa_interfaces),
                  "hugepages-2Mi": EFA_HUGEPAGES_DEFAULT}
     env = {**efa_environment(None), "NCCL_DEBUG": "INFO"}  # INFO prints the transport NCCL chose: NET/OFI means EFA
@@ -79,7 +80,8 @@ def render(spec: NcclTestProps, namespace: str, instance: InstanceType) -> dict[
         annotations[EXPECTED_BUSBW_ANNOTATION] = f"{instance.nccl_allreduce_busbw_gbs:g}"
     return {
         "apiVersion": API_VERSION, "kind": "MPIJob",
-        "metadata": {"name": spec.name, "namespace": namespace, "labels": labels, "annotations": annotations},
+        "metadata": {"name": spec.name, "namespace": namespace, "labels": {**labels, **queue_labels},
+                     "annotations": annotations},
         "spec": {
             "slotsPerWorker": gpus,
             "mpiImplementation": "OpenMPI",
@@ -88,8 +90,9 @@ def render(spec: NcclTestProps, namespace: str, instance: InstanceType) -> dict[
             "mpiReplicaSpecs": {
                 "Launcher": {"replicas": 1, "template": {"metadata": {"labels": labels}, "spec": {
                     "containers": [{"name": "launcher", "image": spec.image, "command": launcher,
-                                    "resources": {"requests": {"cpu": "1", "memory": "2Gi"},
-                                                  "limits": {"memory": "2Gi"}}}]}}},
+                                    "resources": {"requests": {"cpu": spec.launcher.cpu,
+                                                               "memory": spec.launcher.memory},
+                                                  "limits": {"memory": spec.launcher.memory}}}]}}},
                 "Worker": {"replicas": spec.nodes, "template": {"metadata": {"labels": labels}, "spec": worker_pod}},
             },
         },

@@ -24,7 +24,9 @@ from typing import Any
 import cdk8s
 
 from constructs import Construct
+from kubetrain.admission.synth import rendered_findings
 from kubetrain.cluster import Cluster
+from kubetrain.diagnostics import DefinitionError
 from kubetrain.objects import as_written
 from kubetrain.output.emit import dump_manifest
 from kubetrain.output.progress import Progress, phase
@@ -102,6 +104,15 @@ def check_objects(objects: dict[Path, dict[str, Any]], progress: Callable[[int],
     if findings:
         raise ConfigError("synth", [Problem(finding.code, "", finding.format(with_code=False),
                                             rule_named(finding.code).fix) for finding in findings])
+
+
+def check_admission(objects: dict[Path, dict[str, Any]]) -> None:
+    """Raise what admission refuses among the objects as they are written (after patches and render steps, with
+    any cdk8s object a user added): the verdict `kubetrain plan` gives dist/. The fleet's own checks report the
+    same problems earlier, on the definitions, unless a render step or an added object brings them."""
+    errors = [f for f in rendered_findings(objects) if f.severity == "error"]
+    if errors:
+        raise DefinitionError(errors)
 
 
 def crd_schemas(folders: list[Path]) -> Schemas:
@@ -311,12 +322,14 @@ def refuse_unless_replaceable(outdir: Path) -> None:
 
 def synth(app: cdk8s.App, outdir: str | Path, validate: bool = True,
           progress: Progress | None = None, crds: list[Path] | None = None) -> dict[Path, str]:
-    """Render the app, validate every object (unless told not to; against the shipped schemas, the CRDs of
-    `crds` and those `add_crds` gave the app), and swap the result into `outdir`.
+    """Render the app, judge admission on what it rendered (`check_admission`), validate every object (unless
+    told not to; against the shipped schemas, the CRDs of `crds` and those `add_crds` gave the app), and swap
+    the result into `outdir`.
     Returns what was written. Nothing is written when anything is wrong."""
     refuse_unless_replaceable(Path(outdir))  # before the work, so a wrong --outdir fails fast
     phase(progress, "rendering")
     objects = render_objects(app)
+    check_admission(objects)
     if validate:
         check_objects(objects, phase(progress, "validating", len(objects)), [*(crds or []), *crd_folders(app)])
     advance = phase(progress, "writing", len(objects))

@@ -10,6 +10,12 @@
     queue.job_labels()                                          # {"kueue.x-k8s.io/queue-name": "training"}
     queue.pod_annotations(TopologyPlacement(level="topology.k8s.aws/network-node-layer-3"))
 
+    host = ResourceFlavor(cluster, "host")                      # no pool: any node's CPU and memory
+    split = ClusterQueue(cluster, "split", resource_groups=[    # GPUs by pool, host resources from `host`
+        ResourceGroup(resources=["nvidia.com/gpu", "vpc.amazonaws.com/efa", "hugepages-2Mi"], flavors=[p5]),
+        ResourceGroup(resources=["cpu", "memory"], flavors=[host])],
+        quotas={"host": {"cpu": "400", "memory": "4Ti"}}, when_can_borrow="TryNextFlavor")
+
 Facts: Kueue v0.19 (https://kueue.sigs.k8s.io/docs/). A queued job carries the queue label and never `suspend:
 false` (Kueue sets suspend on creation; an explicit false under Argo CD's self-heal would resume a job
 Kueue holds): `queued_job_problems(manifest)` is rule KT422, checked on a job's object after its patches.
@@ -29,6 +35,7 @@ from kubetrain.names import Dns1123Label, Dns1123Subdomain
 from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, NodePool
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
+from kubetrain.platform.scheduling import Toleration
 from kubetrain.quantity import Quantity, ResourceName, format_quantity, parse_quantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import KARPENTER_NODECLASS, KUEUE_JOBS, KUEUE_KEP, cite
@@ -101,12 +108,21 @@ class Topology(PlatformConstruct):
 
 class ResourceFlavorProps(StrictProps):
     name: Dns1123Subdomain
-    pool: InstanceOf[NodePool] = Field(..., description="The node pool whose nodes this flavor stands for.")
+    pool: InstanceOf[NodePool] | None = Field(
+        None, description="The node pool whose nodes this flavor stands for: its node labels and taints are the "
+                          "pool's, and its default quotas what the pool holds at its most. None: a flavor of no "
+                          "particular nodes (no labels, no taints; Kueue's usual 'default-flavor'), e.g. for CPU "
+                          "and memory in a resource group of their own; its quotas must then be given.")
     topology: InstanceOf[Topology] | None = Field(None, description="Topology for topology-aware scheduling.")
+    tolerations: list[Toleration] = Field(
+        default_factory=list, max_length=8,
+        description="Kueue adds these to the pods it admits in this flavor, and takes the flavor's taints they "
+                    "tolerate as tolerated when it picks a flavor. Default: none.")
 
 
 class ResourceFlavor(PlatformConstruct):
-    """A flavor per node pool: its node labels and taints, and the Topology its nodes are placed in."""
+    """A flavor per node pool: its node labels and taints, the tolerations Kueue adds to the pods it admits in
+    it, and the Topology its nodes are placed in."""
 
     Props = ResourceFlavorProps
     kind = "flavor"
@@ -115,16 +131,18 @@ class ResourceFlavor(PlatformConstruct):
                  **kwargs: Any):
         super().__init__(scope, id, props, kwargs)
         self.name: str = self.props.name
-        self.pool: NodePool = self.props.pool
+        self.pool: NodePool | None = self.props.pool
         self.topology: Topology | None = self.props.topology
-        self.depends_on = (self.pool, *([self.topology] if self.topology else []))
-        spec: dict[str, Any] = {"nodeLabels": self.pool.node_selector()}
-        if self.pool.taints:
+        self.depends_on = (*([self.pool] if self.pool else []), *([self.topology] if self.topology else []))
+        spec: dict[str, Any] = {"nodeLabels": self.pool.node_selector()} if self.pool else {}
+        if self.pool and self.pool.taints:
             spec["nodeTaints"] = self.pool.taints
+        if self.props.tolerations:
+            spec["tolerations"] = [t.manifest() for t in self.props.tolerations]
         problems = claim_queue_system(scope, "kueue")
         if self.topology:
             spec["topologyName"] = self.topology.name
-            if self.pool.scales_from_zero:
+            if self.pool and self.pool.scales_from_zero:
                 problems.append(Problem(TOPOLOGY_ON_DYNAMIC_POOL.code, "topology", f"pool {self.pool.name} scales "
                                         "from zero; Kueue places topology-aware jobs only on nodes that exist",
                                         TOPOLOGY_ON_DYNAMIC_POOL.fix))
@@ -132,7 +150,9 @@ class ResourceFlavor(PlatformConstruct):
             "apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": self.name}, "spec": spec}])
 
     def default_quota(self) -> dict[str, str]:
-        """The pool at its most: what its capacity_nodes nodes give pods."""
+        """The pool at its most: what its capacity_nodes nodes give pods (nothing for a flavor of no pool)."""
+        if self.pool is None:
+            return {}
         nodes = self.pool.capacity_nodes
         return {name: format_quantity(name, amount * nodes) for name, amount in self.pool.node_capacity().items()}
 
@@ -213,11 +233,14 @@ def resource_groups(flavors: list[ResourceFlavor], quotas: Mapping[str, Mapping[
     covered resource has 0 (Kueue needs every flavor to list every covered resource, in order)."""
     covered = sorted({r for q in quotas.values() for r in q},
                      key=lambda r: (_RESOURCE_ORDER.index(r) if r in _RESOURCE_ORDER else len(_RESOURCE_ORDER), r))
-    if not covered:
-        return []
-    return [{"coveredResources": covered, "flavors": [
+    return [_group(covered, flavors, quotas)] if covered else []
+
+
+def _group(covered: list[str], flavors: list[ResourceFlavor],
+           quotas: Mapping[str, Mapping[str, Quota]]) -> dict[str, Any]:
+    return {"coveredResources": covered, "flavors": [
         {"name": f.name, "resources": [quotas.get(f.name, {}).get(r, Quota(nominal="0")).manifest(r) for r in covered]}
-        for f in flavors]}]
+        for f in flavors]}
 
 
 def _cohort_reference(cohort: Cohort | str | None, field: str) -> tuple[str | None, list[Problem]]:
@@ -252,9 +275,38 @@ class CohortProps(StrictProps):
         return self
 
 
+FUNGIBILITY_REFUSED = register(
+    "KT453", "error", "flavor fungibility Kueue refuses",
+    rationale="Kueue's ClusterQueue CRD accepts flavorFungibility.preference (whether borrowing or preemption is "
+              "preferred when every flavor needs one of them) only when both whenCanBorrow and whenCanPreempt are "
+              "TryNextFlavor: otherwise the search stops before there is anything to prefer. The API server "
+              "refuses the ClusterQueue.",
+    fix="set when_can_borrow='TryNextFlavor' and when_can_preempt='TryNextFlavor' with a preference, or drop "
+        "the preference",
+    source="https://github.com/kubernetes-sigs/kueue/blob/v0.19.2/apis/kueue/v1beta2/clusterqueue_types.go "
+           "(FlavorFungibility)")
+
+
+class ResourceGroup(StrictProps):
+    """Resources a ClusterQueue covers together, with flavors of their own (Kueue's resource group): Kueue
+    gives each pod set one flavor per group, trying the group's flavors in order. GPUs in one group and CPU
+    and memory in another let a job's accelerators and its host resources come from different flavors."""
+
+    resources: list[ResourceName] = Field(..., min_length=1, max_length=64,
+                                          description="The resources it covers, e.g. ['cpu', 'memory'].")
+    flavors: list[InstanceOf[ResourceFlavor]] = Field(..., min_length=1, max_length=64,
+                                                      description="In order of preference.")
+
+
 class ClusterQueueProps(StrictProps):
     name: Dns1123Subdomain
-    flavors: list[InstanceOf[ResourceFlavor]] = Field(..., min_length=1, description="In order of preference.")
+    flavors: list[InstanceOf[ResourceFlavor]] = Field(
+        default_factory=list, description="In order of preference, in one resource group that covers every resource "
+                                          "their quotas name. Give this or resource_groups.")
+    resource_groups: list[ResourceGroup] | None = Field(
+        None, max_length=16, description="Resource groups, each covering its own resources with its own flavors "
+                                         "(e.g. GPUs by pool in one, CPU and memory in a flavor of no pool in "
+                                         "another). Default: one group, of `flavors`.")
     namespaces: list[Dns1123Label] | None = Field(None, description="Namespaces whose LocalQueues may use it; "
                                                                     "default: every namespace of the cluster.")
     quotas: Quotas = Field(default_factory=dict, description="Per flavor name, quotas that replace the default (the "
@@ -273,6 +325,14 @@ class ClusterQueueProps(StrictProps):
         "MayStopSearch", description="Flavor fungibility: take the first flavor that fits even by borrowing "
                                      "(MayStopSearch, Kueue's default), or try the next flavors for one that fits "
                                      "without borrowing first (TryNextFlavor).")
+    when_can_preempt: Literal["MayStopSearch", "TryNextFlavor"] = Field(
+        "TryNextFlavor", description="Flavor fungibility: try the next flavors before preempting in this one "
+                                     "(TryNextFlavor, Kueue's default), or stop at the first flavor where "
+                                     "preempting makes room (MayStopSearch). Offline checks judge an idle "
+                                     "cluster, where nothing is preempted: it does not change their verdict.")
+    preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = Field(
+        None, description="When every flavor needs borrowing or preemption, which Kueue prefers (its default "
+                          "BorrowingOverPreemption). Only with both when_can_* TryNextFlavor (KT453).")
     fair_sharing_weight: Quantity | None = Field(None, description="Its share against the cohort's other members "
                                                                    "under fair sharing (Kueue's default 1). Does "
                                                                    "not change what can ever be admitted.")
@@ -283,13 +343,54 @@ class ClusterQueueProps(StrictProps):
             raise rule_violation("KT003", f"cohort is a {type(self.cohort).__name__}, not a Cohort",
                                  "pass a Cohort object, or the name of a cohort defined outside the fleet",
                                  field="cohort")
-        names = [flavor.name for flavor in self.flavors]
-        if len(set(names)) != len(names):  # Kueue's webhook: a flavor at most once across resource groups
-            raise rule_violation("KT003", f"flavors name {', '.join(n for n in names if names.count(n) > 1)} more than "
-                                 "once", "list each ResourceFlavor once, in order of preference", field="flavors")
-        _known_flavors(self.quotas, self.flavors, "queue")
+        if bool(self.flavors) == (self.resource_groups is not None):
+            raise rule_violation("KT003", "give either flavors (one resource group) or resource_groups" if self.flavors
+                                 else "a ClusterQueue needs flavors", "list the flavors in order of preference "
+                                 "(flavors=[...]), or the resource groups (resource_groups=[ResourceGroup(...)])",
+                                 field="flavors")
+        names = [flavor.name for flavor in self.all_flavors]
+        twice = list(dict.fromkeys(n for n in names if names.count(n) > 1))
+        if twice:  # Kueue's webhook: a flavor at most once across resource groups
+            raise rule_violation("KT003", f"flavors name {', '.join(twice)} more than "
+                                 "once", "list each ResourceFlavor once (in one resource group), in order of "
+                                 "preference", field="resource_groups" if self.resource_groups else "flavors")
+        if self.resource_groups:
+            _check_groups(self.resource_groups, self.quotas)
+        _known_flavors(self.quotas, self.all_flavors, "queue")
+        bare = [f.name for f in self.all_flavors if f.pool is None and not self.quotas.get(f.name)]
+        if bare:  # nothing to default its quotas from: it would hold nothing
+            raise rule_violation("KT003", f"flavor {bare[0]} has no pool to take its default quotas from",
+                                 f"give its quotas, e.g. quotas={{'{bare[0]}': {{'cpu': '400', 'memory': '4000Gi'}}}}",
+                                 field=f"quotas.{bare[0]}")
         _check_limits(self.quotas, self.cohort is not None, "a cohort", lending_at_most_nominal=True)
+        if self.preference and (self.when_can_borrow, self.when_can_preempt) != ("TryNextFlavor", "TryNextFlavor"):
+            raise rule_violation(FUNGIBILITY_REFUSED.code, f"preference {self.preference} needs when_can_borrow and "
+                                 f"when_can_preempt TryNextFlavor (they are {self.when_can_borrow} and "
+                                 f"{self.when_can_preempt})", FUNGIBILITY_REFUSED.fix, field="preference")
         return self
+
+    @property
+    def all_flavors(self) -> list[ResourceFlavor]:
+        return [f for g in self.resource_groups for f in g.flavors] if self.resource_groups else list(self.flavors)
+
+
+def _check_groups(groups: list[ResourceGroup], quotas: Mapping[str, Mapping[str, Quota]]) -> None:
+    """Kueue's webhook: a resource in one group at most; and a flavor's quotas only of its group's resources."""
+    seen: dict[str, int] = {}
+    for i, group in enumerate(groups):
+        for resource in group.resources:
+            if resource in seen:
+                raise rule_violation("KT003", f"{resource} is covered by resource groups {seen[resource]} and {i}: "
+                                     "Kueue takes each resource in one group", "cover each resource in one group",
+                                     field=f"resource_groups.{i}.resources")
+            seen[resource] = i
+        for flavor in group.flavors:
+            for resource in quotas.get(flavor.name, {}):
+                if resource not in group.resources:
+                    raise rule_violation("KT003", f"flavor {flavor.name} is in resource group {i}, which does not "
+                                         f"cover {resource}", f"cover {resource} in that group, or give its quota to "
+                                         "a flavor of the group that covers it",
+                                         field=f"quotas.{flavor.name}.{resource}")
 
 
 def _fair_sharing(spec: dict[str, Any], weight: str | None) -> None:
@@ -323,8 +424,9 @@ class Cohort(PlatformConstruct):
 
 
 class ClusterQueue(PlatformConstruct):
-    """A cluster-wide queue with quotas per flavor. Every resource any flavor's pods request is covered
-    (Kueue does not admit a pod that requests an uncovered resource), in one resource group."""
+    """A cluster-wide queue with quotas per flavor. Given `flavors`, every resource any flavor's pods request is
+    covered (Kueue does not admit a pod that requests an uncovered resource), in one resource group; given
+    `resource_groups`, each group covers its own resources with its own flavors."""
 
     Props = ClusterQueueProps
     kind = "clusterqueue"
@@ -334,7 +436,7 @@ class ClusterQueue(PlatformConstruct):
         super().__init__(scope, id, props, kwargs)
         p = self.props
         self.name: str = p.name
-        self.flavors: list[ResourceFlavor] = list(p.flavors)
+        self.flavors: list[ResourceFlavor] = p.all_flavors
         self.cohort: Cohort | str | None = p.cohort
         self.depends_on = (*self.flavors, *([p.cohort] if isinstance(p.cohort, Cohort) else []))
         self.namespaces: list[str] = list(p.namespaces or scope.props.namespaces)
@@ -345,12 +447,17 @@ class ClusterQueue(PlatformConstruct):
                                                         "values": self.namespaces}]},
             "queueingStrategy": p.queueing_strategy,
             "preemption": {"withinClusterQueue": p.preemption},
-            "resourceGroups": resource_groups(self.flavors, quotas)}
+            "resourceGroups": resource_groups(self.flavors, quotas) if not p.resource_groups else [
+                _group(list(g.resources), list(g.flavors), quotas) for g in p.resource_groups]}
         cohort, problems = _cohort_reference(p.cohort, "cohort")
         if cohort:
             spec["cohortName"] = cohort
-        if p.when_can_borrow != "MayStopSearch":
-            spec["flavorFungibility"] = {"whenCanBorrow": p.when_can_borrow}
+        # Kueue's defaults are left out, except beside a preference, whose CRD rule reads both policies.
+        fungibility = {"whenCanBorrow": p.when_can_borrow if p.when_can_borrow != "MayStopSearch" else None,
+                       "whenCanPreempt": p.when_can_preempt if p.when_can_preempt != "TryNextFlavor" or p.preference
+                       else None, "preference": p.preference}
+        if any(fungibility.values()):
+            spec["flavorFungibility"] = {k: v for k, v in fungibility.items() if v}
         _fair_sharing(spec, p.fair_sharing_weight)
         problems += claim_queue_system(scope, "kueue")
         problems += [q for n in self.namespaces for q in scope.check_namespace(n)[1]]
