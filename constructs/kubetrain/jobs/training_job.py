@@ -20,6 +20,7 @@ import cdk8s
 
 from kubetrain.cluster import Cluster, NodeOnDemand
 from kubetrain.cost import annotations
+from kubetrain.jobs.memory import memory_annotations
 from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.rules import check_job, pod_security_check
@@ -92,7 +93,7 @@ class TrainingJob(NodeOnDemand):
         """Emit the job's objects into its cluster; returns the target's manifests."""
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
         manifests = job.props.target.render(job, template)
-        if manifests and (cost := cost_annotations(job)):
+        if manifests and (cost := {**cost_annotations(job), **memory_annotations(job)}):
             manifests[0]["metadata"]["annotations"] = {**manifests[0]["metadata"].get("annotations", {}), **cost}
         if config is not None:
             self._emitted.append(self.cluster.add_object({
