@@ -22,10 +22,9 @@ from typing import Any
 import yaml
 
 from kubetrain.admission.objects import ClusterObjects, admission_kinds
-from kubetrain.admission.requests import ACCELERATORS
+from kubetrain.admission.requests import ACCELERATORS, JOB_LABEL
 from kubetrain.admission.verdict import JobPlan, PoolPlan, plan_cluster
-from kubetrain.jobs.memory import describe, read_annotation
-from kubetrain.jobs.spec import JOB_LABEL
+from kubetrain.jobs.memory_annotation import describe, read_annotation
 from kubetrain.output.validate import parse_documents, yaml_files
 
 EXIT_NEVER = 1

@@ -22,7 +22,7 @@ import yaml
 from kubetrain.cost.annotations import CostInputError, estimate_of, peak_flops_of, pricing_of
 from kubetrain.cost.prices import NodePrice, node_price, region_of
 from kubetrain.cost.props import Estimate, PoolPricing
-from kubetrain.jobs.memory import read_annotation
+from kubetrain.jobs.memory_annotation import read_annotation
 from kubetrain.kinds.base import RunShape
 from kubetrain.kinds.registry import group_kind, run_kind, shape_of
 from kubetrain.platform.instances import BUILTIN_CATALOG

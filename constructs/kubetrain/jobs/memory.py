@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.jobs.command_flags import megatron_flags
+from kubetrain.jobs.memory_annotation import MEMORY_ANNOTATION
 from kubetrain.jobs.props import CommandModel
 from kubetrain.jobs.spec import JobSpec
 from kubetrain.rules.registry import register
 from training.memory import GIB, Architecture, Layout, MemoryEstimate, estimate, gpt_architecture, run_estimate
 from training.problems import Problem
 
-MEMORY_ANNOTATION = "kubetrain.dev/memory"
 WARN_WITHIN = 0.10  # an estimate within 10 % of the accelerator's memory warns: the formula's own error is ~10 %
 
 _SOURCE = ("training/memory.py; bench/memory_estimate.py; https://github.com/NVIDIA/Megatron-LM/blob/main/"
@@ -69,28 +69,6 @@ class JobMemory:
         return json.dumps({"accelerator": self.accelerator, "capacity_gib": round(self.capacity / GIB, 2),
                            "basis": self.basis, "per_rank_gib": self.estimate.gib()}, sort_keys=True,
                           separators=(",", ":"))
-
-
-def read_annotation(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """The estimate on a run object of dist/, or None (a job the check could not judge, or an older dist/)."""
-    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(MEMORY_ANNOTATION)
-    try:
-        found = json.loads(text) if text else None
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
-
-
-def describe(memory: dict[str, Any]) -> str:
-    """One line from an annotation: 'per H100: 38.5 of 80 GiB (48 %): parameters 2.1 + ...'."""
-    gib = memory.get("per_rank_gib") or {}
-    capacity = memory.get("capacity_gib") or 0
-    share = f" ({gib.get('total', 0) / capacity:.0%})" if capacity else ""
-    return (f"per {memory.get('accelerator', 'accelerator')}: {gib.get('total', 0):.1f} of {capacity:g} GiB{share}: "
-            f"parameters {gib.get('parameters', 0):.1f}, gradients {gib.get('gradients', 0):.1f}, optimizer "
-            f"{gib.get('optimizer', 0):.1f}, activations {gib.get('activations', 0):.1f}, CUDA/NCCL/allocator "
-            f"{gib.get('cuda_context', 0) + gib.get('nccl', 0) + gib.get('fragmentation', 0):.1f} "
-            f"({memory.get('basis', '')})")
 
 
 def job_memory(job: JobSpec) -> JobMemory | None:
