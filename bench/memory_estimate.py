@@ -173,9 +173,9 @@ def measure(case: Case) -> int:
 
 
 def _ranks(rank: int, world: int, port: int, cases: list[dict[str, Any]], out: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
         peaks = [measure(Case(**case)) for case in cases]
         if rank == 0:
@@ -183,6 +183,7 @@ def _ranks(rank: int, world: int, port: int, cases: list[dict[str, Any]], out: s
                 f.write(" ".join(map(str, peaks)))
     finally:
         dist.destroy_process_group()
+        torch.set_num_threads(threads)
 
 
 def _free_port() -> int:
@@ -198,8 +199,11 @@ def measure_all(cases: list[Case]) -> dict[Case, int]:
         group = [c for c in cases if c.world == world]
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "peaks")
-            mp.start_processes(_ranks, args=(world, _free_port(), [asdict(c) for c in group], out), nprocs=world,
-                               start_method="spawn")
+            if world == 1 and not dist.is_initialized():  # no process to start: a group of one in this one
+                _ranks(0, 1, _free_port(), [asdict(c) for c in group], out)
+            else:
+                mp.start_processes(_ranks, args=(world, _free_port(), [asdict(c) for c in group], out),
+                                   nprocs=world, start_method="spawn")
             with open(out) as f:
                 peaks.update(zip(group, map(int, f.read().split())))
     return peaks

@@ -118,6 +118,16 @@ def test_a_run_config_estimate_shards_with_fsdp_and_shrinks_with_checkpointing()
     assert ddp.nccl > 0 and ddp.cuda_context > 0 and ddp.fragmentation > 0
 
 
+def test_the_trainer_logs_its_own_estimate(tmp_path: Path) -> None:
+    from test_training import train, write_config
+
+    from training.config import load_run_config
+    config = write_config(tmp_path, max_steps=1)
+    records = train(config, 1)
+    (logged,) = [r for r in records if r["event"] == "memory_estimate"]
+    assert logged["per_rank_gib"] == run_estimate(load_run_config(config), 1, gpu=False).gib()
+
+
 # -- the rules at synth ---------------------------------------------------------------------------------------------
 
 FLEET = '''

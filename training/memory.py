@@ -252,8 +252,6 @@ def trainer_estimate(arch: Architecture, layout: Layout, gpu: bool = True) -> Me
 
     # Lives through the whole step.
     gathered = compute * (outer_p + layer_p) if fsdp else 0.0  # root module + the layer being computed
-    if fsdp and world > 1:
-        gathered += compute * layer_p  # the next layer's all-gather, prefetched
     buckets = FP32 * n if (not fsdp and world > 1) else 0.0  # DDP's reducer buckets (gradient_as_bucket_view off)
     # Gradient accumulation: the previous micro-batches' gradients (FSDP2 keeps them unsharded without sync).
     carried = (FP32 * n if fsdp else grads_full) if layout.accumulates else 0.0
@@ -265,8 +263,9 @@ def trainer_estimate(arch: Architecture, layout: Layout, gpu: bool = True) -> Me
     # then trades its activations for its gradients (and their temporaries). Each moment is (gradients, other).
     grad_temp = compute * (2 * arch.ffn + 2 * arch.hidden) * tokens  # grads of the MLP's widest tensors
     reduce_buffer = FP32 * layer_p if fsdp else 0.0  # FSDP2's unsharded fp32 gradient before reduce-scatter
-    grads = FP32 * outer_p  # the head's (and embedding's) gradients, unsharded until the root's reduce-scatter
-    moments = [(grads, saved + kept + transient)]  # the loss's backward starts
+    moments = [(0.0, saved + kept + transient)]  # the loss's backward starts
+    # Then the head's gradients: unsharded (in the compute dtype under FSDP2) until the root's reduce-scatter.
+    grads = (compute if fsdp else FP32) * outer_p
     live = saved
     for _ in range(arch.layers):
         recomputed = 0.0 if full else per_layer
