@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 GIB = 2**30
@@ -163,7 +163,7 @@ class MemoryEstimate:
     activations: float
     cuda_context: float = CUDA_CONTEXT_BYTES
     nccl: float = 0.0
-    fragmentation: float = field(default=0.0)
+    fragmentation: float = 0.0
 
     @property
     def model_state(self) -> float:
@@ -191,7 +191,7 @@ class MemoryEstimate:
         overhead = g["cuda_context"] + g["nccl"] + g["fragmentation"]
         return (f"parameters {g['parameters']:.1f} + gradients {g['gradients']:.1f} + optimizer "
                 f"{g['optimizer']:.1f} + activations {g['activations']:.1f} + CUDA/NCCL/allocator {overhead:.1f} "
-                f"= {g['total']:.1f} GiB")
+                f"= {self.total / GIB:.1f} GiB")
 
 
 def with_overheads(parameters: float, gradients: float, optimizer: float, activations: float,
@@ -272,9 +272,11 @@ def trainer_estimate(arch: Architecture, layout: Layout, gpu: bool = True) -> Me
         moments.append((grads, live + recomputed + grad_temp + reduce_buffer))
         live -= per_layer if full else residual
         grads += FP32 * layer_p / shard
-    moments.append((grads_full, 0.0))  # the optimizer step: every gradient, AdamW in place (fused)
+    if layout.accumulates:  # every gradient exists from the first micro-batch on
+        moments = [(carried, other) for _, other in moments]
+    moments.append((max(grads_full, carried), 0.0))  # the optimizer step: every gradient, AdamW in place (fused)
     gradients, activations = max(moments, key=sum)
-    gradients += buckets + carried
+    gradients += buckets
     groups = 1 if world > 1 else 0
     return with_overheads(weights + gathered, gradients, optimizer, activations, groups, gpu)
 
