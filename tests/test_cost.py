@@ -49,7 +49,8 @@ FAMILIES = {name.split(".")[0] for name in BUILTIN_CATALOG.names()}
 IMAGE = "ghcr.io/kubetrain/kubetrain:0.1.0"
 P5_POOL = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc1234"],
            "security_group_ids": ["sg-0efa1234"], "role": "KarpenterNodeRole-prod", "max_nodes": 8}
-BASE_KEYS = {"cluster", "namespace", "job", "instance_type", "capacity_type", "nodes", "gpus", "price_per_node_hour"}
+BASE_KEYS = {"cluster", "namespace", "job", "instance_type", "capacity_type", "nodes", "gpus", "price_per_node_hour",
+             "memory"}
 ESTIMATE_KEYS = BASE_KEYS | {"tokens", "flops", "peak_flops_per_gpu", "mfu", "ettr", "hours", "gpu_hours", "usd"}
 
 
@@ -182,6 +183,7 @@ def test_a_trainer_job_on_a_pool_is_priced_from_its_run_config(tmp_path: Path) -
     rows = _costs(app, tmp_path / "dist")
     gpt = rows["gpt"]
     assert set(gpt) == ESTIMATE_KEYS
+    assert gpt["memory"]["accelerator"] == "H100" and gpt["memory"]["per_rank_gib"]["total"] > 0  # kubetrain.dev/memory
     run = _run()
     assert gpt["tokens"] == run.max_steps * run.batch.global_size * run.data.seq_len
     assert gpt["flops"] == gpt["tokens"] * flops_per_token(run.model, run.data.seq_len)

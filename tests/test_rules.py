@@ -51,6 +51,13 @@ def megatron(**parallelism: int) -> dict[str, Any]:
                                "parallelism": {"tensor": 2, "micro_batch": 2, "global_batch": 512, **parallelism}}}
 
 
+# A Llama-style model as Megatron-LM's flags and as a CommandModel say it (KT165 compares them).
+LLAMA_FLAGS = ["pretrain_gpt.py", "--num-layers", "16", "--hidden-size", "2048", "--num-attention-heads", "16",
+               "--ffn-hidden-size", "5632", "--swiglu", "--seq-length", "2048", "--micro-batch-size", "1",
+               "--vocab-size", "32000", "--bf16"]
+LLAMA_MODEL = {"layers": 16, "hidden": 2048, "heads": 16, "ffn": 5632, "vocab": 32000, "seq_len": 2048}
+
+
 def findings(props: dict[str, Any], name: str = "job") -> list[tuple[str, str]]:
     app = App()
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
@@ -164,6 +171,11 @@ CASES = [
     ("KT119", {**CPU, "image": "ghcr.io/org/trainer"}, "image", {**CPU, "image": "ghcr.io/org/trainer@sha256:" + "a" * 64}),
     ("KT119", {**CPU, "image": "ghcr.io/org/trainer:latest"}, "image", CPU),
     ("KT120", megatron(tensor=2, pipeline=3), "workload.parallelism", megatron(tensor=2, pipeline=2)),
+    ("KT165", command(LLAMA_FLAGS, model={**LLAMA_MODEL, "layers": 40}), "workload.model",
+     command(LLAMA_FLAGS, model=LLAMA_MODEL)),
+    ("KT240", run(P5, model={"vocab_size": 32000, "dim": 4096, "n_layers": 32, "n_heads": 32}), "workload.run",
+     run(P5, model={"vocab_size": 32000, "dim": 4096, "n_layers": 32, "n_heads": 32},
+         strategy={"name": "fsdp", "activation_checkpointing": True}, precision="bf16")),
     ("KT121", {**megatron(), "workload": {**megatron()["workload"], "parallelism": {
         "tensor": 16, "micro_batch": 1, "global_batch": 512}}, "nodes": 4}, "workload.parallelism.tensor", megatron()),
     ("KT122", megatron(global_batch=500), "workload.parallelism.global_batch", megatron()),

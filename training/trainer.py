@@ -28,6 +28,7 @@ from training.host_memory import keep_freed_memory
 from training.metrics import device_name, peak_flops
 from training.model import GPT
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
+from training.memory import GIB, run_estimate
 from training.parallel import autocast, gradient_sync, parallelize
 from training.preemption import StopRequest
 from training.problems import Problem
@@ -104,6 +105,7 @@ class Trainer:
         self.watchdog.start()
         self.resume()
         self.report(self.mfu_basis())
+        self.report(self.memory_estimate())
         run, last = self.run, None
         mark, steps_since, saving = time.perf_counter(), 0, 0.0
         while self.step < run.max_steps and (stop_after_step is None or self.step < stop_after_step):
@@ -232,6 +234,15 @@ class Trainer:
         if not self.peak_flops:
             basis["note"] = f"no MFU: {device} has no known bf16 peak FLOP/s (training/flops.py)"
         return basis
+
+    def memory_estimate(self) -> dict[str, Any]:
+        """One rank's peak memory as training/memory.py estimates it (the figure `kubetrain synth` checked against the
+        GPU), in GiB by category, beside what the device holds (torch.cuda.max_memory_allocated measures it)."""
+        found = run_estimate(self.run, self.world.world_size, gpu=self.world.device_type == "cuda")
+        record: dict[str, Any] = {"event": "memory_estimate", "per_rank_gib": found.gib()}
+        if self.world.device_type == "cuda":
+            record["device_gib"] = round(torch.cuda.get_device_properties(self.world.device).total_memory / GIB, 2)
+        return record
 
     def weights_digest(self) -> str:
         """A hash of the full weights, by parameter name: replicas must agree, and so must runs

@@ -27,8 +27,8 @@ _EXPORTS = {
     "Cluster": "kubetrain.cluster", "ClusterProps": "kubetrain.cluster",
     "supported_kubernetes_versions": "kubetrain.output.validate",
     **{name: "kubetrain.jobs.props" for name in (
-        "ClaimVolume", "Command", "ConfigMapVolume", "Elastic", "EmptyDirVolume", "NodeResources", "Parallelism",
-        "PodSettings", "SecretVolume", "SecurityContext", "Trainer", "TrainingJobProps")},
+        "ClaimVolume", "Command", "CommandModel", "ConfigMapVolume", "Elastic", "EmptyDirVolume", "NodeResources",
+        "Parallelism", "PodSettings", "SecretVolume", "SecurityContext", "Trainer", "TrainingJobProps")},
     "TrainingJob": "kubetrain.jobs.training_job", "Function": "kubetrain.jobs.function",
     "PipIndexSecret": "kubetrain.jobs.function",
     "NcclTest": "kubetrain.jobs.nccl_test", "LauncherResources": "kubetrain.jobs.nccl_test",

@@ -22,8 +22,9 @@ from typing import Any
 import yaml
 
 from kubetrain.admission.objects import ClusterObjects, admission_kinds
-from kubetrain.admission.requests import ACCELERATORS
+from kubetrain.admission.requests import ACCELERATORS, JOB_LABEL
 from kubetrain.admission.verdict import JobPlan, PoolPlan, plan_cluster
+from kubetrain.jobs.memory_annotation import describe, read_annotation
 from kubetrain.output.validate import parse_documents, yaml_files
 
 EXIT_NEVER = 1
@@ -58,6 +59,10 @@ def plan_files(files: Mapping[str, bytes], clusters: set[str] | None = None) -> 
             found = plan_cluster(ClusterObjects.from_manifests(cluster, objects))
         except (ValueError, TypeError, AttributeError, KeyError) as error:
             raise PlanInputError(f"{cluster}: an object admission reads is malformed: {error}") from None
+        memory = {((o.get("metadata") or {}).get("namespace"), ((o.get("metadata") or {}).get("labels") or {})
+                   .get(JOB_LABEL)): estimate for o in objects if (estimate := read_annotation(o)) is not None}
+        for job in found[0]:
+            job.memory = memory.get((job.workload.namespace, job.workload.job))
         jobs += found[0]
         pools += found[1]
     return sorted(jobs, key=lambda j: j.key), pools
@@ -103,6 +108,7 @@ def render_text(jobs: list[JobPlan], pools: list[PoolPlan]) -> str:
             job = jobs[i - 1]
             lines += [f"    {r.severity} {r.code} {r.field}: {r.message}" for r in job.reasons]
             lines += [f"    note: {note}" for note in job.notes]
+            lines += [f"    memory {describe(job.memory)}"] if job.memory else []
     if pools:
         lines += ["", "POOLS"]
         lines += [f"  {_pool_line(p)}" for p in pools]

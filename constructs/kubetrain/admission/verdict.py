@@ -60,6 +60,7 @@ class JobPlan:
     flavor: str | None = None  # the flavor Kueue assigns on an idle cluster
     quota: str | None = None  # the queue's nominal quota of the job's main resource in that flavor
     potential: str | None = None  # with what its cohort can lend
+    memory: dict[str, Any] | None = None  # one rank's memory estimate (kubetrain.jobs.memory), when synth made one
 
     @property
     def verdict(self) -> str:
@@ -79,7 +80,7 @@ class JobPlan:
                 "verdict": self.verdict,
                 "reasons": [{"code": r.code, "severity": r.severity, "field": r.field, "message": r.message,
                              "fix": r.fix} for r in self.reasons],
-                "notes": self.notes}
+                "notes": self.notes, "memory": self.memory}
 
 
 @dataclass

@@ -22,6 +22,7 @@ import yaml
 from kubetrain.cost.annotations import CostInputError, estimate_of, peak_flops_of, pricing_of
 from kubetrain.cost.prices import NodePrice, node_price, price_table, region_of, unpriced_reason
 from kubetrain.cost.props import Estimate, PoolPricing
+from kubetrain.jobs.memory_annotation import read_annotation
 from kubetrain.kinds.base import RunShape
 from kubetrain.kinds.registry import group_kind, run_kind, shape_of
 from kubetrain.platform.instances import BUILTIN_CATALOG
@@ -100,6 +101,7 @@ class JobCost:
     work: Work | None
     peak_flops: float | None
     notes: list[str] = field(default_factory=list)
+    memory: dict[str, Any] | None = None  # one rank's memory estimate (kubetrain.jobs.memory), when synth made one
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -149,7 +151,8 @@ class JobCost:
         row: dict[str, Any] = {
             "cluster": self.cluster, "namespace": self.namespace, "job": self.job,
             "instance_type": self.instance_type, "capacity_type": self.capacity_type, "nodes": nodes,
-            "gpus": nodes * self.shape.accelerators_per_pod, "price_per_node_hour": self.price.usd if self.price else None}
+            "gpus": nodes * self.shape.accelerators_per_pod, "price_per_node_hour": self.price.usd if self.price else None,
+            "memory": self.memory}
         if self.work is not None:
             row |= {"tokens": self.work.tokens, "flops": self.work.flops, "peak_flops_per_gpu": self.peak_flops,
                     "mfu": self.estimate.mfu, "ettr": self.estimate.ettr, "hours": self.hours(nodes),
@@ -230,7 +233,7 @@ class _Dist:
         elif work is not None and not shape.accelerators:
             notes.append("no accelerators: a CPU has no peak FLOP/s to estimate hours from")
         return JobCost(cluster, namespace, meta["labels"][JOB_LABEL], meta.get("name", ""), shape, instance_type,
-                       capacity_type, price, pool, estimate, work, peak, notes)
+                       capacity_type, price, pool, estimate, work, peak, notes, read_annotation(obj))
 
 
 def fleet_costs(objects: Iterable[tuple[str, dict[str, Any]]]) -> list[JobCost]:

@@ -8,6 +8,7 @@ from typing import Any
 from kubetrain.cost.estimate import JobCost, Pool
 from kubetrain.cost.prices import node_price, price_table, region_of
 from kubetrain.cost.props import DEFAULT_ETTR, DEFAULT_MFU
+from kubetrain.jobs.memory_annotation import describe
 
 
 def usd(value: float | None, signed: bool = False) -> str:
@@ -84,6 +85,7 @@ def render_text(costs: list[JobCost], pools: list[Pool]) -> str:
     lines = table([_cells(cost) for cost in costs], COLUMNS)
     lines += [line for pool in pools if (line := pool_line(pool))]
     lines += [f"{'/'.join(cost.key)}: {note}" for cost in costs for note in cost.notes]
+    lines += [f"{'/'.join(cost.key)}: memory {describe(cost.memory)}" for cost in costs if cost.memory]
     sources = price_table().sources
     lines.append("prices: " + "; ".join(f"{name} ({source['rate']}, as of {source['as_of']})"
                                         for name, source in sources.items()) +

@@ -92,3 +92,53 @@ def parallel_flags(command: list[str]) -> dict[str, tuple[int, str]]:
         if field is not None and flag.value is not None and flag.value.isdigit():
             found[field] = (int(flag.value), flag.written)
     return found
+
+
+# Megatron-LM's arguments that change a rank's memory (megatron/training/arguments.py), by the name the memory
+# formula gives them. Integers:
+MEGATRON_SIZE_FLAGS = {
+    "layers": "num-layers", "hidden": "hidden-size", "ffn": "ffn-hidden-size", "heads": "num-attention-heads",
+    "kv_heads": "num-query-groups", "seq_len": "seq-length", "micro_batch": "micro-batch-size",
+    "tensor": "tensor-model-parallel-size", "pipeline": "pipeline-model-parallel-size",
+    "context": "context-parallel-size", "vocab": "padded-vocab-size", "kv_channels": "kv-channels",
+}
+# Switches (present or not).
+MEGATRON_SWITCHES = {"bf16", "fp16", "use-distributed-optimizer", "recompute-activations", "swiglu",
+                     "untie-embeddings-and-output-weights", "group-query-attention"}
+# Vocabularies of Megatron's built-in tokenizers, before padding (GPT-2's BPE: 50,257 tokens).
+MEGATRON_TOKENIZER_VOCAB = {"GPT2BPETokenizer": 50257}
+
+
+def megatron_flags(command: list[str]) -> dict[str, int | str | bool]:
+    """What a Megatron-LM command says about its memory: MEGATRON_SIZE_FLAGS' names -> their integer values,
+    `vocab` from --padded-vocab-size, else --vocab-size padded as Megatron pads it (to a multiple of
+    --make-vocab-size-divisible-by, 128 by default, times the tensor-parallel size), else a built-in tokenizer's;
+    each switch present -> True; `recompute` -> 'selective' or 'full'. Empty for a command with none of them."""
+    words = {flag.name: flag for flag in flags(command) if flag.name in _MEGATRON_NAMES}
+    found: dict[str, int | str | bool] = {}
+    for field, name in MEGATRON_SIZE_FLAGS.items():
+        flag = words.get(name)
+        if flag is not None and flag.value is not None and flag.value.isdigit():
+            found[field] = int(flag.value)
+    found.update({name: True for name in MEGATRON_SWITCHES if name in words})
+    granularity = words.get("recompute-granularity")
+    if granularity is not None and granularity.value in ("full", "selective"):
+        found["recompute"] = granularity.value
+    elif "recompute-activations" in words:  # the older switch: selective recomputation
+        found["recompute"] = "selective"
+    if "vocab" not in found:
+        raw = _int_value(words.get("vocab-size"))
+        tokenizer = words.get("tokenizer-type")
+        raw = raw or MEGATRON_TOKENIZER_VOCAB.get(tokenizer.value if tokenizer and tokenizer.value else "")
+        if raw:
+            multiple = (_int_value(words.get("make-vocab-size-divisible-by")) or 128) * int(found.get("tensor", 1))
+            found["vocab"] = -(-raw // multiple) * multiple
+    return found
+
+
+def _int_value(flag: Flag | None) -> int | None:
+    return int(flag.value) if flag is not None and flag.value is not None and flag.value.isdigit() else None
+
+
+_MEGATRON_NAMES = {*MEGATRON_SIZE_FLAGS.values(), *MEGATRON_SWITCHES, "recompute-granularity", "vocab-size",
+                   "tokenizer-type", "make-vocab-size-divisible-by"}

@@ -306,6 +306,31 @@ class Parallelism(StrictProps):
         return self.tensor * self.pipeline * self.context
 
 
+class CommandModel(StrictProps):
+    """What a command job trains, for the memory check (KT240): the architecture and how a rank runs it. A
+    Megatron-LM command's own flags say the same things (--num-layers, --bf16, ...) and must agree (KT165);
+    without this declaration they alone are read."""
+
+    layers: int = Field(..., ge=1, description="Decoder layers.")
+    hidden: int = Field(..., ge=1, description="Width of the residual stream.")
+    heads: int = Field(..., ge=1, description="Attention heads.")
+    kv_heads: int | None = Field(None, ge=1, description="Key/value heads (grouped-query attention). Default: heads.")
+    ffn: int = Field(..., ge=1, description="The MLP's hidden width.")
+    vocab: int = Field(..., ge=1, description="Vocabulary size (padded, as the embedding holds it).")
+    gated_mlp: bool = Field(True, description="SwiGLU (three matrices, Llama's) or a plain two-matrix MLP.")
+    tied_embeddings: bool = Field(False, description="The output layer shares the embedding's weights.")
+    seq_len: int = Field(..., ge=1, description="Tokens per sequence.")
+    strategy: Literal["megatron", "fsdp", "ddp"] = Field(
+        "megatron", description="How the model is spread: Megatron-LM's tensor/pipeline/data parallelism (sizes "
+                                "from `parallelism`), PyTorch FSDP2 over every rank, or DDP.")
+    precision: Literal["bf16", "fp32"] = Field("bf16", description="bf16 mixed precision (fp32 master weights and "
+                                                                   "gradients) or fp32.")
+    recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation.")
+    distributed_optimizer: bool = Field(False, description="Megatron-LM's --use-distributed-optimizer: master "
+                                                           "weights and Adam's moments sharded over data-parallel "
+                                                           "ranks.")
+
+
 class Command(StrictProps):
     """The user's own program in the user's image: a torchrun script, Megatron-LM, NeMo.
 
@@ -320,6 +345,9 @@ class Command(StrictProps):
     launcher: Literal["torchrun", "none"] = Field("torchrun", description="How the command is started in each pod.")
     working_dir: AbsolutePath | None = Field(None, description="Working directory. Default: the image's.")
     parallelism: Parallelism | None = Field(None, description="Checked against the world size when given.")
+    model: CommandModel | None = Field(None, description="What it trains, for the memory check (KT240). Default: "
+                                                         "what a Megatron-LM command's flags say, else the "
+                                                         "estimate's model.")
     checkpoint_dir: AbsolutePath | None = Field(None, description="Where the program saves checkpoints; checked to "
                                                                   "be on a persistent volume when given.")
     profile: NsysProfile | None = Field(None, description="Nsight Systems on the ranks (kubetrain.jobs.profiling): "

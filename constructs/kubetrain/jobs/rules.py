@@ -27,6 +27,7 @@ from kubetrain.jobs.containers import container_part_problems
 from kubetrain.jobs.debugging import debugging_problems
 from kubetrain.jobs.function import index_env_problems
 from kubetrain.jobs.launch import stop_needs_s
+from kubetrain.jobs.memory import memory_problems
 from kubetrain.jobs.pod import container_resources, launcher_env, metrics_ports, placement, pod_annotations, pod_volumes
 from kubetrain.jobs.props import ClaimVolume, EmptyDirVolume
 from kubetrain.jobs.ranges import counts_dividing, describe, divisors, gaps
@@ -112,7 +113,7 @@ def check_job(job: JobSpec) -> list[Problem]:
                                        profile=job.props.nccl)  # KT106, KT115, KT116, KT126, KT127
     environment += index_env_problems(job.props.env)  # KT160
     return (problems + environment + debugging_problems(job) + batch_divides(job) + platform_problems(job) +
-            pod_part_problems(job) + list(job.props.target.check(job)))
+            pod_part_problems(job) + memory_problems(job) + list(job.props.target.check(job)))
 
 
 register("KT156", "error", "CPU limit below the CPU request",

@@ -20,6 +20,7 @@ import cdk8s
 
 from kubetrain.cluster import Cluster, NodeOnDemand
 from kubetrain.cost import annotations
+from kubetrain.jobs.memory import memory_annotations
 from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.props import TrainingJobProps
 from kubetrain.jobs.rules import check_job, pod_security_check
@@ -95,7 +96,7 @@ class TrainingJob(NodeOnDemand):
         """Emit the job's objects into its cluster; returns the entries of the target's objects."""
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
         manifests = job.props.target.render(job, template)
-        if manifests and (extra := {**cost_annotations(job), **run_annotations(job)}):
+        if manifests and (extra := {**cost_annotations(job), **run_annotations(job), **memory_annotations(job)}):
             manifests[0]["metadata"]["annotations"] = {**manifests[0]["metadata"].get("annotations", {}), **extra}
         if config is not None:
             self._emitted.append(self.cluster.add_object({
