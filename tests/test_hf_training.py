@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run
+from conftest import kubetrain, run
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 torch = pytest.importorskip("torch", reason="the training runtime needs torch: pip install -e '.[train]'")
@@ -56,7 +56,7 @@ def write_parquet(path: Path, documents: list[str] = DOCUMENTS, row_group_size: 
 
 
 def hf_config(family: str, **extra):
-    return getattr(transformers, CONFIG_CLASSES[family])(**SHAPE, **extra)
+    return getattr(transformers, CONFIG_CLASSES[family])(**{**SHAPE, **extra})
 
 
 def run_config(tmp: Path, family: str, model_source: dict, **overrides) -> dict:
@@ -216,8 +216,42 @@ def test_check_names_each_missing_or_wrong_path_before_torchrun(tmp_path):
     (no_data,) = lines(data={"path": str(tmp_path / "nothing")})
     assert f"data.path: {tmp_path / 'nothing'} does not exist [KT234]" in no_data
     (no_column,) = lines(data={"text_field": "body"})
-    assert "data.text_field" in no_column and "no column 'body' [KT234]" in no_column
+    assert "data.text_field" in no_column and "no column 'body' (it has id, text) [KT234]" in no_column
     (no_tokenizer,) = lines(data={"tokenizer": str(tmp_path / "data")})
     assert "data.tokenizer: cannot load the tokenizer" in no_tokenizer and "[KT235]" in no_tokenizer
     (too_big,) = lines(model={"vocab_size": 8})
     assert "the tokenizer has" in too_big and "vocab_size 8 [KT235]" in too_big
+
+
+@pytest.mark.parametrize(("family", "tied"), [("llama", False), ("mistral", True), ("qwen2", False)])
+def test_the_compilers_parameter_count_is_the_models(family, tied):
+    """training/flops.py counts an HF model from the run config's shape alone (cost, checkpoint size, memory)."""
+    from training.config import HFModelConfig
+    from training.flops import parameter_count
+
+    model = transformers.AutoModelForCausalLM.from_config(hf_config(family, tie_word_embeddings=tied))
+    real = sum(p.numel() for p in model.parameters())
+    counted = parameter_count(HFModelConfig(kind="hf", model_type=family, **SHAPE, tie_word_embeddings=tied))
+    biases = 0 if family != "qwen2" else SHAPE["num_hidden_layers"] * (32 + 2 * 16)  # Qwen2's q, k, v biases
+    assert counted + biases == real
+
+
+def test_the_dev_fleets_fine_tune_runs_locally_from_dist(tmp_path):
+    """`kubetrain run-local dev/tiny-llama-sft`: the committed job, its claims mapped to local folders that hold a
+    pretrained Llama-style checkpoint, its tokenizer and a parquet data set."""
+    models = tmp_path / "volumes" / "datasets" / "models" / "tiny-llama"
+    make_tokenizer(models)
+    torch.manual_seed(5)
+    transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+        vocab_size=512)).save_pretrained(models)
+    write_parquet(tmp_path / "volumes" / "datasets" / "text" / "tiny-stories" / "part-0.parquet")
+    result = kubetrain("run-local", "dev/tiny-llama-sft", "--steps", "12", "--workdir", str(tmp_path))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    records = [json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines() if "] {" in line]
+    assert [r["step"] for r in records if r["event"] == "step"] == list(range(1, 13))
+    finished = records[-1]
+    assert finished["event"] == "finished" and len(set(finished["weights_sha256_per_rank"])) == 1
+    export = tmp_path / "volumes" / "checkpoints" / "tiny-llama-sft" / "hf" / "step-12"
+    model = transformers.AutoModelForCausalLM.from_pretrained(export)
+    assert digest(model.state_dict()) == finished["weights_sha256_per_rank"][0]

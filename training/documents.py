@@ -135,6 +135,7 @@ class RowReader:
 
         if self.cfg.source == "parquet":
             parquet = pq.ParquetFile(file, memory_map=True)
+            self._has_field(file, parquet.schema_arrow.names)
             start, end, groups = 0, 0, []
             for group in range(parquet.num_row_groups):  # skip the row groups before `row` by their metadata
                 end += parquet.metadata.row_group(group).num_rows
@@ -148,10 +149,18 @@ class RowReader:
             return
         start = 0  # an arrow stream of a save_to_disk folder, memory-mapped: skipped batches cost nothing
         with pa.memory_map(str(file), "r") as source:
-            for batch in pa.ipc.open_stream(source):
+            stream = pa.ipc.open_stream(source)
+            self._has_field(file, stream.schema.names)
+            for batch in stream:
                 if start + batch.num_rows > row:
                     yield start, batch.column(self.field)
                 start += batch.num_rows
+
+    def _has_field(self, file: Path, names: list[str]) -> None:
+        if self.field not in names:
+            raise unusable(str(file), self.field_name, f"{file} has no column {self.field!r} (it has "
+                           f"{', '.join(names)})", "set data.text_field (raw text) or data.tokens_field (token "
+                           "ids) to a column of the data set")
 
     @property
     def field_name(self) -> str:
@@ -207,7 +216,12 @@ class DocumentLoader:
         if self.cfg.tokens_field:
             token_lists = [list(value or ()) for _, value in pending]
         else:
-            texts = [value if isinstance(value, str) else "" for _, value in pending]
+            for position, value in pending:
+                if value is not None and not isinstance(value, str):
+                    raise unusable(str(self.files[position.file]), "text_field", f"row {position.row} of "
+                                   f"{self.files[position.file]} holds {type(value).__name__}, not text",
+                                   "point data.text_field at a text column, or data.tokens_field at token ids")
+            texts = [value or "" for _, value in pending]  # a null text is an empty document
             token_lists = self.tokenizer(texts, add_special_tokens=True)["input_ids"]
         for (position, _), tokens in zip(pending, token_lists, strict=True):
             if tokens and (min(tokens) < 0 or max(tokens) >= self.vocab_size):
@@ -302,10 +316,6 @@ def check_data(cfg: DataConfig, vocab_size: int) -> None:
         next(loader.documents(Position()))
     except ConfigError:
         raise
-    except KeyError:
-        raise unusable(str(file), loader.reader.field_name, f"{file} has no column {loader.reader.field!r}",
-                       "set data.text_field (raw text) or data.tokens_field (token ids) to a column of the "
-                       "data set") from None
     except Exception as exc:  # noqa: BLE001 - pyarrow's errors for a damaged or foreign file
         reason = " ".join(str(exc).split())[:300]
         raise unusable(str(file), "path", f"cannot read {file} as {cfg.source}: {reason}",
