@@ -94,9 +94,9 @@ class HFModelConfig(StrictModel):
                                                        "or a folder holding one, on a mounted volume.")
     pretrained_path: Text | None = Field(None, description="Fine-tune: a save_pretrained folder (config.json and "
                                                            "*.safetensors) on a mounted volume.")
-    export_dir: Text | None = Field(None, description="Where the final weights are saved in save_pretrained "
-                                                      "layout (config.json + safetensors); unset: "
-                                                      "<checkpoint.dir>/hf-final.")
+    export_dir: Text | None = Field(None, description="Where the weights are saved in save_pretrained layout "
+                                                      "(config.json + safetensors), as step-N/, at the end and "
+                                                      "with --export; unset: <checkpoint.dir>/hf.")
 
     @property
     def kv_heads(self) -> int:
