@@ -101,9 +101,9 @@ def test_family_trains_resumes_bit_exactly_after_kill_and_loads_back(tmp_path, f
     write_parquet(tmp_path / "data" / "part-0.parquet", DOCUMENTS[:35])
     write_parquet(tmp_path / "data" / "part-1.parquet", DOCUMENTS[35:])
     model_source: dict = {}
-    if source == "config_path":
-        hf_config(family).save_pretrained(tmp_path / "config")
-        model_source = {"config_path": str(tmp_path / "config" / "config.json")}
+    if source == "config_path":  # tied embeddings, as Qwen2.5's small models: one parameter in two places
+        hf_config(family, tie_word_embeddings=True).save_pretrained(tmp_path / "config")
+        model_source = {"config_path": str(tmp_path / "config" / "config.json"), "tie_word_embeddings": True}
     elif source == "pretrained_path":
         torch.manual_seed(11)
         transformers.AutoModelForCausalLM.from_config(hf_config(family)).save_pretrained(tmp_path / "pretrained")
