@@ -67,6 +67,31 @@ def define(app: App) -> Cluster:
         TrainingJob(cluster, name, TrainingJobProps(
             name=name, image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],
             target=target, workload=Trainer(run=tiny_gpt_run(f"/checkpoints/{name}"))))
+    # Fine-tuning a Hugging Face Llama-style model (a tiny one: two CPU cores) on a parquet data set with the
+    # model's own tokenizer, both read from a claim mounted read-only; the weights come back in save_pretrained
+    # layout under /checkpoints/tiny-llama-sft/hf/step-N.
+    k8s.KubePersistentVolumeClaim(cluster, "datasets", metadata=k8s.ObjectMeta(name="datasets", namespace=NAMESPACE),
+                                  spec=k8s.PersistentVolumeClaimSpec(
+                                      access_modes=["ReadOnlyMany"],
+                                      resources=k8s.VolumeResourceRequirements(
+                                          requests={"storage": k8s.Quantity.from_string("10Gi")})))
+    datasets = ClaimVolume(name="datasets", claim="datasets", mount_path="/datasets", read_only=True)
+    TrainingJob(cluster, "tiny-llama-sft", TrainingJobProps(
+        name="tiny-llama-sft", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop,
+        volumes=[checkpoints, datasets],
+        workload=Trainer(run=RunConfig.model_validate({
+            "model": {"kind": "hf", "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+                      "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+                      "vocab_size": 512, "pretrained_path": "/datasets/models/tiny-llama"},
+            "data": {"source": "parquet", "path": "/datasets/text/tiny-stories", "text_field": "text",
+                     "tokenizer": "/datasets/models/tiny-llama", "seq_len": 64},
+            "optimizer": {"lr": 1e-3, "min_lr": 1e-4, "warmup_steps": 5},
+            "batch": {"global_size": 8, "micro_size": 4},
+            "strategy": {"name": "fsdp"},
+            "checkpoint": {"dir": "/checkpoints/tiny-llama-sft", "interval": 10, "keep": 2},
+            "max_steps": 40,
+            "seed": 1234,
+        }))))
     # The user's own torchrun script: kubetrain writes torchrun's flags and appends the command.
     TrainingJob(cluster, "ddp-minimal", TrainingJobProps(
         name="ddp-minimal", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],

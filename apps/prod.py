@@ -2,8 +2,9 @@
 reservation and a CPU pool, FSx for Lustre for checkpoints and token files, an S3 data set, Kueue with
 topology-aware placement, and DCGM.
 
-Two jobs, shaped like AWS's EKS distributed-training examples: kubetrain's FSDP trainer, and Megatron-LM as a command
-job (TP=2, PP=1, global batch 512, micro batch 2). Both run on the p5 pool through the `training`
+Jobs shaped like AWS's EKS distributed-training examples: kubetrain's FSDP trainer, and Megatron-LM as a command
+job (TP=2, PP=1, global batch 512, micro batch 2); and a fine-tune of a Hugging Face Llama from FSx on a parquet
+data set in S3. Both run on the p5 pool through the `training`
 queue, packed into one EC2 network layer; each pod gets every GPU and EFA interface of its node,
 huge pages for the EFA driver, a memory-backed /dev/shm, and the NCCL environment kubetrain chooses
 for aws-ofi-nccl >= 1.7. The pool's 128 GPUs are split between two queues of one cohort, `training`
@@ -104,6 +105,31 @@ def define(app: App) -> Cluster:
     TrainingJob(cluster, "gpt-1b-lr-ablation", TrainingJobProps(
         name="gpt-1b-lr-ablation", image="ghcr.io/kubetrain/kubetrain:0.1.0", env={"NCCL_DEBUG": "WARN"},
         **{**on_p5, "queue": research_queue, "nodes": 4}, workload=Trainer(run=gpt_1b("gpt-1b-lr-ablation", 6e-4, 6e-5))))
+
+    # Fine-tuning a Hugging Face model: Llama 3.2 1B's safetensors and tokenizer, copied to FSx once (the pods
+    # never reach the hub), on a chat data set kept as parquet in the S3 bucket (mounted read-only). The shape is
+    # stated in the run config, so that synth sizes the job; the pod checks it against the checkpoint's
+    # config.json before torchrun starts. The weights come back in save_pretrained layout under export_dir.
+    llama = "/fsx/models/llama-3.2-1b"
+    TrainingJob(cluster, "llama-3-2-1b-sft", TrainingJobProps(
+        name="llama-3-2-1b-sft", image="ghcr.io/kubetrain/kubetrain:0.1.0", env={"NCCL_DEBUG": "WARN"},
+        **{**on_p5, "nodes": 1},
+        workload=Trainer(run=RunConfig.model_validate({
+            "model": {"kind": "hf", "model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
+                      "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192,
+                      "vocab_size": 128256, "tie_word_embeddings": True, "pretrained_path": llama,
+                      "export_dir": "/fsx/models/llama-3.2-1b-sft"},
+            "data": {"source": "parquet", "path": "/datasets/sft/ultrachat-200k/train", "text_field": "text",
+                     "tokenizer": llama, "seq_len": 4096},
+            "optimizer": {"lr": 2e-5, "min_lr": 2e-6, "warmup_steps": 100, "weight_decay": 0.0},
+            "batch": {"global_size": 64, "micro_size": 4},
+            "strategy": {"name": "fsdp", "activation_checkpointing": True, "compile": True},
+            "precision": "bf16",
+            "checkpoint": {"dir": "/fsx/checkpoints/llama-3-2-1b-sft", "interval": 200, "keep": 2,
+                           "async_save": True},
+            "max_steps": 3000,
+            "seed": 1234,
+        }))))
 
     # Megatron-LM's GPT pretraining, as AWS's EKS examples run it: torchrun's flags come from the
     # TrainJob contract, the script and its arguments are Megatron's own.

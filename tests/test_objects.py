@@ -142,9 +142,9 @@ def test_app_synth_is_kubetrains_synth(tmp_path):
 
 
 def test_constructs_hand_cdk8s_nothing():
-    """kubetrain's constructs create no ApiObject: the example fleet's only one is the claim dev adds with
-    cdk8s-plus itself, and every other object of dist/ never crossed into cdk8s."""
+    """kubetrain's constructs create no ApiObject: the example fleet's only ones are the claims dev adds with
+    cdk8s-plus itself (checkpoints and datasets), and every other object of dist/ never crossed into cdk8s."""
     app = apps.build()
     assert [type(c).__name__ for c in app.node.find_all() if isinstance(c, cdk8s.ApiObject)] == \
-        ["KubePersistentVolumeClaim"]
+        ["KubePersistentVolumeClaim"] * 2
     assert len(render_objects(app)) == len(list((ROOT / "dist").rglob("*.yaml")))

@@ -42,8 +42,9 @@ def test_plan_json_has_a_row_per_job_and_the_pools():
     assert rows[("prod", "ml-prod", "gpt-1b-fsdp")]["verdict"] == "fits"
     assert rows[("dev", "ml-dev", "tiny-gpt")]["verdict"] == "fits"
     [p5] = [p for p in plan["pools"] if p["pool"] == "p5"]
-    assert (p5["capacity_nodes"], p5["limited_by"], p5["demand_nodes"]) == (16, "static_nodes", 8)
-    assert p5["at_once"] == ["ml-prod/gpt-1b-fsdp", "ml-prod/gpt-1b-lr-ablation", "ml-prod/megatron-gpt"]
+    assert (p5["capacity_nodes"], p5["limited_by"], p5["demand_nodes"]) == (16, "static_nodes", 9)
+    assert p5["at_once"] == ["ml-prod/gpt-1b-fsdp", "ml-prod/gpt-1b-lr-ablation", "ml-prod/llama-3-2-1b-sft",
+                             "ml-prod/megatron-gpt"]
 
 
 def _git(repo: Path, *args: str) -> None:

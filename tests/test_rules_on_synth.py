@@ -43,6 +43,10 @@ def reported(app: App) -> list[tuple[str, str]]:
      "workload.run.data.dtype"),
     ({**RUN, "checkpoint": {"dir": "/ckpt/run", "local_dir": "/tmp/fast"}}, "KT207",
      "workload.run.checkpoint.local_interval"),
+    ({**RUN, "model": {"kind": "hf", "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+                       "num_attention_heads": 8, "num_key_value_heads": 3, "intermediate_size": 128,
+                       "vocab_size": 256}}, "KT232", "workload.run.model.num_key_value_heads"),
+    ({**RUN, "data": {"source": "parquet", "path": "/ckpt/data"}}, "KT236", "workload.run.data.tokenizer"),
 ])
 def test_a_run_config_mistake_is_reported_on_the_job(run: dict, code: str, path: str) -> None:
     app, cluster = fleet()

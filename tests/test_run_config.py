@@ -10,6 +10,8 @@ from training.config import load_run_config
 from training.problems import ConfigError
 
 BASE = "batch: {global_size: 8, micro_size: 2}\nmax_steps: 5\n"
+HF = ("model: {kind: hf, model_type: llama, hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 4, "
+      "intermediate_size: 128, vocab_size: 256}\n")
 
 
 def config(tmp_path: Path, text: str = BASE) -> Path:
@@ -75,6 +77,14 @@ def test_world_size_rule_and_accumulation(tmp_path):
     (BASE, ["model.mlp_ratio=0.001", "model.dim=16", "model.n_heads=4"], ("KT003", "model.mlp_ratio")),
     (BASE, ["resilience.collective_timeout_s=1e300"], ("KT003", "resilience.collective_timeout_s")),
     (BASE, ["metrics.port=70000"], ("KT003", "metrics.port")),
+    (BASE + HF, ["model.hidden_size=62"], ("KT232", "model.num_attention_heads")),
+    (BASE + HF, ["model.config={hidden_size: 64}"], ("KT232", "model.config")),
+    (BASE + HF, ["model.config_path=/m/config.json", "model.pretrained_path=/m"], ("KT232", "model.config_path")),
+    (BASE + HF, ["model.hiden_size=64"], ("KT001", "model.hiden_size")),  # the HF model's fields, not the GPT's
+    (BASE + HF, ["model.kind=bert"], ("KT003", "model.kind")),
+    (BASE + "data: {source: jsonl, path: /d, tokens_field: ids}\n", [], ("KT236", "data.eos_token_id")),
+    (BASE + "data: {source: parquet, tokenizer: /t}\n", [], ("KT236", "data.path")),
+    (BASE + "data: {source: tokens, path: t.bin, tokenizer: /t}\n", [], ("KT236", "data.source")),
 ])
 def test_config_is_strict_where_it_is_read(tmp_path, text, overrides, expected):
     with pytest.raises(ConfigError) as exc:
@@ -115,3 +125,13 @@ def test_python_m_training_reports_bad_input_in_one_line_each(tmp_path, text, ov
                             capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert [line.split("[")[-1].split("]")[0] for line in result.stderr.splitlines()] == expected
+
+
+def test_a_gpt_run_config_is_written_as_before_models_had_a_kind(tmp_path):
+    """The written config (the ConfigMap, and the content-hashed run name) of a GPT run on a token stream keeps
+    no field of Hugging Face models or data sets: merging them changes no running job's name."""
+    written = load_run_config(config(tmp_path)).to_yaml()
+    assert "kind" not in written and "tokenizer" not in written and "text_field" not in written
+    hf = load_run_config(config(tmp_path, BASE + HF + "data: {source: parquet, path: /d, tokenizer: /t}\n"))
+    again = load_run_config(config(tmp_path, hf.to_yaml()))
+    assert again == hf and again.model.kind == "hf" and again.model.kv_heads == 4

@@ -28,6 +28,9 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--check", action="store_true",
                         help="only validate the config and exit (0: valid, 2: not); the pod's launcher runs this "
                              "before torchrun, so a bad config fails the job at once instead of being retried")
+    parser.add_argument("--export", action="store_true",
+                        help="a Hugging Face model (model.kind: hf): save the newest checkpoint's weights in "
+                             "save_pretrained layout to model.export_dir/step-N, and exit without training")
     parser.add_argument("--stop-after-step", type=int, default=None, metavar="N",
                         help="stop after step N as if interrupted (drills and resume tests); "
                              "the schedule still runs to max_steps")
@@ -61,16 +64,30 @@ def main(argv: list[str] | None = None) -> int:
 def run(argv: list[str]) -> int:
     """Check the inputs, then train in this process; returns the exit code, or exits at once on a failure."""
     started = time.time()
-    from training.config import load_run_config
+    from training.config import DATASET_SOURCES, load_run_config
     from training.faults import parse_faults
+    from training.hf_model import check_model, offline
     from training.problems import ConfigError, Problem
     from training.tokens import open_token_file
 
+    offline()  # nothing is downloaded from a model hub, whatever the image's environment says
     args = parse_args(argv)
     try:
         run_config = load_run_config(args.config, args.overrides)
-        if run_config.data.source == "tokens":  # the data volume is mounted where the launcher checks, too
+        # The volumes are mounted where the launcher checks, too: a missing path fails the job before torchrun.
+        if args.export and run_config.model.kind != "hf":
+            raise ConfigError(args.config, [Problem("KT232", "model.kind", "--export saves a Hugging Face model's "
+                                                    "weights, and model.kind is gpt", "drop --export")])
+        if run_config.model.kind == "hf":
+            problems = check_model(run_config.model)
+            if problems:
+                raise ConfigError(args.config, problems)
+        if run_config.data.source == "tokens":
             open_token_file(run_config.data, run_config.model.vocab_size)
+        elif run_config.data.source in DATASET_SOURCES:
+            from training.documents import check_data
+
+            check_data(run_config.data, run_config.model.vocab_size)
     except ConfigError as error:
         return report(error, record=not args.check)
     if args.check:
@@ -96,13 +113,19 @@ def run(argv: list[str]) -> int:
         world = init_world(run_config.resilience.collective_timeout_s)
         startup["process_group"] = time.time()
         trainer = Trainer(run_config, world, stop, startup)
+        if args.export:
+            trainer.resume()
+            trainer.export()
+            trainer.close()
+            shutdown()
+            return 0
         ended = trainer.train(stop_after_step=args.stop_after_step)
         trainer.close()
         shutdown()
     except failures.PermanentFailure as failure:
         failures.record(failure.exit_code, failure.line)
         exit_now(failure.exit_code, trainer)
-    except ConfigError as error:  # the token file, read again by every rank
+    except ConfigError as error:  # the data and the model's files, read again by every rank
         exit_now(report(error), trainer)
     except BaseException:  # a fault: its traceback, and a retry by torchrun
         import traceback

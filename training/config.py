@@ -13,10 +13,11 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_serializer, model_validator
 
 from training.problems import (
     INVALID_VALUE,
+    UNION_TAG,
     ConfigError,
     Problem,
     ReportedLater,
@@ -37,8 +38,12 @@ class StrictModel(ReportedLater):
 
 
 class ModelConfig(StrictModel):
-    """A GPT-style decoder: pre-norm blocks, rotary positions, tied embeddings."""
+    """kubetrain's own GPT-style decoder (training/model.py): pre-norm blocks, rotary positions, SwiGLU."""
 
+    # Left out of the written config, where it is the default: the run configs (and content-hashed run names) of
+    # GPT jobs stay what they were before models had a kind.
+    kind: Literal["gpt"] = Field("gpt", exclude=True, description="`gpt`: this decoder (the default); `hf`: a "
+                                                                   "Hugging Face causal LM (HFModelConfig).")
     vocab_size: int = Field(50304, gt=1, le=2**32, description="Tokens in the vocabulary (a multiple of 64 is fastest).")
     dim: int = Field(768, gt=0, description="Width of the residual stream.")
     n_layers: int = Field(12, gt=0, description="Transformer blocks.")
@@ -57,15 +62,125 @@ class ModelConfig(StrictModel):
         return self
 
 
-class DataConfig(StrictModel):
-    """Where tokens come from. Each data-parallel rank reads its own slice of the stream."""
+# The shape fields of HFModelConfig, by their transformers config names: given once, in the run config.
+HF_SHAPE_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                   "intermediate_size", "vocab_size", "tie_word_embeddings")
+# Config fields the trainer decides, not the model: a KV cache is no use in training; remote code is never run.
+HF_TRAINER_FIELDS = ("use_cache", "trust_remote_code", "torch_dtype", "dtype")
 
-    source: Literal["synthetic", "tokens"] = Field(
-        "synthetic", description="`synthetic`: a deterministic stream from the seed; `tokens`: a flat token file.")
-    path: Text | None = Field(None, description="The token file (memory-mapped, `dtype`); required for `tokens`.")
+
+class HFModelConfig(StrictModel):
+    """A Hugging Face `transformers` causal LM (Llama, Qwen2, Mistral, ... any model_type that
+    AutoModelForCausalLM builds), trained from random weights or fine-tuned from local safetensors.
+
+    The shape is written here in plain fields, under transformers' names, so that the compiler can
+    estimate cost and memory without reading a volume; the pod checks it against `config_path` or
+    `pretrained_path` (KT231). Nothing is downloaded: paths are local (an FSx or S3 Mountpoint volume)."""
+
+    kind: Literal["hf"] = Field(description="`hf`: a Hugging Face causal LM.")
+    model_type: Text = Field(..., min_length=1, description="transformers' model_type: llama, qwen2, mistral, ...")
+    hidden_size: int = Field(..., gt=0, description="Width of the residual stream.")
+    num_hidden_layers: int = Field(..., gt=0, description="Decoder layers (each one FSDP2 unit).")
+    num_attention_heads: int = Field(..., gt=0, description="Query heads; must divide hidden_size.")
+    num_key_value_heads: int | None = Field(None, gt=0, description="Key/value heads (grouped-query attention); "
+                                                                     "unset: num_attention_heads.")
+    intermediate_size: int = Field(..., gt=0, description="Hidden width of the gated MLP.")
+    vocab_size: int = Field(..., gt=1, le=2**32, description="Rows of the embedding (at least the tokenizer's size).")
+    tie_word_embeddings: bool = Field(False, description="The output head shares the input embedding's weights.")
+    config: dict[str, Any] = Field(default_factory=dict, description="Further transformers config fields "
+                                   "(rope_theta, rms_norm_eps, max_position_embeddings, ...) for a random init; "
+                                   "not the shape fields above.")
+    config_path: Text | None = Field(None, description="Random init from a transformers config: a config.json "
+                                                       "or a folder holding one, on a mounted volume.")
+    pretrained_path: Text | None = Field(None, description="Fine-tune: a save_pretrained folder (config.json and "
+                                                           "*.safetensors) on a mounted volume.")
+    export_dir: Text | None = Field(None, description="Where the weights are saved in save_pretrained layout "
+                                                      "(config.json + safetensors), as step-N/, at the end and "
+                                                      "with --export; unset: <checkpoint.dir>/hf.")
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_key_value_heads or self.num_attention_heads
+
+    @model_validator(mode="after")
+    def _consistent(self) -> HFModelConfig:
+        if self.hidden_size % self.num_attention_heads:
+            raise rule_violation("KT232", f"hidden_size {self.hidden_size} is not divisible by num_attention_heads "
+                                 f"{self.num_attention_heads}", "choose num_attention_heads that divides hidden_size",
+                                 field="num_attention_heads")
+        if self.num_attention_heads % self.kv_heads:
+            raise rule_violation("KT232", f"num_key_value_heads {self.kv_heads} does not divide num_attention_heads "
+                                 f"{self.num_attention_heads}", "choose num_key_value_heads that divides "
+                                 "num_attention_heads (each key/value head serves a whole group)",
+                                 field="num_key_value_heads")
+        if self.config_path and self.pretrained_path:
+            raise rule_violation("KT232", "config_path and pretrained_path are both set", "keep pretrained_path to "
+                                 "fine-tune (its config.json comes with it), or config_path to start from random "
+                                 "weights", field="config_path")
+        clashes = sorted(set(self.config) & {*HF_SHAPE_FIELDS, "model_type", *HF_TRAINER_FIELDS})
+        if clashes:
+            raise rule_violation("KT232", f"model.config sets {', '.join(clashes)}", "set the shape and model_type "
+                                 "as fields of model itself (once); the trainer decides use_cache and dtype, and "
+                                 "never runs remote code", field="config")
+        if self.config and (self.config_path or self.pretrained_path):
+            raise rule_violation("KT232", "model.config is set but the config comes from a file", "remove "
+                                 "model.config, or write the whole config here without config_path/pretrained_path",
+                                 field="config")
+        return self
+
+    def transformers_config(self) -> dict[str, Any]:
+        """The config transformers builds the model from (random init without a file)."""
+        return {"model_type": self.model_type, **{name: getattr(self, name) for name in HF_SHAPE_FIELDS},
+                "num_key_value_heads": self.kv_heads, **self.config}
+
+
+def _model_kind(value: Any) -> str:
+    # A run config without `kind` keeps meaning kubetrain's GPT, as before there was a choice.
+    kind = value.get("kind", "gpt") if isinstance(value, dict) else getattr(value, "kind", "gpt")
+    return UNION_TAG + kind  # RunConfig refused any other kind before
+
+
+AnyModelConfig = Annotated[Annotated[ModelConfig, Tag(f"{UNION_TAG}gpt")] | Annotated[HFModelConfig, Tag(f"{UNION_TAG}hf")],
+                           Discriminator(_model_kind)]
+
+
+DATASET_SOURCES = ("parquet", "jsonl", "datasets")  # documents, tokenized by the trainer or already
+
+
+class DataConfig(StrictModel):
+    """Where tokens come from. Each data-parallel rank reads its own slice of the stream.
+
+    The data set sources (parquet, JSON lines, a `datasets` save_to_disk folder) hold documents: raw text
+    (`text_field`, tokenized with the local `tokenizer`) or token ids (`tokens_field`). Documents are packed
+    into sequences with the end-of-sequence token between them; rank r of n reads documents r, r + n, ...,
+    streaming, and its position is saved in every checkpoint (training/datasets.py)."""
+
+    source: Literal["synthetic", "tokens", "parquet", "jsonl", "datasets"] = Field(
+        "synthetic", description="`synthetic`: a deterministic stream from the seed; `tokens`: a flat token file; "
+                                 "`parquet`, `jsonl`: a file, or a folder of them read in name order; `datasets`: "
+                                 "a folder written by datasets' save_to_disk.")
+    path: Text | None = Field(None, description="The token file (memory-mapped, `dtype`), or the data set's file "
+                                                "or folder (read-only: an FSx or S3 Mountpoint path).")
     dtype: Literal["uint16", "uint32"] = Field(
         "uint16", description="Integer type of the token file: uint16 holds vocabularies up to 65,536 tokens.")
     seq_len: int = Field(256, gt=0, le=1_048_576, description="Tokens per training sequence.")
+    text_field: Text = Field("text", min_length=1, description="Data sets: the column (or JSON key) of raw text.")
+    tokens_field: Text | None = Field(None, min_length=1, description="Data sets: the column of token ids, "
+                                                                      "when the documents are tokenized already.")
+    tokenizer: Text | None = Field(None, description="Data sets: a local tokenizer folder (tokenizer.json, as "
+                                                     "save_pretrained writes it), loaded with local_files_only.")
+    eos_token_id: int | None = Field(None, ge=0, description="Data sets: the token between documents; unset: "
+                                                             "the tokenizer's eos_token_id.")
+
+    @model_serializer(mode="wrap")
+    def _without_unused_fields(self, handler: Any) -> dict[str, Any]:
+        # The data set fields mean nothing to the other sources: leaving them out keeps those run configs (and
+        # their content-hashed run names) what they were before data sets existed.
+        data = handler(self)
+        if self.source not in DATASET_SOURCES:
+            for name in ("text_field", "tokens_field", "tokenizer", "eos_token_id"):
+                data.pop(name, None)
+        return data
 
     @model_validator(mode="after")
     def _path_for_tokens(self) -> DataConfig:
@@ -76,6 +191,24 @@ class DataConfig(StrictModel):
             raise rule_violation("KT205", f"data.path {self.path} is set but source is 'synthetic': the file "
                                  "would be ignored", "set source: tokens to train on the file, or remove path",
                                  field="path")
+        if self.source in DATASET_SOURCES:
+            problem = None
+            if not self.path:
+                problem = ("path", f"source {self.source!r} needs data.path",
+                           "set data.path to the data set's file or folder on a mounted volume")
+            elif self.tokens_field is None and not self.tokenizer:
+                problem = ("tokenizer", f"raw text ({self.text_field!r}) needs a tokenizer",
+                           "set data.tokenizer to a local tokenizer folder, or tokens_field to a column of token ids")
+            elif self.tokens_field is not None and not self.tokenizer and self.eos_token_id is None:
+                problem = ("eos_token_id", "tokenized documents need the token that separates them",
+                           "set data.eos_token_id, or data.tokenizer (its eos_token_id is used)")
+            if problem:
+                raise rule_violation("KT236", problem[1], problem[2], field=problem[0])
+        elif self.tokens_field or self.tokenizer or self.eos_token_id is not None:
+            raise rule_violation("KT236", f"tokens_field, tokenizer and eos_token_id are for data sets, and source "
+                                 f"is {self.source!r}: they would be ignored",
+                                 f"set source to one of {', '.join(DATASET_SOURCES)}, or remove them",
+                                 field="source")
         return self
 
 
@@ -209,7 +342,7 @@ class ResilienceConfig(StrictModel):
 class RunConfig(StrictModel):
     """One training run: the file that `python -m training --config` reads."""
 
-    model: ModelConfig = Field(default_factory=ModelConfig)
+    model: AnyModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
     batch: BatchConfig
@@ -222,6 +355,15 @@ class RunConfig(StrictModel):
     seed: int = Field(0, ge=0, lt=2**31, description="Seeds model init, data and dropout; resume restores RNG "
                                                     "states (below 2**31: numpy's and the data stream's range).")
     log_interval: int = Field(1, gt=0, description="Print a metrics line every this many steps.")
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _known_kind(cls, value: Any) -> Any:
+        kind = value.get("kind", "gpt") if isinstance(value, dict) else "gpt"
+        if kind not in ("gpt", "hf"):
+            raise rule_violation(INVALID_VALUE, f"model kind {kind!r} is unknown", "use kind: gpt (kubetrain's "
+                                 "decoder, the default) or kind: hf (a Hugging Face causal LM)", field="kind")
+        return value
 
     def to_yaml(self) -> str:
         """The complete config, defaults included: what the pod reads is exactly what was validated. The text

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from training.config import DataConfig
+from training.config import DATASET_SOURCES, DataConfig, RunConfig
 from training.tokens import open_token_file
 
 # The synthetic stream: arithmetic progressions modulo the vocabulary with a random start and a
@@ -42,6 +42,15 @@ class TokenSource:
         stride = _STRIDES[(mixed // self.vocab_size) % len(_STRIDES)]
         positions = torch.arange(self.seq_len + 1)
         return (start[:, None] + stride[:, None] * positions[None, :]) % self.vocab_size
+
+
+def build_loader(run: RunConfig, dp_rank: int, dp_size: int):
+    """This rank's loader: documents from a data set (training/documents.py), or samples of a token stream."""
+    if run.data.source in DATASET_SOURCES:
+        from training.documents import DocumentLoader
+
+        return DocumentLoader(run.data, run.model.vocab_size, run.batch.micro_size, dp_rank, dp_size)
+    return ShardedLoader(TokenSource(run.data, run.model.vocab_size, run.seed), run.batch.micro_size, dp_rank, dp_size)
 
 
 class ShardedLoader:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 
-from training.config import ModelConfig
+from training.config import HFModelConfig, ModelConfig
 
 # Dense bf16 peak of one accelerator in FLOP/s, without sparsity, by chip. Sources: NVIDIA's datasheets (H100
 # SXM 989, H100 NVL 835, H100 PCIe 756 TFLOP/s; H200 989, the H100's compute; A100 312, SXM and PCIe alike; HGX B200
@@ -55,11 +55,25 @@ def mlp_hidden(cfg: ModelConfig) -> int:
     return 64 * math.ceil(int(2 * cfg.mlp_ratio * cfg.dim / 3) / 64)
 
 
-def parameter_count(cfg: ModelConfig) -> int:
+def parameter_count(cfg: ModelConfig | HFModelConfig) -> int:
     """Every parameter of training.model.GPT: embedding, blocks (attention, SwiGLU, two RMSNorm weights),
-    final norm and the untied output head."""
+    final norm and the untied output head. Of a Hugging Face Llama-style model: the same parts, with
+    grouped-query attention's smaller key/value projections and the head tied or not (attention biases,
+    as Qwen2's, are left out: under 0.1 % of a layer)."""
+    if isinstance(cfg, HFModelConfig):
+        h, kv_width = cfg.hidden_size, cfg.kv_heads * (cfg.hidden_size // cfg.num_attention_heads)
+        block = 2 * h * h + 2 * h * kv_width + 3 * h * cfg.intermediate_size + 2 * h
+        heads = 1 if cfg.tie_word_embeddings else 2
+        return heads * cfg.vocab_size * h + cfg.num_hidden_layers * block + h
     block = 4 * cfg.dim * cfg.dim + 3 * cfg.dim * mlp_hidden(cfg) + 2 * cfg.dim
     return 2 * cfg.vocab_size * cfg.dim + cfg.n_layers * block + cfg.dim
+
+
+def shape(cfg: ModelConfig | HFModelConfig) -> tuple[int, int, int]:
+    """(layers, width, vocabulary) of either kind of model."""
+    if isinstance(cfg, HFModelConfig):
+        return cfg.num_hidden_layers, cfg.hidden_size, cfg.vocab_size
+    return cfg.n_layers, cfg.dim, cfg.vocab_size
 
 
 def checkpoint_bytes(cfg: ModelConfig) -> int:
@@ -68,11 +82,14 @@ def checkpoint_bytes(cfg: ModelConfig) -> int:
     return 12 * parameter_count(cfg)
 
 
-def flops_per_token(cfg: ModelConfig, seq_len: int, parameters: int | None = None) -> int:
+def flops_per_token(cfg: ModelConfig | HFModelConfig, seq_len: int, parameters: int | None = None) -> int:
     """Training FLOPs per token. `parameters`: the model's count if it is not this GPT (a command job's
-    declared size, which then counts as N without its embedding)."""
-    n = parameter_count(cfg) - cfg.vocab_size * cfg.dim if parameters is None else parameters
-    return 6 * n + attention_flops_per_token(cfg.n_layers, cfg.dim, seq_len)
+    declared size, which then counts as N without its embedding). A tied head is one matrix but still a
+    matmul: it counts."""
+    layers, width, vocab = shape(cfg)
+    tied = isinstance(cfg, HFModelConfig) and cfg.tie_word_embeddings
+    n = parameter_count(cfg) - (0 if tied else vocab * width) if parameters is None else parameters
+    return 6 * n + attention_flops_per_token(layers, width, seq_len)
 
 
 def attention_flops_per_token(n_layers: int, dim: int, seq_len: int) -> int:

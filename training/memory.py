@@ -331,6 +331,19 @@ def run_layout(run: Any, world_size: int) -> Layout:
                   accumulates=run.grad_accum_steps(world_size) > 1)
 
 
+def model_architecture(model: Any) -> Architecture:
+    """The architecture of a run config's model section: the kubetrain GPT, or a Hugging Face causal LM whose
+    shape the run config states (training.config.HFModelConfig; its other transformers fields in `config`)."""
+    if getattr(model, "kind", "gpt") != "hf":
+        return gpt_architecture(model)
+    shape = {"model_type": model.model_type, "hidden_size": model.hidden_size,
+             "num_hidden_layers": model.num_hidden_layers, "num_attention_heads": model.num_attention_heads,
+             "num_key_value_heads": model.kv_heads, "intermediate_size": model.intermediate_size,
+             "vocab_size": model.vocab_size, "tie_word_embeddings": model.tie_word_embeddings}
+    return hf_architecture({**model.config, **shape})
+
+
 def run_estimate(run: Any, world_size: int, gpu: bool = True) -> MemoryEstimate:
-    """Peak memory per accelerator of a kubetrain run config (its GPT) at `world_size` ranks."""
-    return trainer_estimate(gpt_architecture(run.model), run_layout(run, world_size), gpu)
+    """Peak memory per accelerator of a kubetrain run config (its GPT or Hugging Face model) at `world_size`
+    ranks."""
+    return trainer_estimate(model_architecture(run.model), run_layout(run, world_size), gpu)

@@ -13,23 +13,31 @@ from torch.nn.parallel import DistributedDataParallel
 
 from training.config import RunConfig
 from training.distributed import World
-from training.model import GPT
 
 
-def parallelize(model: GPT, run: RunConfig, world: World) -> nn.Module:
-    """Apply activation checkpointing, compilation and the data-parallel strategy, in that order."""
-    model.activation_checkpointing = run.strategy.activation_checkpointing
+def parallelize(model: nn.Module, run: RunConfig, world: World) -> nn.Module:
+    """Apply activation checkpointing, compilation and the data-parallel strategy, in that order. The unit
+    of each is a block: kubetrain's GPT's, or a Hugging Face model's decoder layers."""
+    if run.model.kind == "hf":
+        from training import hf_model
+
+        blocks = hf_model.decoder_layers(model)
+        if run.strategy.activation_checkpointing:
+            hf_model.enable_activation_checkpointing(model)
+    else:
+        blocks = list(model.blocks)
+        model.activation_checkpointing = run.strategy.activation_checkpointing
     if run.strategy.compile:
-        for block in model.blocks:
+        for block in blocks:
             block.compile()
     if run.strategy.name == "fsdp":
         mesh = init_device_mesh(world.device_type, (world.world_size,))
         # bf16 compute with fp32 gradient reduction: the sum of many bf16 shards loses precision.
         mp = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
               if run.precision == "bf16" else MixedPrecisionPolicy())
-        for i, block in enumerate(model.blocks):
+        for i, block in enumerate(blocks):
             # The last block's parameters are needed again at once by backward: keep them gathered.
-            fully_shard(block, mesh=mesh, mp_policy=mp, reshard_after_forward=i < len(model.blocks) - 1)
+            fully_shard(block, mesh=mesh, mp_policy=mp, reshard_after_forward=i < len(blocks) - 1)
         fully_shard(model, mesh=mesh, mp_policy=mp)
         return model
     if world.world_size > 1:

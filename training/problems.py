@@ -23,6 +23,10 @@ UNKNOWN_FIELD = "KT001"
 MISSING_FIELD = "KT002"
 INVALID_VALUE = "KT003"
 
+# Tags of a discriminated union's members start with this (`kind=hf`): pydantic puts the tag in an error's
+# location, which is no field the user wrote, so paths leave it out.
+UNION_TAG = "kind="
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -113,7 +117,7 @@ def problems_from_validation_error(
                 problems.append(Problem(stand_in.code, ".".join(filter(None, [prefix, *loc])), stand_in.message,
                                         stand_in.fix))
             continue
-        loc = [str(part) for part in detail["loc"]]
+        loc = [str(part) for part in detail["loc"] if not str(part).startswith(UNION_TAG)]
         ctx = detail.get("ctx") or {}
         if ctx.get("field"):
             loc.append(ctx["field"])
@@ -162,6 +166,12 @@ def _field_names_at(model: type[BaseModel], loc: tuple) -> list[str]:
     """The field names of the model found by following `loc` from `model` (best effort)."""
     annotation: object = model
     for part in loc:
+        if str(part).startswith(UNION_TAG):  # a tagged union's member: the model whose kind the tag names
+            kind = str(part)[len(UNION_TAG):]
+            annotation = next((arg for arg in _models_in(annotation)
+                               if getattr(arg.model_fields.get("kind"), "default", None) == kind
+                               or typing.get_args(arg.model_fields["kind"].annotation) == (kind,)), None)
+            continue
         sub = _model_in(annotation)
         if sub is None:
             if isinstance(part, int) or typing.get_origin(annotation) in (dict, list):
@@ -179,14 +189,15 @@ def _field_names_at(model: type[BaseModel], loc: tuple) -> list[str]:
 
 
 def _model_in(annotation: object) -> type[BaseModel] | None:
+    return next(iter(_models_in(annotation)), None)
+
+
+def _models_in(annotation: object) -> list[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
+        return [annotation]
     if typing.get_origin(annotation) in (typing.Union, types.UnionType, typing.Annotated):
-        for arg in typing.get_args(annotation):
-            found = _model_in(arg)
-            if found:
-                return found
-    return None
+        return [found for arg in typing.get_args(annotation) for found in _models_in(arg)]
+    return []
 
 
 # -- typed props that report like dicts ---------------------------------------------------------

@@ -16,9 +16,10 @@ import torch.nn.functional as F
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.tensor import DTensor
 
+from training import hf_model
 from training.checkpoint import CheckpointManager, LocalCheckpoints
 from training.config import RunConfig
-from training.data import ShardedLoader, TokenSource
+from training.data import build_loader
 from training.distributed import World, all_gather_object, all_reduce_mean, broadcast_object
 from training.ettr import EttrClock, daly_interval_s, first_start
 from training.failures import EXIT_DIVERGED, PermanentFailure
@@ -34,6 +35,11 @@ from training.preemption import StopRequest
 from training.problems import Problem
 from training.telemetry import Telemetry
 from training.watchdog import Watchdog
+
+
+def logits(output: Any) -> torch.Tensor:
+    """kubetrain's GPT returns logits; a transformers model, an output object that holds them."""
+    return output if isinstance(output, torch.Tensor) else output.logits
 
 
 def seed_everything(seed: int) -> None:
@@ -60,15 +66,17 @@ class Trainer:
         self.startup = startup or {}  # when parts of the process's start were done: reported on resume
         keep_freed_memory()
         seed_everything(run.seed)
-        with torch.device(world.device):
-            model = GPT(run.model)
-        model.init_weights(run.seed)
+        if run.model.kind == "hf":
+            model = hf_model.build(run.model, world.device)  # random weights from the RNG seeded above
+        else:
+            with torch.device(world.device):
+                model = GPT(run.model)
+            model.init_weights(run.seed)
         self.n_params = sum(p.numel() for p in model.parameters())
         self.model = parallelize(model, run, world)
         self.optimizer = build_optimizer(self.model, run.optimizer)
         self.accum_steps = run.grad_accum_steps(world.world_size)
-        source = TokenSource(run.data, run.model.vocab_size, run.seed)
-        self.loader = ShardedLoader(source, run.batch.micro_size, dp_rank=world.rank, dp_size=world.world_size)
+        self.loader = build_loader(run, dp_rank=world.rank, dp_size=world.world_size)
         self.faults = FaultInjector.from_env(world.rank)
         self.telemetry = Telemetry(run, world)
         self.checkpoints = CheckpointManager(run.checkpoint, world, self.faults)
@@ -144,6 +152,8 @@ class Trainer:
             for tier in self.tiers:
                 self.report(tier.poll())
         self.wait_for_saves()
+        if self.step == run.max_steps and run.model.kind == "hf":
+            self.export()
         self.watchdog.stop()
         if self.stop is not None:
             self.stop.close()
@@ -194,7 +204,7 @@ class Trainer:
             with gradient_sync(self.model, micro == self.accum_steps - 1), autocast(self.run, self.world):
                 # The logits get no name: the backward needs only log-softmax's output, so the largest
                 # activation is freed once the loss is computed instead of living through the backward.
-                loss = F.cross_entropy(self.model(inputs).flatten(0, 1).float(), targets.flatten())
+                loss = F.cross_entropy(logits(self.model(inputs)).flatten(0, 1).float(), targets.flatten())
                 if poison:
                     loss = loss * float("nan")
                 (loss / self.accum_steps).backward()
@@ -243,6 +253,14 @@ class Trainer:
         if self.world.device_type == "cuda":
             record["device_gib"] = round(torch.cuda.get_device_properties(self.world.device).total_memory / GIB, 2)
         return record
+
+    def export(self) -> None:
+        """The weights in transformers' save_pretrained layout (at the end of a run, and on request:
+        `python -m training --export`)."""
+        started = time.perf_counter()
+        path = hf_model.save_pretrained(self.model, self.run, self.step, self.world.is_main)
+        self.report({"event": "exported", "step": self.step, "path": str(path),
+                     "save_s": time.perf_counter() - started})
 
     def weights_digest(self) -> str:
         """A hash of the full weights, by parameter name: replicas must agree, and so must runs

@@ -312,10 +312,16 @@ def _config_overrides(command: list[str], mounts: dict[str, Path], steps: int | 
     sets.append(f"checkpoint.dir={_map_path(run.checkpoint.dir, mounts)}")
     if run.checkpoint.local_dir:
         sets.append(f"checkpoint.local_dir={_map_path(run.checkpoint.local_dir, mounts)}")
-    if run.data.path:
-        sets.append(f"data.path={_map_path(run.data.path, mounts)}")
+    paths = {"data.path": run.data.path, "data.tokenizer": run.data.tokenizer}
+    if run.model.kind == "hf":  # a Hugging Face model's files, and where its weights are exported
+        paths |= {f"model.{name}": getattr(run.model, name) for name in ("config_path", "pretrained_path", "export_dir")}
+    sets += [f"{key}={_map_path(value, mounts)}" for key, value in paths.items() if value]
     if run.metrics.port:  # pods share this machine's ports: each gets its own
         sets.append(f"metrics.port={free_port()}")
+    # The launcher's `--check` reads the config file alone, without the --set arguments: the pod's copy (written
+    # by run-local) holds the local paths too, so the check looks where the ranks will.
+    config = Path(command[command.index("--config") + 1])
+    config.write_text(load_run_config(config, sets, where=where).to_yaml(), encoding="utf-8")
     return [arg for value in sets for arg in ("--set", value)]
 
 

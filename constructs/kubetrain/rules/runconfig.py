@@ -80,3 +80,45 @@ register("KT210", "error", "training diverged",
                    "with no checkpoint to return to, the learning rate or the data is the cause, not bad luck: the "
                    "rank exits 4, which every target treats as permanent.",
          fix="lower optimizer.lr or raise warmup_steps, check the data for bad samples", source="training/trainer.py", checked_by=("pod",))
+register("KT230", "error", "Hugging Face model files missing or unreadable",
+         rationale="Nothing is downloaded at run time (the hub is off in every pod): the model's config.json and "
+                   "safetensors weights must be on a mounted volume. `python -m training --check`, the pod's first "
+                   "step, reads them before torchrun starts, so a wrong path fails the job at once, with the path.",
+         fix="mount the volume that holds the model, or fix model.pretrained_path / model.config_path",
+         source="training/hf_model.py", checked_by=("pod",))
+register("KT231", "error", "Hugging Face model shape differs from its config.json",
+         rationale="The run config states the model's shape (the compiler sizes cost and memory from it without "
+                   "reading the volume); a config.json that says otherwise would train another model than the one "
+                   "the pull request was reviewed for.",
+         fix="copy the file's value into the run config field the message names", source="training/hf_model.py",
+         checked_by=("pod",))
+register("KT232", "error", "Hugging Face model section inconsistent",
+         rationale="Heads must divide the width and key/value heads the heads; the config comes from one place "
+                   "(the run config, config_path or pretrained_path); model.config must not restate the shape or "
+                   "set what the trainer decides (use_cache, dtype, remote code); --export needs kind hf.",
+         fix="change the field the message names", source=TRAINER, checked_by=("synth", "pod"))
+register("KT233", "error", "model type unknown to transformers",
+         rationale="The pod builds the model with AutoModelForCausalLM from its image's transformers, never with "
+                   "remote code: a model_type it does not know as a causal LM cannot be trained.",
+         fix="use a causal LM model_type (llama, qwen2, mistral, ...), or an image whose transformers knows it",
+         source=cite("training/hf_model.py",
+                     "https://huggingface.co/docs/transformers/model_doc/auto#transformers.AutoModelForCausalLM"),
+         checked_by=("pod",))
+register("KT234", "error", "data set missing or unreadable",
+         rationale="Checked by `python -m training --check` before torchrun, and by each rank as it reads: a missing "
+                   "path, a folder without parquet or JSON lines files or a save_to_disk state.json, a column that "
+                   "is not there, token ids beyond the vocabulary, or fewer rows than ranks would otherwise crash "
+                   "every rank (and be retried) or train on garbage.",
+         fix="mount the data volume, fix data.path, data.text_field or data.tokens_field as the message says",
+         source="training/documents.py", checked_by=("pod",))
+register("KT235", "error", "tokenizer missing or unusable",
+         rationale="Raw text is tokenized in the pod with the tokenizer from a local folder (never downloaded); "
+                   "a folder that does not load, a tokenizer larger than the model's vocabulary, or no "
+                   "end-of-sequence token to put between documents cannot train the model.",
+         fix="point data.tokenizer at the folder the model's tokenizer was saved to (save_pretrained)",
+         source="training/documents.py", checked_by=("pod",))
+register("KT236", "error", "data set source incomplete",
+         rationale="A parquet, JSON lines or datasets source needs its path, a tokenizer for raw text (or a column "
+                   "of token ids and the token between documents); tokenizer settings on the synthetic or token-file "
+                   "source would be ignored.",
+         fix="set data.path and data.tokenizer (or data.tokens_field and data.eos_token_id)", source=TRAINER)

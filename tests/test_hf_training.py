@@ -1,0 +1,257 @@
+"""Hugging Face causal LMs on real data sets: three families under torchrun with two CPU ranks, trained from
+parquet with a local tokenizer, killed with SIGKILL and resumed bit-exactly, and loaded back by transformers.
+
+Every model and tokenizer is built here, tiny, from code: nothing is downloaded (the runtime switches the hub
+off, and so does this module before transformers is imported).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import kubetrain, run
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+torch = pytest.importorskip("torch", reason="the training runtime needs torch: pip install -e '.[train]'")
+transformers = pytest.importorskip("transformers", reason="Hugging Face models need the train extra")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from training.config import DataConfig  # noqa: E402
+from training.documents import DocumentLoader  # noqa: E402
+
+WORDS = ("the cat sat on a mat while rain fell and dogs ran far over hills to see what lay beyond the river "
+         "bank where old trees grew").split()
+# Documents of different lengths (some shorter than a sequence, some longer): packing crosses their boundaries.
+DOCUMENTS = [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(3 + (i * 5) % 23)) for i in range(60)]
+SHAPE = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "intermediate_size": 64, "vocab_size": 64}
+CONFIG_CLASSES = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "mistral": "MistralConfig"}
+
+
+def make_tokenizer(folder: Path) -> Path:
+    """A word-level tokenizer trained on the documents, saved as transformers saves one."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.train_from_iterator(DOCUMENTS, trainers.WordLevelTrainer(special_tokens=["<unk>", "<eos>"]))
+    wrapped = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", eos_token="<eos>")
+    wrapped.save_pretrained(folder)
+    return folder
+
+
+def write_parquet(path: Path, documents: list[str] = DOCUMENTS, row_group_size: int = 16) -> Path:
+    import pyarrow as pa
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": list(range(len(documents))), "text": documents}), path,
+                   row_group_size=row_group_size)
+    return path
+
+
+def hf_config(family: str, **extra):
+    return getattr(transformers, CONFIG_CLASSES[family])(**{**SHAPE, **extra})
+
+
+def run_config(tmp: Path, family: str, model_source: dict, **overrides) -> dict:
+    return {
+        "model": {"kind": "hf", "model_type": family, **SHAPE, **model_source},
+        "data": {"source": "parquet", "path": str(tmp / "data"), "tokenizer": str(tmp / "tokenizer"), "seq_len": 16},
+        "optimizer": {"lr": 1e-2, "min_lr": 1e-3, "warmup_steps": 2},
+        "batch": {"global_size": 4, "micro_size": 2},
+        "strategy": {"name": "fsdp", "activation_checkpointing": True},
+        "max_steps": 8, "seed": 3, "log_interval": 1, "metrics": {"port": 0},
+        **overrides,
+    }
+
+
+def train(config: dict, folder: Path, *args: str, env: dict | None = None, expect: int = 0) -> list[dict]:
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {**config, "checkpoint": {"dir": str(folder / "ckpt"), "interval": 3, "keep": 2}}
+    path = folder / "run.yaml"
+    path.write_text(yaml.safe_dump(config))
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    result = run([sys.executable, *launcher, "-m", "training", "--config", str(path), *args], env=env)
+    assert result.returncode == expect, result.stdout[-3000:] + result.stderr[-3000:]
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def digest(state: dict) -> str:
+    """training.trainer.Trainer.weights_digest, of a plain state dict."""
+    sha = hashlib.sha256()
+    for name in sorted(state):
+        sha.update(name.encode())
+        sha.update(state[name].detach().float().cpu().contiguous().numpy().tobytes())
+    return sha.hexdigest()
+
+
+@pytest.mark.parametrize(("family", "source"), [
+    ("llama", "inline"),  # random init from the config in the run config
+    ("qwen2", "config_path"),  # random init from a config.json on a volume
+    ("mistral", "pretrained_path"),  # fine-tuning safetensors written by save_pretrained
+])
+def test_family_trains_resumes_bit_exactly_after_kill_and_loads_back(tmp_path, family, source):
+    make_tokenizer(tmp_path / "tokenizer")
+    write_parquet(tmp_path / "data" / "part-0.parquet", DOCUMENTS[:35])
+    write_parquet(tmp_path / "data" / "part-1.parquet", DOCUMENTS[35:])
+    model_source: dict = {}
+    if source == "config_path":  # tied embeddings, as Qwen2.5's small models: one parameter in two places
+        hf_config(family, tie_word_embeddings=True).save_pretrained(tmp_path / "config")
+        model_source = {"config_path": str(tmp_path / "config" / "config.json"), "tie_word_embeddings": True}
+    elif source == "pretrained_path":
+        torch.manual_seed(11)
+        transformers.AutoModelForCausalLM.from_config(hf_config(family)).save_pretrained(tmp_path / "pretrained")
+        model_source = {"pretrained_path": str(tmp_path / "pretrained")}
+    config = run_config(tmp_path, family, model_source)
+
+    straight = train(config, tmp_path / "straight")
+    losses = [r["loss"] for r in straight if r["event"] == "step"]
+    assert len(losses) == 8 and sum(losses[-3:]) < sum(losses[:3]), losses
+    finished = straight[-1]
+    assert finished["event"] == "finished" and len(set(finished["weights_sha256_per_rank"])) == 1
+
+    # Rank 1 is SIGKILLed at the start of step 6 (torchrun gives up: no restarts); the next run resumes at 3.
+    train(config, tmp_path / "killed", env={"KUBETRAIN_FAULT": "crash:step=6:rank=1"}, expect=1)
+    # On request, the newest checkpoint's weights are exported without training.
+    on_request = train(config, tmp_path / "killed", "--export")
+    assert [r["event"] for r in on_request] == ["resumed", "exported"] and on_request[1]["step"] == 3
+    transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "killed" / "ckpt" / "hf" / "step-3")
+    resumed = train(config, tmp_path / "killed")
+    assert resumed[0]["event"] == "resumed" and resumed[0]["step"] == 3
+    assert [r["loss"] for r in resumed if r["event"] == "step"] == losses[3:]
+    assert resumed[-1]["weights_sha256_per_rank"] == finished["weights_sha256_per_rank"]
+
+    # The export is what transformers loads: the trained weights, bit for bit, and the same logits either way.
+    exported = [r for r in resumed if r["event"] == "exported"]
+    assert exported and exported[0]["path"] == str(tmp_path / "killed" / "ckpt" / "hf" / "step-8")
+    models = [transformers.AutoModelForCausalLM.from_pretrained(folder / "ckpt" / "hf" / "step-8")
+              for folder in (tmp_path / "straight", tmp_path / "killed")]
+    assert type(models[0]).__name__.lower().startswith(family)
+    assert digest(models[0].state_dict()) == finished["weights_sha256_per_rank"][0]
+    tokens = torch.randint(0, SHAPE["vocab_size"], (2, 16), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.equal(models[0](tokens).logits, models[1](tokens).logits)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "killed" / "ckpt" / "hf" / "step-8")
+    assert tokenizer.eos_token == "<eos>"
+
+
+def write_sources(tmp: Path) -> dict[str, dict]:
+    """The same documents as parquet (raw text, two files), JSON lines (token ids, with blank lines) and a
+    datasets save_to_disk folder (raw text, several arrow files)."""
+    datasets = pytest.importorskip("datasets")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(make_tokenizer(tmp / "tokenizer"))
+    write_parquet(tmp / "parquet" / "a.parquet", DOCUMENTS[:25], row_group_size=4)
+    write_parquet(tmp / "parquet" / "b.parquet", DOCUMENTS[25:], row_group_size=7)
+    (tmp / "jsonl").mkdir()
+    for name, part in (("a.jsonl", DOCUMENTS[:25]), ("b.jsonl", DOCUMENTS[25:])):
+        lines = [json.dumps({"ids": tokenizer(text)["input_ids"]}) + ("\n\n" if i % 9 == 0 else "\n")
+                 for i, text in enumerate(part)]
+        (tmp / "jsonl" / name).write_text("".join(lines))
+    datasets.Dataset.from_dict({"body": DOCUMENTS}).save_to_disk(tmp / "arrow", max_shard_size="1KB")
+    assert len(list((tmp / "arrow").glob("*.arrow"))) > 1
+    tokenizer_path = str(tmp / "tokenizer")
+    return {"parquet": {"source": "parquet", "path": str(tmp / "parquet"), "tokenizer": tokenizer_path},
+            "jsonl": {"source": "jsonl", "path": str(tmp / "jsonl"), "tokens_field": "ids", "eos_token_id": 1},
+            "datasets": {"source": "datasets", "path": str(tmp / "arrow"), "text_field": "body",
+                         "tokenizer": tokenizer_path}}
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_every_source_streams_the_same_packed_tokens_and_resumes_anywhere(tmp_path, rank):
+    sources = write_sources(tmp_path)
+
+    def loader(source: dict) -> DocumentLoader:
+        return DocumentLoader(DataConfig(**source, seq_len=16), 64, micro_size=1, dp_rank=rank, dp_size=2)
+
+    # 40 sequences of 16 tokens from ~450 tokens a rank: past the end of the data, into a second epoch.
+    reference = loader(sources["parquet"])
+    expected = [reference.next_sequence() for _ in range(40)]
+    assert all(len(sequence) == 17 for sequence in expected)
+    for sequence, following in zip(expected, expected[1:], strict=False):
+        assert following[0] == sequence[-1]  # the last target is the next sequence's first input
+    for name, source in sources.items():
+        straight = loader(source)
+        assert [straight.next_sequence() for _ in range(40)] == expected, name
+        for cut in (1, 7, 13, 29):  # resume from the position saved after `cut` sequences
+            first = loader(source)
+            for _ in range(cut):
+                first.next_sequence()
+            again = loader(source)
+            again.load_state_dict(json.loads(json.dumps(first.state_dict())))
+            assert [again.next_sequence() for _ in range(40 - cut)] == expected[cut:], (name, cut)
+
+
+def check(config: dict, tmp: Path) -> list[str]:
+    """`python -m training --check` (the pod's first step, before torchrun): its error lines."""
+    path = tmp / "run.yaml"
+    path.write_text(yaml.safe_dump({**config, "checkpoint": {"dir": str(tmp / "ckpt")}}))
+    result = run([sys.executable, "-m", "training", "--config", str(path), "--check"])
+    assert result.returncode == (2 if result.stderr else 0), result.stderr
+    return result.stderr.splitlines()
+
+
+def test_check_names_each_missing_or_wrong_path_before_torchrun(tmp_path):
+    make_tokenizer(tmp_path / "tokenizer")
+    write_parquet(tmp_path / "data" / "part-0.parquet")
+    hf_config("llama", hidden_size=48).save_pretrained(tmp_path / "config")
+    good = run_config(tmp_path, "llama", {})
+    assert check(good, tmp_path) == []
+
+    def lines(model: dict | None = None, data: dict | None = None) -> list[str]:
+        return check({**good, "model": {**good["model"], **(model or {})}, "data": {**good["data"], **(data or {})}},
+                     tmp_path)
+
+    (missing,) = lines(model={"pretrained_path": str(tmp_path / "absent")})
+    assert f"model.pretrained_path: cannot read {tmp_path / 'absent' / 'config.json'}" in missing and "[KT230]" in missing
+    (shape,) = lines(model={"config_path": str(tmp_path / "config")})
+    assert "model.hidden_size: 32 but" in shape and "says 48 [KT231]" in shape and "hidden_size: 48" in shape
+    (unknown,) = lines(model={"model_type": "no-such-model"})
+    assert "model.model_type" in unknown and "[KT233]" in unknown
+    (no_data,) = lines(data={"path": str(tmp_path / "nothing")})
+    assert f"data.path: {tmp_path / 'nothing'} does not exist [KT234]" in no_data
+    (no_column,) = lines(data={"text_field": "body"})
+    assert "data.text_field" in no_column and "no column 'body' (it has id, text) [KT234]" in no_column
+    (no_tokenizer,) = lines(data={"tokenizer": str(tmp_path / "data")})
+    assert "data.tokenizer: cannot load the tokenizer" in no_tokenizer and "[KT235]" in no_tokenizer
+    (too_big,) = lines(model={"vocab_size": 8})
+    assert "the tokenizer has" in too_big and "vocab_size 8 [KT235]" in too_big
+
+
+@pytest.mark.parametrize(("family", "tied"), [("llama", False), ("mistral", True), ("qwen2", False)])
+def test_the_compilers_parameter_count_is_the_models(family, tied):
+    """training/flops.py counts an HF model from the run config's shape alone (cost, checkpoint size, memory)."""
+    from training.config import HFModelConfig
+    from training.flops import parameter_count
+
+    model = transformers.AutoModelForCausalLM.from_config(hf_config(family, tie_word_embeddings=tied))
+    real = sum(p.numel() for p in model.parameters())
+    counted = parameter_count(HFModelConfig(kind="hf", model_type=family, **SHAPE, tie_word_embeddings=tied))
+    biases = 0 if family != "qwen2" else SHAPE["num_hidden_layers"] * (32 + 2 * 16)  # Qwen2's q, k, v biases
+    assert counted + biases == real
+
+
+def test_the_dev_fleets_fine_tune_runs_locally_from_dist(tmp_path):
+    """`kubetrain run-local dev/tiny-llama-sft`: the committed job, its claims mapped to local folders that hold a
+    pretrained Llama-style checkpoint, its tokenizer and a parquet data set."""
+    models = tmp_path / "volumes" / "datasets" / "models" / "tiny-llama"
+    make_tokenizer(models)
+    torch.manual_seed(5)
+    transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+        vocab_size=512)).save_pretrained(models)
+    write_parquet(tmp_path / "volumes" / "datasets" / "text" / "tiny-stories" / "part-0.parquet")
+    result = kubetrain("run-local", "dev/tiny-llama-sft", "--steps", "12", "--workdir", str(tmp_path))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    records = [json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines() if "] {" in line]
+    assert [r["step"] for r in records if r["event"] == "step"] == list(range(1, 13))
+    finished = records[-1]
+    assert finished["event"] == "finished" and len(set(finished["weights_sha256_per_rank"])) == 1
+    export = tmp_path / "volumes" / "checkpoints" / "tiny-llama-sft" / "hf" / "step-12"
+    model = transformers.AutoModelForCausalLM.from_pretrained(export)
+    assert digest(model.state_dict()) == finished["weights_sha256_per_rank"][0]
