@@ -118,6 +118,19 @@ def test_a_run_config_estimate_shards_with_fsdp_and_shrinks_with_checkpointing()
     assert ddp.nccl > 0 and ddp.cuda_context > 0 and ddp.fragmentation > 0
 
 
+def test_a_hugging_face_run_config_is_estimated_from_the_shape_it_states() -> None:
+    """A model section of kind hf is sized from its own fields (the pod checks them against config.json): 7B of
+    Llama under DDP holds 16 bytes a parameter on every rank, ~100 GiB, past any single GPU of the catalog."""
+    llama_7b = {"kind": "hf", "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+                "num_attention_heads": 32, "intermediate_size": 11008, "vocab_size": 32000}
+    run = RunConfig.model_validate({"model": llama_7b, "data": {"seq_len": 2048},
+                                    "batch": {"global_size": 64, "micro_size": 1}, "strategy": {"name": "ddp"},
+                                    "precision": "bf16", "max_steps": 1})
+    found = run_estimate(run, 8)
+    assert found.parameters + found.gradients + found.optimizer > 95 * GIB
+    assert hf_architecture({**llama_7b, "tie_word_embeddings": False}).parameters == pytest.approx(6.74e9, rel=0.01)
+
+
 def test_the_trainer_logs_its_own_estimate(tmp_path: Path) -> None:
     from test_training import train, write_config
 
