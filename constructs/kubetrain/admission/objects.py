@@ -174,7 +174,10 @@ class ClusterObjects:
                 queue = LocalQueue(str(meta.get("namespace") or ""), obj_name, str(spec.get("clusterQueue", "")))
                 found.local_queues[(queue.namespace, queue.name)] = queue
             elif (group, kind) == ("karpenter.sh", "NodePool"):
-                found.pools[obj_name] = _pool(obj_name, meta.get("annotations") or {}, spec)
+                try:
+                    found.pools[obj_name] = _pool(obj_name, meta.get("annotations") or {}, spec)
+                except (ValueError, TypeError, AttributeError) as error:
+                    raise ValueError(f"NodePool {obj_name}: {error}") from None
         return found
 
 
@@ -222,9 +225,12 @@ def _json_annotation(annotations: Mapping[str, str], key: str) -> Any:
     if text is None:
         return {}
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"annotation {key} is not JSON: {error}") from None
+        raise ValueError(f"annotation {key} is not JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"annotation {key} is a JSON {type(value).__name__}, not an object")
+    return value
 
 
 def _int_annotation(annotations: Mapping[str, str], key: str) -> int | None:

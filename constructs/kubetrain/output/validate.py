@@ -230,6 +230,57 @@ def parse_documents(text: str) -> list[Any]:
     return list(yaml.load_all(text, Loader=StrictYamlLoader))
 
 
+_CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>", "|||||||")
+
+
+def dist_fix(file: str) -> str:
+    """dist/ is written by synth: a file there that cannot be read was edited by hand or left by a merge."""
+    return (f"files in dist/ are written by `kubetrain synth`: undo the hand edit (`git checkout -- {file}`), or "
+            "run `kubetrain synth` to write dist/ again")
+class UnreadableManifest(ValueError):
+    """A manifest file that holds no readable Kubernetes objects, as one line: the file, the line, what is wrong
+    and how to fix it (`file`, `line`, `reason` and `fix` for callers that print their own layout)."""
+
+    def __init__(self, file: str, line: int | None, reason: str, fix: str | None = None):
+        self.file, self.line, self.reason, self.fix = file, line, reason, fix or dist_fix(file)
+        super().__init__(f"{file}{f':{line}' if line else ''}: {reason}; fix: {fix}")
+
+
+def read_manifest(file: str, data: bytes) -> list[dict[str, Any]]:
+    """The objects of one manifest file; UnreadableManifest for text that is not UTF-8, a git conflict marker,
+    YAML that does not parse, or a document that is not a mapping (an object)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableManifest(file, data[:exc.start].count(b"\n") + 1,
+                                 f"byte {data[exc.start]:#04x} is not UTF-8 text (was it saved in another encoding?)",
+                                 f"save the file as UTF-8, or {dist_fix(file)}") from None
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(_CONFLICT_MARKERS) and line[:7] in _CONFLICT_MARKERS and line[7:8] in ("", " "):
+            raise UnreadableManifest(
+                file, number, f"a git merge conflict marker ({line[:7]}) is left in the file",
+                "never resolve conflicts in dist/ by hand: resolve them in the fleet's code, run `kubetrain synth` "
+                "and commit the dist/ it writes (`git checkout --theirs dist/ && kubetrain synth` during a merge)")
+    try:
+        documents = parse_documents(text)
+    except yaml.YAMLError as exc:
+        mark, context = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        if context is not None and getattr(exc, "context", None):
+            problem += f" ({exc.context} at line {context.line + 1})"
+        raise UnreadableManifest(file, (mark or context).line + 1 if mark or context else None,
+                                 f"not valid YAML: {problem}") from None
+    if all(isinstance(doc, dict) or doc is None for doc in documents):
+        return [doc for doc in documents if doc is not None]  # an empty document is no object, as for kubectl
+    # Only now find where each document starts (composing again is slow, and needed only for the message).
+    starts = [node.start_mark.line + 1 for node in yaml.compose_all(text, Loader=StrictYamlLoader)]
+    index = next(i for i, doc in enumerate(documents) if not isinstance(doc, dict) and doc is not None)
+    what = {list: "a list", str: "a string", bool: "true or false"}.get(type(documents[index]), "a number")
+    raise UnreadableManifest(file, starts[index] if index < len(starts) else None,
+                             f"document {index + 1} is {what}, not a Kubernetes object (a mapping with apiVersion, "
+                             "kind and metadata)")
+
+
 def manifest_files(path: Path) -> list[tuple[Path, Path]]:
     """(file, its resolved folder) for a file, or for every .yaml/.yml file under a folder in path order.
     os.walk, and one resolve per folder: at fleet scale, per-file pathlib calls cost more than parsing."""
@@ -257,17 +308,17 @@ def load_manifests(files: Iterable[tuple[Path, Path]], progress: Advance | None 
         if progress and count % 256 == 0:
             progress(256)
         try:
-            docs = parse_documents(file.read_bytes().decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            yield Finding(str(file), "?", "", f"not UTF-8 (byte {exc.start}): manifests are UTF-8 text")
+            docs = read_manifest(str(file), file.read_bytes())
+        except OSError as exc:
+            yield Finding(str(file), "?", "", f"cannot be read: {exc.strerror}")
             continue
-        except (OSError, yaml.YAMLError) as exc:
-            yield Finding(str(file), "?", "", f"cannot read YAML: {' '.join(str(exc).split())}")
+        except UnreadableManifest as exc:
+            where = f"line {exc.line}: " if exc.line else ""
+            yield Finding(str(file), "?", "", f"{where}{exc.reason}; fix: {exc.fix}")
             continue
         name = str(file)
         for doc in docs:
-            if doc is not None:
-                yield Manifest(name, doc, folder)
+            yield Manifest(name, doc, folder)
 
 
 def _cluster_versions(manifests: list[Manifest]) -> dict[Path, str]:
