@@ -127,9 +127,9 @@ def problems_from_validation_error(
         elif kind == "extra_forbidden":
             allowed = _field_names_at(model, detail["loc"][:-1]) if model else []
             guess = difflib.get_close_matches(loc[-1], allowed, n=1)
-            hint = f"did you mean '{guess[0]}'? " if guess else ""
+            action = f"did you mean '{guess[0]}'? rename it" if guess else "remove it"
             known = f"; fields here: {', '.join(allowed)}" if allowed else ""
-            problems.append(Problem(UNKNOWN_FIELD, path, "unknown field", f"{hint}remove it{known}"))
+            problems.append(Problem(UNKNOWN_FIELD, path, "unknown field", f"{action}{known}"))
         elif kind == "missing":
             problems.append(Problem(MISSING_FIELD, path, "required field is missing", f"add '{loc[-1]}'"))
         else:
@@ -159,34 +159,37 @@ _FIXES = {
 
 
 def _field_names_at(model: type[BaseModel], loc: tuple) -> list[str]:
-    """The field names of the model found by following `loc` from `model` (best effort)."""
+    """The field names of the model found by following `loc` from `model` (best effort). A union's member is
+    the one whose field holds the next part, or whose tag it is (pydantic puts a tagged union's tag in `loc`)."""
     annotation: object = model
     for part in loc:
-        sub = _model_in(annotation)
-        if sub is None:
+        members = _models_in(annotation)
+        if not members:
             if isinstance(part, int) or typing.get_origin(annotation) in (dict, list):
                 annotation = typing.get_args(annotation)[-1] if typing.get_args(annotation) else None
                 continue
             return []
         if isinstance(part, int):
             continue
-        field = sub.model_fields.get(part)
-        if field is None:
+        holder = next((m for m in members if part in m.model_fields), None)
+        if holder is not None:
+            annotation = holder.model_fields[part].annotation
+            continue
+        tagged = [m for m in members if any(part in typing.get_args(f.annotation) for f in m.model_fields.values()
+                                            if typing.get_origin(f.annotation) is typing.Literal)]
+        if len(tagged) != 1:
             return []
-        annotation = field.annotation
-    found = _model_in(annotation)
-    return sorted(found.model_fields) if found else []
+        annotation = tagged[0]
+    found = _models_in(annotation)
+    return sorted(found[0].model_fields) if found else []
 
 
-def _model_in(annotation: object) -> type[BaseModel] | None:
+def _models_in(annotation: object) -> list[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
+        return [annotation]
     if typing.get_origin(annotation) in (typing.Union, types.UnionType, typing.Annotated):
-        for arg in typing.get_args(annotation):
-            found = _model_in(arg)
-            if found:
-                return found
-    return None
+        return [found for arg in typing.get_args(annotation) for found in _models_in(arg)]
+    return []
 
 
 # -- typed props that report like dicts ---------------------------------------------------------

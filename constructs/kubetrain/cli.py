@@ -131,11 +131,11 @@ def validate(
                  for folder in crds or [] if not folder.is_dir()]
     supported = supported_kubernetes_versions()
     if kubernetes_version and kubernetes_version not in supported:
-        guess = difflib.get_close_matches(kubernetes_version, supported, n=1)
         problems.append(f"--kubernetes-version {kubernetes_version} is not one of {supported[0]}..{supported[-1]} fix: "
-                        f"{f'did you mean {guess[0]}? ' if guess else ''}give a minor version, e.g. {supported[-1]}")
+                        f"give a minor version of that range, e.g. {supported[-1]}")
     schemas = None if problems else Schemas(crds or [])
-    problems += schemas.unreadable if schemas else []
+    problems += [f"--crds {line} [KT605] fix: name a folder that holds only CustomResourceDefinition YAML files "
+                 "(render Helm charts first, e.g. `helm show crds`)" for line in (schemas.unreadable if schemas else [])]
     if problems:
         _print_errors(problems)
         raise typer.Exit(EXIT_BAD_INPUT)

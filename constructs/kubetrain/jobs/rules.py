@@ -33,6 +33,7 @@ from kubetrain.names import image_digest, image_tag
 from kubetrain.output.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.platform.efa import environment_problems
 from kubetrain.platform.identity import ServiceAccount, identity_problems
+from kubetrain.platform.instances import BUILTIN_CATALOG
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, pool_placement_problems
 from kubetrain.platform.queues import OTHER_SCHEDULER
 from kubetrain.platform.scheduling import OTHER_PLACE, PriorityClass
@@ -266,7 +267,10 @@ def one_process_per_accelerator(job: JobSpec) -> Iterator[Violation]:
           source="constructs/kubetrain/platform/instances.py")
 def instance_type_known(job: JobSpec) -> Iterator[Violation]:
     if job.props.instance_type and job.instance is None:
-        yield ("instance_type", f"unknown instance type {job.props.instance_type!r}")
+        near = BUILTIN_CATALOG.near(job.props.instance_type)
+        yield ("instance_type", f"unknown instance type {job.props.instance_type!r}",
+               f"{near}use a type of the instance catalog (kubetrain.platform.instances), or register yours with "
+               "Cluster(instance_types=[InstanceType(...)])")
 
 
 @job_rule("KT123", "error", "pod requests more CPU or memory than the node can allocate",
@@ -327,9 +331,11 @@ def env_not_owned_by_launcher(job: JobSpec) -> Iterator[Violation]:
     ours = launcher_env(job)
     for name in job.props.env:
         torchrun = job.launched_by_torchrun and (name in TORCHRUN_ENV or name.startswith(TORCHRUN_ENV_PREFIXES))
-        if name in owned or torchrun:
-            yield (f"env.{name}", "is set by the training operator or torchrun",
-                   f"remove {name}: the launcher sets it per pod and per rank")
+        if name in owned:
+            yield (f"env.{name}", f"is set by {job.props.target.env_owner(name)} in every pod",
+                   f"remove {name}: the value given here is overwritten")
+        elif torchrun:
+            yield (f"env.{name}", "is set by torchrun for each rank", f"remove {name}: torchrun sets it per rank")
         elif job.resources.accelerators and name in DEVICE_PLUGIN_ENV:
             yield (f"env.{name}", "is set by the device plugin to the devices the container was given",
                    f"remove {name}: each rank picks its device by LOCAL_RANK among the visible ones")

@@ -159,7 +159,7 @@ class Schemas:
             for path in sorted(folder.glob("*.y*ml")):
                 try:
                     self.custom.update(crd_schemas(path.read_bytes().decode("utf-8")))
-                except (UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
+                except (UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError) as exc:
                     reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else " ".join(str(exc).split())[:200]
                     self.unreadable.append(f"{path}: not a CRD kubetrain can read ({reason})")
         self._validators: dict[tuple[str, str, str], _Validator | None] = {}

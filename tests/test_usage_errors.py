@@ -1,0 +1,189 @@
+"""Every usage error says what is wrong and how to fix it: flags and commands, files in dist/ that cannot be read,
+hand-edited annotations, CRD folders, and messages that used to point the wrong way. Exit 2, no traceback, nothing
+written."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, kubetrain, read_tree
+
+from kubetrain import App, Cluster, TrainingJob
+from kubetrain.jobs.props import TrainingJobProps
+from kubetrain.kinds.pytorchjob import PyTorchJob
+from kubetrain.kinds.trainjob import TrainJob
+from kubetrain.platform.kueue import ClusterQueue, Cohort, ResourceFlavor
+from kubetrain.platform.node_pools import EfaNodePool
+from kubetrain.state import diagnostics
+from platform_support import P5, cluster, codes
+from pydantic import ValidationError
+from training.problems import problems_from_validation_error
+
+
+def fails(*args: str, cwd: Path = ROOT) -> str:
+    result = kubetrain(*args, cwd=cwd)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    return result.stderr
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["synth", "--stirct"], "error: kubetrain synth: no option --stirct fix: did you mean --strict?"),
+    (["plna"], "error: kubetrain: no command 'plna' fix: did you mean `kubetrain plan`?"),
+    (["plan", "extra"], "error: kubetrain plan: unexpected argument 'extra' fix: kubetrain plan takes no arguments, "
+                        "and a value goes right after its option (--dist DIST); usage: kubetrain plan [--dist DIST] "
+                        "[--json]"),
+    (["plan", "--steps", "3"], "error: kubetrain plan: no option --steps fix: --steps is an option of "
+                               "`kubetrain run-local`, not of `kubetrain plan`, whose options are --dist, --json"),
+    (["--dist", "dist", "plan"], "fix: --dist is an option of cost, diff, plan, run-local: put it after the command, "
+                                 "`kubetrain plan --dist ...`"),
+    (["--plan"], "fix: plan is a command, not an option: `kubetrain plan`"),
+    (["explain", "KT001", "KT002"], "unexpected argument 'KT002' fix: kubetrain explain takes 1 argument(s); usage: "
+                                    "kubetrain explain CODE"),
+    (["run-local"], "Missing argument 'job'. fix: usage: kubetrain run-local JOB [--steps STEPS]"),
+    (["cost", "--dist"], "error: Option '--dist' requires an argument. fix: give it a value, --dist DIST"),
+    (["run-local", "dev/x", "--steps", "x"], "fix: give a valid value, --steps STEPS; usage: kubetrain run-local"),
+    (["diff", "--format", "xml"], "fix: --format text, or --format markdown"),
+    (["validate", "--kubernetes-version", "1.3"], "fix: give a minor version of that range, e.g."),
+])
+def test_a_usage_error_says_how_to_fix_it(args, expected):
+    assert expected in fails(*args)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    """A repository with the committed dist/ at HEAD."""
+    root = tmp_path_factory.mktemp("repo")
+    shutil.copytree(ROOT / "dist", root / "dist")
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-qm", "dist"], cwd=root, check=True)
+    return root
+
+
+CONFLICT = "<<<<<<< HEAD\n  name: a\n=======\n  name: b\n>>>>>>> theirs\n"
+NODE_POOL = "dist/prod/_cluster/NodePool.p5.yaml"
+
+
+@pytest.mark.parametrize(("edit", "line", "what"), [
+    (lambda text: text.replace("  name: p5\n", CONFLICT), None, "a git merge conflict marker (<<<<<<<) is left"),
+    (lambda text: text.replace("kind: NodePool", "kind: NodePool\n# caf\xe9"), 3, "byte 0xe9 is not UTF-8 text"),
+    (lambda text: text.replace("kind: NodePool", "kind: [NodePool"), None, "not valid YAML"),
+    (lambda text: f"{text}---\n- a list\n", None, "document 2 is a list, not a Kubernetes object"),
+])
+@pytest.mark.parametrize("command", ["plan", "cost", "diff"])
+def test_an_unreadable_file_in_dist_names_the_file_the_line_and_the_fix(repo, edit, line, what, command):
+    path = repo / NODE_POOL
+    original = path.read_bytes()
+    text = edit(original.decode())
+    path.write_bytes(text.encode("latin-1") if "\xe9" in text else text.encode())
+    try:
+        before = read_tree(repo / "dist")
+        message = fails(command, cwd=repo)
+        assert message.startswith(f"error: {NODE_POOL}:{line or ''}") and what in message and "fix: " in message
+        assert read_tree(repo / "dist") == before
+    finally:
+        path.write_bytes(original)
+
+
+def test_validate_reports_a_conflicted_file_with_its_line_and_fix(repo):
+    path = repo / NODE_POOL
+    original = path.read_text()
+    path.write_text(original.replace("  name: p5\n", CONFLICT))
+    try:
+        result = kubetrain("validate", "dist", cwd=repo)
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        line = original.splitlines().index("  name: p5") + 1
+        assert f"{NODE_POOL}: ?: (object): line {line}: a git merge conflict marker (<<<<<<<) is left in the file; " \
+               "fix: never resolve conflicts in dist/ by hand" in result.stdout
+    finally:
+        path.write_text(original)
+
+
+@pytest.mark.parametrize(("command", "old", "new", "expected"), [
+    ("cost", "kubetrain.dev/pricing: '{\"reserved_nodes\":16}'", "kubetrain.dev/pricing: '{\"reserved_nodes\":\"x\"}'",
+     "NodePool p5: annotation kubetrain.dev/pricing: reserved_nodes: Input should be a valid integer"),
+    ("cost", "kubetrain.dev/pricing: '{\"reserved_nodes\":16}'", "kubetrain.dev/pricing: '{reserved: 16}'",
+     "NodePool p5: annotation kubetrain.dev/pricing: '{reserved: 16}' is not JSON"),
+    ("plan", "kubetrain.dev/node-allocatable: '{", "kubetrain.dev/node-allocatable: '[{",
+     "NodePool p5: annotation kubetrain.dev/node-allocatable is not JSON"),
+])
+def test_a_hand_edited_annotation_names_the_object_the_annotation_and_the_fix(repo, command, old, new, expected):
+    path = repo / NODE_POOL
+    original = path.read_text()
+    assert old in original
+    path.write_text(original.replace(old, new))
+    try:
+        message = fails(command, cwd=repo)
+        assert expected in message and "fix: dist/ is written by `kubetrain synth` from the fleet's code" in message
+        assert "validation error for" not in message and "errors.pydantic.dev" not in message
+    finally:
+        path.write_text(original)
+
+
+def test_a_crd_folder_holding_another_object_is_kt605(tmp_path):
+    (tmp_path / "crds").mkdir()
+    (tmp_path / "crds" / "config.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    message = fails("validate", "dist", "--crds", str(tmp_path / "crds"))
+    assert "config.yaml: not a CRD kubetrain can read (holds a ConfigMap object, not a CustomResourceDefinition) " \
+           "[KT605] fix: name a folder that holds only CustomResourceDefinition YAML files" in message
+
+
+def test_a_fleet_cohort_given_by_name_is_told_to_pass_the_object():
+    c = cluster()
+    flavor = ResourceFlavor(c, "p5", pool=EfaNodePool(c, "p5", **P5, static_nodes=16))
+    Cohort(c, "org", flavors=[flavor], quotas={"p5": {"nvidia.com/gpu": 16}})
+    Cohort(c, "team", parent="org")
+    ClusterQueue(c, "training", flavors=[flavor], cohort="elsewhere")
+    (code, path, fix), (other, other_path, other_fix) = codes(c)
+    assert (code, path) == ("KT450", "parent") and "pass the Cohort object itself (parent=<the Cohort 'org'>)" in fix
+    assert (other, other_path) == ("KT450", "cohort") and "Cohort(cluster" in other_fix
+    messages = [f.problem.message for f in c.diagnostics.findings]
+    assert "is a Cohort of this fleet given by its name" in messages[0] and "is not a Cohort" in messages[1]
+
+
+JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge",
+       "resources": {"cpu": "96", "memory": "1000Gi", "accelerators": 8, "efa": 32},
+       "volumes": [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}],
+       "workload": {"kind": "trainer", "run": {"batch": {"global_size": 64, "micro_size": 1}, "max_steps": 10,
+                                               "checkpoint": {"dir": "/ckpt/run"}}}}
+
+
+def errors(**overrides) -> dict[tuple[str, str], tuple[str, str]]:
+    app = App()
+    TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job", {**JOB, **overrides})
+    return {(f.problem.code, f.problem.path): (f.problem.message, f.problem.fix) for f in diagnostics(app).errors}
+
+
+def test_the_trainers_status_variables_are_the_trainers_not_torchruns():
+    message, fix = errors(target=TrainJob(), env={"KUBEFLOW_TRAINER_SERVER_TOKEN": "/t"})[
+        ("KT105", "env.KUBEFLOW_TRAINER_SERVER_TOKEN")]
+    assert "TrainJobStatus plugin" in message and "torchrun" not in message + fix
+    message, _ = errors(target=PyTorchJob(), env={"LOCAL_RANK": "0"})[("KT105", "env.LOCAL_RANK")]
+    assert message == "is set by torchrun for each rank"
+
+
+def test_kt701_names_trainjob_as_the_default_target():
+    _, fix = errors(target=TrainJob(), elastic={"min_nodes": 1})[("KT701", "elastic")]
+    assert "target=PyTorchJob()" in fix and "TrainJob, the default" in fix
+
+
+def test_an_instance_type_typo_gets_did_you_mean_and_nothing_else():
+    found = errors(instance_type="p5.48xlarg")
+    assert list(found) == [("KT111", "instance_type")]
+    assert found[("KT111", "instance_type")][1].startswith("did you mean 'p5.48xlarge'?")
+
+
+@pytest.mark.parametrize(("field", "near"), [("optimiser", "optimizer"), ("chekpoint", "checkpoint"),
+                                              ("max_step", "max_steps")])
+def test_an_unknown_field_under_a_tagged_union_gets_did_you_mean(field, near):
+    run = {"batch": {"global_size": 64, "micro_size": 1}, "max_steps": 10, field: {}}
+    with pytest.raises(ValidationError) as error:
+        TrainingJobProps.model_validate({**JOB, "name": "job", "workload": {"kind": "trainer", "run": run}})
+    (problem,) = [p for p in problems_from_validation_error(error.value, TrainingJobProps) if p.code == "KT001"]
+    assert problem.path == f"workload.trainer.run.{field}" and problem.fix.startswith(f"did you mean '{near}'? rename it")
