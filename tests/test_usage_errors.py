@@ -186,4 +186,73 @@ def test_an_unknown_field_under_a_tagged_union_gets_did_you_mean(field, near):
     with pytest.raises(ValidationError) as error:
         TrainingJobProps.model_validate({**JOB, "name": "job", "workload": {"kind": "trainer", "run": run}})
     (problem,) = [p for p in problems_from_validation_error(error.value, TrainingJobProps) if p.code == "KT001"]
-    assert problem.path == f"workload.trainer.run.{field}" and problem.fix.startswith(f"did you mean '{near}'? rename it")
+    assert problem.path == f"workload.trainer.run.{field}"
+    assert problem.fix.startswith(f"did you mean '{near}'? rename it")
+
+
+@pytest.mark.parametrize(("url", "clone"), [
+    ("https://github.com/org/fleet/tree/main/dist", "https://github.com/org/fleet.git"),
+    ("https://gitlab.com/org/fleet/-/blob/main/dist/a.yaml", "https://gitlab.com/org/fleet.git")])
+def test_a_browser_link_as_argo_cds_repository_gets_the_clone_url(url, clone):
+    from kubetrain.gitops.props import ArgoCdProps
+
+    with pytest.raises(ValidationError) as error:
+        ArgoCdProps.model_validate({"repo_url": url})
+    (problem,) = [p for p in problems_from_validation_error(error.value, ArgoCdProps) if p.path == "repo_url"]
+    assert "web view, not a URL Argo CD can clone" in problem.message and f"use the clone URL {clone};" in problem.fix
+
+
+SMALL_JOB = {"image": "ghcr.io/kubetrain/kubetrain:0.1.0", "nodes": 2, "procs_per_node": 1,
+             "resources": {"cpu": "2", "memory": "4Gi"},
+             "volumes": [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}],
+             "workload": {"kind": "trainer", "run": {"batch": {"global_size": 128, "micro_size": 4}, "max_steps": 100,
+                                                     "checkpoint": {"dir": "/ckpt/run"}}}}
+
+
+def delivered(tmp_path: Path, destination: dict, **job) -> list[tuple[str, str, str]]:
+    """The problems synth reports for one cluster delivered by Argo CD; nothing is written."""
+    from kubetrain import ArgoCd, ArgoCdProps
+    from kubetrain.output.manifests import synth
+    from training.problems import ConfigError
+
+    app = App()
+    TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job", {**SMALL_JOB, **job})
+    ArgoCd(app, "argocd", ArgoCdProps(repo_url="https://github.com/example/fleet.git", destinations={"c": destination}))
+    with pytest.raises(ConfigError) as caught:
+        synth(app, tmp_path / "dist", validate=False)
+    assert not (tmp_path / "dist").exists()
+    return [(p.code, p.path, p.message) for p in caught.value.problems]
+
+
+def test_a_destination_namespace_outside_the_appproject_is_kt510(tmp_path):
+    [(code, path, message)] = delivered(tmp_path, {"name": "c", "namespace": "default"})
+    assert (code, path) == ("KT510", "destinations.c.namespace") and "the AppProject's destinations (ml)" in message
+
+
+def test_a_ttl_on_a_run_argo_cd_manages_is_kt511(tmp_path):
+    [(code, path, message)] = delivered(tmp_path, {"name": "c"}, target=PyTorchJob(ttl_seconds_after_finished=600))
+    assert code == "KT511" and path.startswith("c/PyTorchJob/job") and \
+        path.endswith("spec.runPolicy.ttlSecondsAfterFinished") and "self-heal creates it again" in message
+
+
+def test_run_local_refuses_a_workdir_inside_dist():
+    before = read_tree(ROOT / "dist")
+    message = fails("run-local", "dev/tiny-gpt", "--workdir", "dist/dev/run")
+    assert "--workdir dist/dev/run is inside dist/, which `kubetrain synth` writes [KT301] fix: choose a folder " \
+           "outside dist/" in message
+    assert read_tree(ROOT / "dist") == before
+
+
+def test_a_hang_timeout_the_deadline_cuts_short_is_kt022():
+    run = {**JOB["workload"]["run"], "resilience": {"watchdog_floor_s": 900, "collective_timeout_s": 600}}
+    found = errors(target=TrainJob(active_deadline_seconds=900), workload={"kind": "trainer", "run": run})
+    message, fix = found[("KT022", "workload.run.resilience.watchdog_floor_s")]
+    assert "900 s is not shorter than the target's active_deadline_seconds 900" in message and "raise" in fix
+    assert ("KT022", "workload.run.resilience.collective_timeout_s") not in found
+    assert not [key for key in errors(target=TrainJob(active_deadline_seconds=86400),
+                                      workload={"kind": "trainer", "run": run}) if key[0] == "KT022"]
+
+
+def test_run_local_holds_an_override_to_the_checkpoint_tiers():
+    message = fails("run-local", "dev/tiny-gpt", "--set", "checkpoint.local_interval=50")
+    assert "checkpoint.local_interval: local_interval 50 is not below interval 10" in message and "[KT217]" in message

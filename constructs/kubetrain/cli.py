@@ -162,11 +162,11 @@ def run_local(
     dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
 ) -> None:
     """Run a committed job on this machine: one process per pod, CPU and gloo, restarted as the operator would."""
-    from kubetrain.local.run_local import find_job, plan_job, run_job
+    from kubetrain.local.run_local import find_job, outside, plan_job, run_job
 
     try:
-        planned = plan_job(find_job(dist, job), workdir or Path(".run-local") / job.replace("/", "-"), steps,
-                           overrides or [])
+        planned = plan_job(find_job(dist, job), outside(dist, workdir or Path(".run-local") / job.replace("/", "-")),
+                           steps, overrides or [])
     except ConfigError as error:
         _print_errors(error.lines())
         raise typer.Exit(EXIT_BAD_INPUT) from None
@@ -342,7 +342,8 @@ def usage_problem(error: Any) -> str:
         return f"{path}: {message or error.format_message()} fix: {usage}"
     param = getattr(error, "param", None)
     if param is not None and param.param_type_name == "option":
-        return f"{path}: {error.format_message()} fix: give a valid value, {param.opts[0]} {_placeholder(param)}; {usage}"
+        form = f"{param.opts[0]} {_placeholder(param)}"
+        return f"{path}: {error.format_message()} fix: give a valid value, {form}; {usage}"
     return f"{path}: {' '.join(error.format_message().split())} fix: {usage}"
 
 

@@ -102,6 +102,15 @@ def _read_yaml(path: Path, where: str) -> dict[str, Any] | None:
     return documents[0] if documents else None
 
 
+def outside(dist: Path, workdir: Path) -> Path:
+    """`workdir`, refused when it lies in `dist`: synth replaces dist/ whole (and refuses a dist/ holding files it
+    did not write, KT601), and git would carry the run's checkpoints into the pull request."""
+    if workdir.resolve() == dist.resolve() or dist.resolve() in workdir.resolve().parents:
+        raise _fail(str(workdir), f"--workdir {workdir} is inside {dist}/, which `kubetrain synth` writes",
+                    "choose a folder outside dist/, e.g. the default .run-local/<cluster>-<job>")
+    return workdir
+
+
 def find_job(dist: Path, ref: str) -> Path:
     """`[cluster/]job` -> the job's manifest file under dist/, whatever its target. A create-once run's
     file is `<Kind>.<job>-<hash>.yaml`: the job is found by its own name either way."""
