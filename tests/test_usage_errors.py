@@ -256,3 +256,26 @@ def test_a_hang_timeout_the_deadline_cuts_short_is_kt022():
 def test_run_local_holds_an_override_to_the_checkpoint_tiers():
     message = fails("run-local", "dev/tiny-gpt", "--set", "checkpoint.local_interval=50")
     assert "checkpoint.local_interval: local_interval 50 is not below interval 10" in message and "[KT217]" in message
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
+    ({"workload": {"kind": "functon", "func": "os.getcwd"}},
+     ("KT003", "workload.kind", "did you mean 'function'? use one of trainer, command, function")),
+    ({"workload": {"command": ["x"]}}, ("KT002", "workload.kind", "add 'kind': one of trainer, command, function")),
+    ({"resources": {"cpu": "2", "memory": "4Gi", "gpus": 8}}, ("KT001", "resources.gpus", "did you mean "
+                                                                "'accelerators'? rename it")),
+    ({"nproc_per_node": 8}, ("KT001", "nproc_per_node", "did you mean 'procs_per_node'? rename it")),
+    ({"pod": {"service_account": "My_SA"}}, ("KT003", "pod.service_account", "use at most 253 lowercase letters")),
+    ({"target": "pytorchjob"}, ("KT003", "target", "pass a Target object (kubetrain takes objects, not their names)")),
+])
+def test_union_and_alias_mistakes_read_as_the_users_fields(overrides, expected):
+    with pytest.raises(ValidationError) as error:
+        TrainingJobProps.model_validate({**SMALL_JOB, "name": "job", **overrides})
+    found = [(p.code, p.path, p.fix) for p in problems_from_validation_error(error.value, TrainingJobProps)]
+    assert [(code, path) for code, path, _ in found] == [expected[:2]], found
+    assert expected[2] in found[0][2]
+
+
+def test_diff_of_a_folder_that_is_nowhere_is_bad_input(repo):
+    assert "error: nope is not a folder here nor at HEAD: give --dist the folder synth writes" in \
+        fails("diff", "--dist", "nope", cwd=repo)

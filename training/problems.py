@@ -103,7 +103,15 @@ def problems_from_validation_error(
     """Turn pydantic's errors into Problems whose paths are relative to `prefix`."""
     problems = []
     unreadable: set[int] = set()
-    for detail in error.errors(include_url=False):
+    details = error.errors(include_url=False)
+    # A plain union's members each report: 'is-instance[ServiceAccount]', 'function-after[...]' are pydantic's
+    # names for them, not the user's field path. Keep the field's path, and drop "is not an instance" when a
+    # member that takes plain values said what is wrong with the value.
+    for detail in details:
+        detail["loc"] = tuple(part for part in detail["loc"] if not (isinstance(part, str) and "[" in part))
+    said = {d["loc"] for d in details if d["type"] != "is_instance_of"}
+    details = [d for d in details if d["type"] != "is_instance_of" or d["loc"] not in said]
+    for detail in details:
         if isinstance(detail.get("input"), Unreadable):
             if id(detail["input"]) not in unreadable:  # a union's members each refuse it: once is enough
                 unreadable.add(id(detail["input"]))
@@ -126,19 +134,64 @@ def problems_from_validation_error(
             problems.append(Problem(kind, path, detail["msg"], ctx["fix"]))
         elif kind == "extra_forbidden":
             allowed = _field_names_at(model, detail["loc"][:-1]) if model else []
-            guess = difflib.get_close_matches(loc[-1], allowed, n=1)
+            guess = _near_field(loc[-1], allowed)
             action = f"did you mean '{guess[0]}'? rename it" if guess else "remove it"
             known = f"; fields here: {', '.join(allowed)}" if allowed else ""
             problems.append(Problem(UNKNOWN_FIELD, path, "unknown field", f"{action}{known}"))
+        elif kind in ("union_tag_invalid", "union_tag_not_found"):
+            tag = ctx["discriminator"].strip("'")
+            expected = _tags_at(model, detail["loc"], tag) if model else []
+            guess = difflib.get_close_matches(str(ctx.get("tag", "")), expected, n=1)
+            choices = f"one of {', '.join(expected)}" if expected else "the kind of this section"
+            if kind == "union_tag_invalid":
+                problems.append(Problem(INVALID_VALUE, f"{path}.{tag}", f"{ctx['tag']!r} is not a {tag} here",
+                                        f"{f'did you mean {guess[0]!r}? ' if guess else ''}use {choices}"))
+            else:
+                problems.append(Problem(MISSING_FIELD, f"{path}.{tag}", f"required field is missing (it says which "
+                                        f"of the forms this section is)", f"add '{tag}': {choices}"))
         elif kind == "missing":
             problems.append(Problem(MISSING_FIELD, path, "required field is missing", f"add '{loc[-1]}'"))
+        elif kind == "is_instance_of" and isinstance(detail["input"], str):  # a construct's name for the construct
+            problems.append(Problem(INVALID_VALUE, path, f"{detail['input']!r} is a name where a {ctx['class']} "
+                                    "object is expected", f"pass a {ctx['class']} object (kubetrain takes objects, not "
+                                    "their names): the construct itself, or a new one, e.g. {ctx['class']}(...)"))
         else:
             fix = _FIXES.get(kind, lambda ctx: "change the value as the message says")(ctx)
             problems.append(Problem(INVALID_VALUE, path, f"{detail['msg']} (got {detail['input']!r})", fix))
     return problems
 
 
+# Names users bring from the tools they know (torchrun, the Kubeflow and Kubernetes APIs), which are not near ours.
+_ALIASES = {"gpus": "accelerators", "gpu": "accelerators", "gpus_per_node": "accelerators", "nnodes": "nodes",
+            "num_nodes": "nodes", "replicas": "nodes", "nproc_per_node": "procs_per_node",
+            "num_proc_per_node": "procs_per_node", "lr": "learning_rate", "steps": "max_steps"}
+
+
+def _near_field(name: str, allowed: list[str]) -> list[str]:
+    """The field a misspelt one meant: a near name (British and American spellings differ by a letter or two),
+    the snake_case of a camelCase name (as the Kubernetes API spells it), or a well-known alias."""
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+    alias = _ALIASES.get(snake)
+    if alias in allowed:
+        return [alias]
+    return difflib.get_close_matches(snake, allowed, n=1) or difflib.get_close_matches(name, allowed, n=1)
+
+
+def _tags_at(model: type[BaseModel], loc: tuple, tag: str) -> list[str]:
+    """The values the tag field of the tagged union at `loc` takes."""
+    annotation: object = model
+    for part in loc:
+        members = _models_in(annotation)
+        holder = next((m for m in members if isinstance(part, str) and part in m.model_fields), None)
+        if holder is None:
+            return []
+        annotation = holder.model_fields[part].annotation
+    return [str(value) for member in _models_in(annotation) if tag in member.model_fields
+            for value in typing.get_args(member.model_fields[tag].annotation)]
+
+
 _FIXES = {
+    "is_instance_of": lambda ctx: f"pass a {ctx['class']} object (built in the fleet's code), not this value",
     "greater_than_equal": lambda ctx: f"use a value of at least {ctx['ge']}",
     "greater_than": lambda ctx: f"use a value above {ctx['gt']}",
     "less_than_equal": lambda ctx: f"use a value of at most {ctx['le']}",

@@ -411,6 +411,8 @@ def diff(dist: Path, base: str = "HEAD") -> Report:
     if prefix == ".":
         raise DiffInputError(f"{dist} is the repository root: give the folder synth writes (dist)")
     old_files, new_files = read_revision(repo, base, prefix), yaml_files(dist)
+    if not old_files and not dist.is_dir():  # a typo, not a fleet that was removed: there is nothing on either side
+        raise DiffInputError(f"{dist} is not a folder here nor at {base}: give --dist the folder synth writes (dist)")
     # A file with the same bytes on both sides holds the same objects: only the others are parsed, which
     # keeps a one-job change in a fleet of thousands of objects quick.
     same = {path for path in old_files.keys() & new_files.keys() if old_files[path] == new_files[path]}
