@@ -266,7 +266,8 @@ def test_run_local_holds_an_override_to_the_checkpoint_tiers():
                                                                 "'accelerators'? rename it")),
     ({"nproc_per_node": 8}, ("KT001", "nproc_per_node", "did you mean 'procs_per_node'? rename it")),
     ({"pod": {"service_account": "My_SA"}}, ("KT003", "pod.service_account", "use at most 253 lowercase letters")),
-    ({"target": "pytorchjob"}, ("KT003", "target", "pass a Target object (kubetrain takes objects, not their names)")),
+    ({"target": "pytorchjob"}, ("KT003", "target", "pass the Target object itself: kubetrain takes objects, not "
+                                                   "their names")),
 ])
 def test_union_and_alias_mistakes_read_as_the_users_fields(overrides, expected):
     with pytest.raises(ValidationError) as error:
@@ -279,3 +280,47 @@ def test_union_and_alias_mistakes_read_as_the_users_fields(overrides, expected):
 def test_diff_of_a_folder_that_is_nowhere_is_bad_input(repo):
     assert "error: nope is not a folder here nor at HEAD: give --dist the folder synth writes" in \
         fails("diff", "--dist", "nope", cwd=repo)
+
+
+def test_a_value_no_member_of_a_union_takes_is_one_problem_naming_every_form():
+    from training.config import RunConfig
+
+    run = {"batch": {"global_size": 64, "micro_size": 1}, "max_steps": 10, "checkpoint": {"interval": 0}}
+    with pytest.raises(ValidationError) as error:
+        RunConfig.model_validate(run)
+    [problem] = problems_from_validation_error(error.value, RunConfig)
+    assert (problem.code, problem.path) == ("KT003", "checkpoint.interval")
+    assert problem.fix == "use a value above 0, or use one of 'auto'"
+
+
+def test_validate_names_the_field_an_unknown_one_was_meant_to_be(tmp_path):
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, lables: {a: b}}\n"
+                                      "dataa: {k: v}\n")
+    result = kubetrain("validate", str(tmp_path / "cm.yaml"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "(object): Additional properties are not allowed ('dataa' was unexpected) (did you mean 'data' for " \
+           "'dataa'?)" in result.stdout
+    assert "metadata: Additional properties are not allowed ('lables' was unexpected) (did you mean 'labels' for " \
+           "'lables'?)" in result.stdout
+
+
+def test_an_affinity_key_gets_the_kubernetes_name_it_was_meant_to_be():
+    found = errors(pod={"affinity": {"nodeAffinity": {"requiredDuringScheduling": {}}}})
+    _, fix = found[("KT003", "pod.affinity")]
+    assert fix.startswith("did you mean 'requiredDuringSchedulingIgnoredDuringExecution' for "
+                          "'requiredDuringScheduling'?")
+
+
+def test_validate_reads_kubetrains_annotations_as_plan_and_cost_do(repo):
+    path = repo / NODE_POOL
+    original = path.read_text()
+    path.write_text(original.replace("kubetrain.dev/pricing: '{\"reserved_nodes\":16}'",
+                                     "kubetrain.dev/pricing: '{\"reserved_nodes\":\"x\"}'"))
+    try:
+        result = kubetrain("validate", "dist", cwd=repo)
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert f"{NODE_POOL}: NodePool/p5: metadata.annotations: NodePool p5: annotation kubetrain.dev/pricing: " \
+               "reserved_nodes: Input should be a valid integer" in result.stdout
+        assert "fix: dist/ is written by `kubetrain synth`" in result.stdout
+    finally:
+        path.write_text(original)

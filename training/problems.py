@@ -108,7 +108,7 @@ def problems_from_validation_error(
     # names for them, not the user's field path. Keep the field's path, and drop "is not an instance" when a
     # member that takes plain values said what is wrong with the value.
     for detail in details:
-        detail["loc"] = tuple(part for part in detail["loc"] if not (isinstance(part, str) and "[" in part))
+        detail["loc"] = tuple(part for part in detail["loc"] if not _union_member(part))
     said = {d["loc"] for d in details if d["type"] != "is_instance_of"}
     details = [d for d in details if d["type"] != "is_instance_of" or d["loc"] not in said]
     for detail in details:
@@ -153,12 +153,35 @@ def problems_from_validation_error(
             problems.append(Problem(MISSING_FIELD, path, "required field is missing", f"add '{loc[-1]}'"))
         elif kind == "is_instance_of" and isinstance(detail["input"], str):  # a construct's name for the construct
             problems.append(Problem(INVALID_VALUE, path, f"{detail['input']!r} is a name where a {ctx['class']} "
-                                    "object is expected", f"pass a {ctx['class']} object (kubetrain takes objects, not "
-                                    "their names): the construct itself, or a new one, e.g. {ctx['class']}(...)"))
+                                    "object is expected", f"pass the {ctx['class']} object itself: kubetrain takes "
+                                    "objects, not their names"))
         else:
             fix = _FIXES.get(kind, lambda ctx: "change the value as the message says")(ctx)
             problems.append(Problem(INVALID_VALUE, path, f"{detail['msg']} (got {detail['input']!r})", fix))
-    return problems
+    return _one_per_value(problems)
+
+
+# pydantic's names for the members of a plain union, as they appear in an error's loc
+_UNION_MEMBERS = frozenset({"int", "str", "float", "bool", "none", "bytes", "decimal", "constrained-int",
+                            "constrained-str", "constrained-float", "constrained-decimal", "constrained-bytes"})
+
+
+def _union_member(part: object) -> bool:
+    return isinstance(part, str) and ("[" in part or part in _UNION_MEMBERS)
+
+
+def _one_per_value(problems: list[Problem]) -> list[Problem]:
+    """The members of a union (`int | Literal['auto']`) each refuse a bad value: one problem that says every
+    form the value may take."""
+    merged: list[Problem] = []
+    for problem in problems:
+        last = merged[-1] if merged else None
+        if last is not None and problem.code == last.code == INVALID_VALUE and problem.path == last.path:
+            merged[-1] = Problem(INVALID_VALUE, last.path, f"{last.message}; or {problem.message}",
+                                 f"{last.fix}, or {problem.fix}")
+        else:
+            merged.append(problem)
+    return merged
 
 
 # Names users bring from the tools they know (torchrun, the Kubeflow and Kubernetes APIs), which are not near ours.

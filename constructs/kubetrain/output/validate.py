@@ -16,6 +16,7 @@ error messages and paths are the ones users see. This module imports no cdk8s.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -134,7 +135,7 @@ class _Validator:
         if self._slow is None:
             self._slow = jsonschema.Draft202012Validator(self.schema, registry=_registries(self.schema_version)[0])
         found = sorted(self._slow.iter_errors(body), key=lambda e: list(map(str, e.absolute_path)))
-        return [(_field_path(e.absolute_path), e.message) for e in found] or [("", "invalid")]
+        return [(_field_path(e.absolute_path), e.message + _near_names(e)) for e in found] or [("", "invalid")]
 
     def rule_failures(self, body: Any, schema_valid: bool) -> list[tuple[str, str, str]]:
         """(path, message, code) for each CEL rule `body` fails; rules are compiled on the kind's first object.
@@ -341,6 +342,16 @@ def _version_for(m: Manifest, versions: dict[Path, str], default: str) -> str:
     return default
 
 
+def _near_names(error: jsonschema.ValidationError) -> str:
+    """For a field the schema does not have, the one it was meant to be: ' (did you mean ...?)'."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return ""
+    known = list(error.schema.get("properties") or {})
+    guesses = [f"{guess[0]!r} for {key!r}" for key in sorted(set(error.instance) - set(known))
+               for guess in [difflib.get_close_matches(key, known, n=1, cutoff=0.6)] if guess]
+    return f" (did you mean {', '.join(guesses)}?)" if guesses else ""
+
+
 def _field_path(parts: Iterable[Any]) -> str:
     text = ""
     for part in parts:
@@ -380,6 +391,25 @@ def validate_manifests(paths: list[Path], schemas: Schemas | None = None, kubern
     return len(manifests), findings
 
 
+def _annotation_findings(m: Manifest) -> Iterator[Finding]:
+    """The kubetrain.dev/* annotations `plan` and `cost` read back, read as they read them: a hand edit they would
+    refuse is found by validate too (CI runs it on every pull request)."""
+    annotations = (m.body.get("metadata") or {}).get("annotations")
+    if not isinstance(annotations, dict) or not any(str(key).startswith("kubetrain.dev/") for key in annotations):
+        return
+    from kubetrain.admission.objects import ClusterObjects
+    from kubetrain.cost.annotations import ANNOTATION_FIX, estimate_of, peak_flops_of, pricing_of
+
+    try:
+        estimate_of(m.body), pricing_of(m.body), peak_flops_of(m.body)
+        if m.body.get("kind") == "NodePool":
+            ClusterObjects.from_manifests("", [m.body])
+    except (ValueError, TypeError, AttributeError) as error:  # CostInputError is a ValueError
+        message = str(error)
+        yield Finding(m.file, m.label, "metadata.annotations",
+                      message if "fix: " in message else f"{message}; fix: {ANNOTATION_FIX}")
+
+
 def _validate_one(m: Manifest, schemas: Schemas, kubernetes_version: str) -> Iterator[Finding]:
     body = m.body
     if not isinstance(body, dict) or not isinstance(body.get("apiVersion"), str) or not isinstance(
@@ -392,6 +422,7 @@ def _validate_one(m: Manifest, schemas: Schemas, kubernetes_version: str) -> Ite
                       f"ships ({', '.join(supported_kubernetes_versions()[:1])} is the oldest): declare a supported "
                       "version on the cluster, or pass --kubernetes-version")
         return
+    yield from _annotation_findings(m)
     api_version, kind = body["apiVersion"], body["kind"]
     validator = schemas.validator(schema_version, api_version, kind)
     if validator is None:
