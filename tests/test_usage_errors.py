@@ -324,3 +324,14 @@ def test_validate_reads_kubetrains_annotations_as_plan_and_cost_do(repo):
         assert "fix: dist/ is written by `kubetrain synth`" in result.stdout
     finally:
         path.write_text(original)
+
+
+@pytest.mark.parametrize(("target", "path", "fix"), [
+    (lambda: PyTorchJob(clean_pod_policy="all"), "target.clean_pod_policy", "did you mean 'All'? use one of All, "
+                                                                           "Running, None"),
+    (lambda: PyTorchJob(ttl_seconds_after_finshed=5), "target.ttl_seconds_after_finshed",
+     "did you mean 'ttl_seconds_after_finished'? rename it"),
+])
+def test_a_value_of_a_list_gets_the_near_one(target, path, fix):
+    found = {path: fix for (_, path), (_, fix) in errors(target=target()).items()}
+    assert found[path].startswith(fix)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 import types
 import typing
@@ -155,12 +156,28 @@ def problems_from_validation_error(
             problems.append(Problem(INVALID_VALUE, path, f"{detail['input']!r} is a name where a {ctx['class']} "
                                     "object is expected", f"pass the {ctx['class']} object itself: kubetrain takes "
                                     "objects, not their names"))
+        elif _choices(kind, ctx) and isinstance(detail["input"], str):  # a value of a list: the near one
+            choices = _choices(kind, ctx)
+            guess = [c for c in choices if c.lower() == detail["input"].lower()] or \
+                difflib.get_close_matches(detail["input"], choices, n=1)
+            problems.append(Problem(INVALID_VALUE, path, f"{detail['input']!r} is not one of {', '.join(choices)}",
+                                    f"{f'did you mean {guess[0]!r}? ' if guess else ''}use one of "
+                                    f"{', '.join(choices)}"))
         else:
             fix = _FIXES.get(kind, lambda ctx: "change the value as the message says")(ctx)
             problems.append(Problem(INVALID_VALUE, path, f"{detail['msg']} (got {detail['input']!r})", fix))
     return _one_per_value(problems)
 
 
+_CHOICES = re.compile(r"^\^\(([\w.-]+(?:\|[\w.-]+)+)\)\$$")  # ^(All|Running|None)$
+
+
+def _choices(kind: str, ctx: dict[str, Any]) -> list[str]:
+    """The values a Literal or an alternation pattern takes; [] for any other error."""
+    if kind == "literal_error":
+        return re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+    match = _CHOICES.match(str(ctx.get("pattern", ""))) if kind == "string_pattern_mismatch" else None
+    return match[1].split("|") if match else []
 # pydantic's names for the members of a plain union, as they appear in an error's loc
 _UNION_MEMBERS = frozenset({"int", "str", "float", "bool", "none", "bytes", "decimal", "constrained-int",
                             "constrained-str", "constrained-float", "constrained-decimal", "constrained-bytes"})
