@@ -184,7 +184,7 @@ _UNION_MEMBERS = frozenset({"int", "str", "float", "bool", "none", "bytes", "dec
 
 
 def _union_member(part: object) -> bool:
-    return isinstance(part, str) and ("[" in part or part in _UNION_MEMBERS)
+    return isinstance(part, str) and part != "[key]" and ("[" in part or part in _UNION_MEMBERS)
 
 
 def _one_per_value(problems: list[Problem]) -> list[Problem]:
