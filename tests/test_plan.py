@@ -108,6 +108,6 @@ def test_plan_bad_input_is_one_line(tmp_path: Path, repo: Path):
     pool.write_text(pool.read_text().replace("kubetrain.dev/max-nodes: '8'", "kubetrain.dev/max-nodes: eight"))
     (repo / "dist" / "prod" / "_cluster" / "ClusterQueue.q.yaml").unlink()
     odd = kubetrain("plan", cwd=repo)
-    assert odd.returncode == 2 and "NodePool p5: annotation kubetrain.dev/max-nodes is 'eight', not a whole number; " \
+    assert odd.returncode == 2 and "NodePool p5 is malformed: annotation kubetrain.dev/max-nodes is 'eight', not a whole number; " \
         "fix: dist/ is written by `kubetrain synth` from the fleet's code" in odd.stderr
     assert "Traceback" not in odd.stderr

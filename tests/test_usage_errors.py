@@ -111,10 +111,12 @@ def test_validate_reports_a_conflicted_file_with_its_line_and_fix(repo):
     ("cost", "kubetrain.dev/pricing: '{\"reserved_nodes\":16}'", "kubetrain.dev/pricing: '{reserved: 16}'",
      "NodePool p5: annotation kubetrain.dev/pricing: '{reserved: 16}' is not JSON"),
     ("plan", "kubetrain.dev/node-allocatable: '{", "kubetrain.dev/node-allocatable: '[{",
-     "NodePool p5: annotation kubetrain.dev/node-allocatable is not JSON"),
+     "NodePool p5 is malformed: annotation kubetrain.dev/node-allocatable is not JSON"),
+    ("plan", "nominalQuota: 3063200m", "nominalQuota: lots",
+     "dist/prod: ClusterQueue research is malformed: 'lots' is not a Kubernetes quantity"),
 ])
 def test_a_hand_edited_annotation_names_the_object_the_annotation_and_the_fix(repo, command, old, new, expected):
-    path = repo / NODE_POOL
+    path = repo / (NODE_POOL if "kubetrain.dev" in old else "dist/prod/_cluster/ClusterQueue.research.yaml")
     original = path.read_text()
     assert old in original
     path.write_text(original.replace(old, new))

@@ -174,10 +174,7 @@ class ClusterObjects:
                 queue = LocalQueue(str(meta.get("namespace") or ""), obj_name, str(spec.get("clusterQueue", "")))
                 found.local_queues[(queue.namespace, queue.name)] = queue
             elif (group, kind) == ("karpenter.sh", "NodePool"):
-                try:
-                    found.pools[obj_name] = _pool(obj_name, meta.get("annotations") or {}, spec)
-                except (ValueError, TypeError, AttributeError) as error:
-                    raise ValueError(f"NodePool {obj_name}: {error}") from None
+                found.pools[obj_name] = _pool(obj_name, meta.get("annotations") or {}, spec)
         return found
 
 

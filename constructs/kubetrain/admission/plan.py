@@ -58,11 +58,21 @@ def plan_files(files: Mapping[str, bytes], clusters: set[str] | None = None,
         try:
             found = plan_cluster(ClusterObjects.from_manifests(cluster, objects))
         except (ValueError, TypeError, AttributeError, KeyError) as error:
-            raise PlanInputError(f"{folder}/{cluster}: an object admission reads is malformed: {error}; fix: "
+            raise PlanInputError(f"{folder}/{cluster}: {_culprit(cluster, objects)} is malformed: {error}; fix: "
                                  f"{ANNOTATION_FIX}") from None
         jobs += found[0]
         pools += found[1]
     return sorted(jobs, key=lambda j: j.key), pools
+
+
+def _culprit(cluster: str, objects: list[dict[str, Any]]) -> str:
+    """The object a cluster's objects could not be read for: the first that cannot be read alone."""
+    for obj in objects:
+        try:
+            ClusterObjects.from_manifests(cluster, [obj])
+        except (ValueError, TypeError, AttributeError, KeyError):
+            return f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}"
+    return "an object admission reads"
 
 
 def plan_dist(dist: Path) -> tuple[list[JobPlan], list[PoolPlan]]:
