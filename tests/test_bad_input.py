@@ -286,7 +286,7 @@ def test_typed_props_report_like_dicts_and_the_whole_fleet_in_one_round(tmp_path
     # The target's mistake is reported once: where it was built, as the job that took it failed validation first.
     assert [line for line in lines if "ttl_seconds_after_finshed" in line] == [
         "error: PyTorchJob built at fleet/__init__.py:15: ttl_seconds_after_finshed: unknown field [KT001] fix: did "
-        "you mean 'ttl_seconds_after_finished'? remove it; fields here: active_deadline_seconds, clean_pod_policy, "
+        "you mean 'ttl_seconds_after_finished'? rename it; fields here: active_deadline_seconds, clean_pod_policy, "
         "ttl_seconds_after_finished"]
     assert not any("/ok" in line for line in lines)
 

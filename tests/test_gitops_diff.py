@@ -154,7 +154,8 @@ def test_unreadable_manifest_is_one_line(repo: Path, tmp_path: Path) -> None:
     (clone / "dist/dev/ml/ConfigMap.broken.yaml").write_text("metadata: [unclosed\n")
     code, out, err = _run(clone)
     assert code == 2 and out == ""
-    assert err.startswith("error: working tree: dev/ml/ConfigMap.broken.yaml: cannot read YAML") and \
+    assert err.startswith("error: dist/dev/ml/ConfigMap.broken.yaml:2: not valid YAML: did not find expected "
+                          "',' or ']' (while parsing a flow sequence at line 1)") and "fix: " in err and \
         len(err.splitlines()) == 1
 
 

@@ -103,10 +103,12 @@ def test_plan_bad_input_is_one_line(tmp_path: Path, repo: Path):
     assert missing.stderr.startswith("error: ") and "is not a folder" in missing.stderr
     (repo / "dist" / "prod" / "_cluster" / "ClusterQueue.q.yaml").write_text("spec: [\n")
     broken = kubetrain("plan", cwd=repo)
-    assert broken.returncode == 2 and broken.stderr.startswith("error: prod/_cluster/ClusterQueue.q.yaml: cannot read")
+    assert broken.returncode == 2 and broken.stderr.startswith("error: dist/prod/_cluster/ClusterQueue.q.yaml:2: not "
+                                                               "valid YAML") and "fix: " in broken.stderr
     pool = repo / "dist" / "prod" / "_cluster" / "NodePool.p5.yaml"
     pool.write_text(pool.read_text().replace("kubetrain.dev/max-nodes: '8'", "kubetrain.dev/max-nodes: eight"))
     (repo / "dist" / "prod" / "_cluster" / "ClusterQueue.q.yaml").unlink()
     odd = kubetrain("plan", cwd=repo)
-    assert odd.returncode == 2 and "annotation kubetrain.dev/max-nodes is 'eight', not a whole number" in odd.stderr
+    assert odd.returncode == 2 and "NodePool p5 is malformed: annotation kubetrain.dev/max-nodes is 'eight', not a whole number; " \
+        "fix: dist/ is written by `kubetrain synth` from the fleet's code" in odd.stderr
     assert "Traceback" not in odd.stderr

@@ -285,6 +285,12 @@ class CheckpointConfig(StrictModel):
         if problem:
             field, message, fix = problem
             raise rule_violation("KT207", message, fix, field=field)
+        if isinstance(self.interval, int) and self.local_interval is not None and self.local_interval >= self.interval:
+            raise rule_violation("KT217", f"local_interval {self.local_interval} is not below interval "
+                                 f"{self.interval}: the node-local tier would never hold a newer checkpoint than the "
+                                 "durable one",
+                                 f"make local_interval smaller than interval (e.g. {max(1, self.interval // 5)}), or "
+                                 "use interval: auto", field="local_interval")
         return self
 
 

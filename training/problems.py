@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 import types
 import typing
@@ -107,7 +108,15 @@ def problems_from_validation_error(
     """Turn pydantic's errors into Problems whose paths are relative to `prefix`."""
     problems = []
     unreadable: set[int] = set()
-    for detail in error.errors(include_url=False):
+    details = error.errors(include_url=False)
+    # A plain union's members each report: 'is-instance[ServiceAccount]', 'function-after[...]' are pydantic's
+    # names for them, not the user's field path. Keep the field's path, and drop "is not an instance" when a
+    # member that takes plain values said what is wrong with the value.
+    for detail in details:
+        detail["loc"] = tuple(part for part in detail["loc"] if not _union_member(part))
+    said = {d["loc"] for d in details if d["type"] != "is_instance_of"}
+    details = [d for d in details if d["type"] != "is_instance_of" or d["loc"] not in said]
+    for detail in details:
         if isinstance(detail.get("input"), Unreadable):
             if id(detail["input"]) not in unreadable:  # a union's members each refuse it: once is enough
                 unreadable.add(id(detail["input"]))
@@ -130,19 +139,103 @@ def problems_from_validation_error(
             problems.append(Problem(kind, path, detail["msg"], ctx["fix"]))
         elif kind == "extra_forbidden":
             allowed = _field_names_at(model, detail["loc"][:-1]) if model else []
-            guess = difflib.get_close_matches(loc[-1], allowed, n=1)
-            hint = f"did you mean '{guess[0]}'? " if guess else ""
+            guess = _near_field(loc[-1], allowed)
+            action = f"did you mean '{guess[0]}'? rename it" if guess else "remove it"
             known = f"; fields here: {', '.join(allowed)}" if allowed else ""
-            problems.append(Problem(UNKNOWN_FIELD, path, "unknown field", f"{hint}remove it{known}"))
+            problems.append(Problem(UNKNOWN_FIELD, path, "unknown field", f"{action}{known}"))
+        elif kind in ("union_tag_invalid", "union_tag_not_found"):
+            tag = ctx["discriminator"].strip("'")
+            expected = _tags_at(model, detail["loc"], tag) if model else []
+            guess = difflib.get_close_matches(str(ctx.get("tag", "")), expected, n=1)
+            choices = f"one of {', '.join(expected)}" if expected else "the kind of this section"
+            if kind == "union_tag_invalid":
+                problems.append(Problem(INVALID_VALUE, f"{path}.{tag}", f"{ctx['tag']!r} is not a {tag} here",
+                                        f"{f'did you mean {guess[0]!r}? ' if guess else ''}use {choices}"))
+            else:
+                problems.append(Problem(MISSING_FIELD, f"{path}.{tag}", f"required field is missing (it says which "
+                                        f"of the forms this section is)", f"add '{tag}': {choices}"))
         elif kind == "missing":
             problems.append(Problem(MISSING_FIELD, path, "required field is missing", f"add '{loc[-1]}'"))
+        elif kind == "is_instance_of" and isinstance(detail["input"], str):  # a construct's name for the construct
+            problems.append(Problem(INVALID_VALUE, path, f"{detail['input']!r} is a name where a {ctx['class']} "
+                                    "object is expected", f"pass the {ctx['class']} object itself: kubetrain takes "
+                                    "objects, not their names"))
+        elif _choices(kind, ctx) and isinstance(detail["input"], str):  # a value of a list: the near one
+            choices = _choices(kind, ctx)
+            guess = [c for c in choices if c.lower() == detail["input"].lower()] or \
+                difflib.get_close_matches(detail["input"], choices, n=1)
+            problems.append(Problem(INVALID_VALUE, path, f"{detail['input']!r} is not one of {', '.join(choices)}",
+                                    f"{f'did you mean {guess[0]!r}? ' if guess else ''}use one of "
+                                    f"{', '.join(choices)}"))
         else:
             fix = _FIXES.get(kind, lambda ctx: "change the value as the message says")(ctx)
             problems.append(Problem(INVALID_VALUE, path, f"{detail['msg']} (got {detail['input']!r})", fix))
-    return problems
+    return _one_per_value(problems)
+
+
+_CHOICES = re.compile(r"^\^\(([\w.-]+(?:\|[\w.-]+)+)\)\$$")  # ^(All|Running|None)$
+
+
+def _choices(kind: str, ctx: dict[str, Any]) -> list[str]:
+    """The values a Literal or an alternation pattern takes; [] for any other error."""
+    if kind == "literal_error":
+        return re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+    match = _CHOICES.match(str(ctx.get("pattern", ""))) if kind == "string_pattern_mismatch" else None
+    return match[1].split("|") if match else []
+# pydantic's names for the members of a plain union, as they appear in an error's loc
+_UNION_MEMBERS = frozenset({"int", "str", "float", "bool", "none", "bytes", "decimal", "constrained-int",
+                            "constrained-str", "constrained-float", "constrained-decimal", "constrained-bytes"})
+
+
+def _union_member(part: object) -> bool:
+    return isinstance(part, str) and part != "[key]" and ("[" in part or part in _UNION_MEMBERS)
+
+
+def _one_per_value(problems: list[Problem]) -> list[Problem]:
+    """The members of a union (`int | Literal['auto']`) each refuse a bad value: one problem that says every
+    form the value may take."""
+    merged: list[Problem] = []
+    for problem in problems:
+        last = merged[-1] if merged else None
+        if last is not None and problem.code == last.code == INVALID_VALUE and problem.path == last.path:
+            merged[-1] = Problem(INVALID_VALUE, last.path, f"{last.message}; or {problem.message}",
+                                 f"{last.fix}, or {problem.fix}")
+        else:
+            merged.append(problem)
+    return merged
+
+
+# Names users bring from the tools they know (torchrun, the Kubeflow and Kubernetes APIs), which are not near ours.
+_ALIASES = {"gpus": "accelerators", "gpu": "accelerators", "gpus_per_node": "accelerators", "nnodes": "nodes",
+            "num_nodes": "nodes", "replicas": "nodes", "nproc_per_node": "procs_per_node",
+            "num_proc_per_node": "procs_per_node", "lr": "learning_rate", "steps": "max_steps"}
+
+
+def _near_field(name: str, allowed: list[str]) -> list[str]:
+    """The field a misspelt one meant: a near name (British and American spellings differ by a letter or two),
+    the snake_case of a camelCase name (as the Kubernetes API spells it), or a well-known alias."""
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+    alias = _ALIASES.get(snake)
+    if alias in allowed:
+        return [alias]
+    return difflib.get_close_matches(snake, allowed, n=1) or difflib.get_close_matches(name, allowed, n=1)
+
+
+def _tags_at(model: type[BaseModel], loc: tuple, tag: str) -> list[str]:
+    """The values the tag field of the tagged union at `loc` takes."""
+    annotation: object = model
+    for part in loc:
+        members = _models_in(annotation)
+        holder = next((m for m in members if isinstance(part, str) and part in m.model_fields), None)
+        if holder is None:
+            return []
+        annotation = holder.model_fields[part].annotation
+    return [str(value) for member in _models_in(annotation) if tag in member.model_fields
+            for value in typing.get_args(member.model_fields[tag].annotation)]
 
 
 _FIXES = {
+    "is_instance_of": lambda ctx: f"pass a {ctx['class']} object (built in the fleet's code), not this value",
     "greater_than_equal": lambda ctx: f"use a value of at least {ctx['ge']}",
     "greater_than": lambda ctx: f"use a value above {ctx['gt']}",
     "less_than_equal": lambda ctx: f"use a value of at most {ctx['le']}",
@@ -163,7 +256,8 @@ _FIXES = {
 
 
 def _field_names_at(model: type[BaseModel], loc: tuple) -> list[str]:
-    """The field names of the model found by following `loc` from `model` (best effort)."""
+    """The field names of the model found by following `loc` from `model` (best effort). A union's member is
+    the one whose field holds the next part, or whose tag it is (pydantic puts a tagged union's tag in `loc`)."""
     annotation: object = model
     for part in loc:
         if str(part).startswith(UNION_TAG):  # a tagged union's member: the model whose kind the tag names
@@ -172,24 +266,25 @@ def _field_names_at(model: type[BaseModel], loc: tuple) -> list[str]:
                                if getattr(arg.model_fields.get("kind"), "default", None) == kind
                                or typing.get_args(arg.model_fields["kind"].annotation) == (kind,)), None)
             continue
-        sub = _model_in(annotation)
-        if sub is None:
+        members = _models_in(annotation)
+        if not members:
             if isinstance(part, int) or typing.get_origin(annotation) in (dict, list):
                 annotation = typing.get_args(annotation)[-1] if typing.get_args(annotation) else None
                 continue
             return []
         if isinstance(part, int):
             continue
-        field = sub.model_fields.get(part)
-        if field is None:
+        holder = next((m for m in members if part in m.model_fields), None)
+        if holder is not None:
+            annotation = holder.model_fields[part].annotation
+            continue
+        tagged = [m for m in members if any(part in typing.get_args(f.annotation) for f in m.model_fields.values()
+                                            if typing.get_origin(f.annotation) is typing.Literal)]
+        if len(tagged) != 1:
             return []
-        annotation = field.annotation
-    found = _model_in(annotation)
-    return sorted(found.model_fields) if found else []
-
-
-def _model_in(annotation: object) -> type[BaseModel] | None:
-    return next(iter(_models_in(annotation)), None)
+        annotation = tagged[0]
+    found = _models_in(annotation)
+    return sorted(found[0].model_fields) if found else []
 
 
 def _models_in(annotation: object) -> list[type[BaseModel]]:

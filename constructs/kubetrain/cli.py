@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -124,13 +125,17 @@ def validate(
     from kubetrain.output.validate import Schemas, supported_kubernetes_versions, validate_manifests
 
     paths = paths or [Path("dist")]
-    problems = [f"{path} does not exist" for path in paths if not path.exists()]
-    problems += [f"--crds {folder} is not a folder" for folder in crds or [] if not folder.is_dir()]
+    problems = [f"{path} does not exist fix: give files or folders of manifests (run `kubetrain synth` to write dist)"
+                for path in paths if not path.exists()]
+    problems += [f"--crds {folder} is not a folder fix: name a folder of CustomResourceDefinition YAML files"
+                 for folder in crds or [] if not folder.is_dir()]
     supported = supported_kubernetes_versions()
     if kubernetes_version and kubernetes_version not in supported:
-        problems.append(f"--kubernetes-version {kubernetes_version} is not one of {supported[0]}..{supported[-1]}")
+        problems.append(f"--kubernetes-version {kubernetes_version} is not one of {supported[0]}..{supported[-1]} fix: "
+                        f"give a minor version of that range, e.g. {supported[-1]}")
     schemas = None if problems else Schemas(crds or [])
-    problems += schemas.unreadable if schemas else []
+    problems += [f"--crds {line} [KT605] fix: name a folder that holds only CustomResourceDefinition YAML files "
+                 "(render Helm charts first, e.g. `helm show crds`)" for line in (schemas.unreadable if schemas else [])]
     if problems:
         _print_errors(problems)
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -157,11 +162,11 @@ def run_local(
     dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
 ) -> None:
     """Run a committed job on this machine: one process per pod, CPU and gloo, restarted as the operator would."""
-    from kubetrain.local.run_local import find_job, plan_job, run_job
+    from kubetrain.local.run_local import find_job, outside, plan_job, run_job
 
     try:
-        planned = plan_job(find_job(dist, job), workdir or Path(".run-local") / job.replace("/", "-"), steps,
-                           overrides or [])
+        planned = plan_job(find_job(dist, job), outside(dist, workdir or Path(".run-local") / job.replace("/", "-")),
+                           steps, overrides or [])
     except ConfigError as error:
         _print_errors(error.lines())
         raise typer.Exit(EXIT_BAD_INPUT) from None
@@ -211,7 +216,8 @@ def diff(
     from kubetrain.gitops.diff import diff as semantic_diff
 
     if format not in ("text", "markdown"):
-        _print_errors([f"--format {format!r} is not text or markdown"])
+        _print_errors([f"--format {format!r} is not text or markdown fix: --format text, or --format markdown for a "
+                       "pull-request comment"])
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
         report = semantic_diff(dist, base)
@@ -286,7 +292,7 @@ def cdk8s(ctx: typer.Context) -> None:
 
 
 def main() -> None:
-    """Bad flags are bad input like any other: one line, exit 2 (not a usage box)."""
+    """Bad flags are bad input like any other: one line that says what is wrong and how to fix it, exit 2."""
     try:
         code = app(prog_name="kubetrain", standalone_mode=False)
     except typer.Abort:
@@ -295,12 +301,93 @@ def main() -> None:
         # Typer's usage errors (click's, vendored by newer typer): exit code 2 and a message.
         if getattr(error, "exit_code", None) != EXIT_BAD_INPUT or not hasattr(error, "format_message"):
             raise
-        message = error.format_message()
         if type(error).__name__ == "NoArgsIsHelpError":  # bare `kubetrain`: the help text is the message
-            err.print(message, markup=False)
+            err.print(error.format_message(), markup=False)
         else:
-            context = getattr(error, "ctx", None)
-            hint = f" (`{context.command_path} --help` lists the options)" if context is not None else ""
-            err.print(f"error: {' '.join(message.split())}{hint}", markup=False)
+            err.print(f"error: {usage_problem(error)}", markup=False)
         code = EXIT_BAD_INPUT
     raise SystemExit(code or 0)
+
+
+def usage_problem(error: Any) -> str:
+    """A usage error as what is wrong and how to fix it: the near name for a misspelt option or command, the
+    command an option belongs to, and the command's usage line for arguments out of place."""
+    context = getattr(error, "ctx", None)
+    message = " ".join(str(getattr(error, "message", "") or error.format_message()).split())
+    option = getattr(error, "option_name", None)
+    if context is None:  # the parser's own errors (an option without its value) know no command: find it
+        owners = [(name, param) for name, param in _options(typer.main.get_command(app)) if option in param.opts]
+        form = f"give it a value, {option} {_placeholder(owners[0][1])}" if owners else "see `kubetrain --help`"
+        return f"{message} fix: {form}"
+    command, path = context.command, context.command_path
+    usage = f"usage: {path} {_usage(command)}".rstrip()
+    name = type(error).__name__
+    if name == "NoSuchOption":
+        return f"{path}: no option {option} fix: {_option_fix(option, context)}"
+    if message.startswith("No such command"):
+        wrong = message.split("'")[1] if "'" in message else ""
+        commands = sorted(getattr(command, "commands", {}) or {})
+        guess = difflib.get_close_matches(wrong, commands, n=1, cutoff=0.5)
+        hint = f"did you mean `{path} {guess[0]}`? " if guess else ""
+        return f"{path}: no command {wrong!r} fix: {hint}the commands are {', '.join(commands)}"
+    if message.startswith("Got unexpected extra argument"):
+        extra = message.partition("argument(s) ")[2].removeprefix("(").removesuffix(")")
+        takes = [p for p in command.params if p.param_type_name == "argument"]
+        what = f"{path} takes {len(takes)} argument(s)" if takes else f"{path} takes no arguments"
+        valued = [f"{p.opts[0]} {_placeholder(p)}" for p in command.params
+                  if p.param_type_name == "option" and not p.is_flag]
+        hint = f", and a value goes right after its option ({', '.join(valued)})" if valued else ""
+        return f"{path}: unexpected argument {extra!r} fix: {what}{hint}; {usage}"
+    if name == "MissingParameter":
+        return f"{path}: {message or error.format_message()} fix: {usage}"
+    param = getattr(error, "param", None)
+    if param is not None and param.param_type_name == "option":
+        form = f"{param.opts[0]} {_placeholder(param)}"
+        return f"{path}: {error.format_message()} fix: give a valid value, {form}; {usage}"
+    return f"{path}: {' '.join(error.format_message().split())} fix: {usage}"
+
+
+def _placeholder(param: Any) -> str:
+    return param.metavar or param.opts[0].lstrip("-").upper().replace("-", "_")
+
+
+def _usage(command: Any) -> str:
+    """The command's arguments and options as one line, e.g. `JOB [--steps STEPS] [--dist DIST]`."""
+    pieces = []
+    for param in command.params:
+        if param.param_type_name == "argument":
+            name = param.name.upper() + ("..." if param.nargs == -1 else "")
+            pieces.append(name if param.required else f"[{name}]")
+        elif param.opts[0] != "--help":
+            pieces.append(f"[{param.opts[0]}]" if param.is_flag else f"[{param.opts[0]} {_placeholder(param)}]")
+    return " ".join(pieces)
+
+
+def _options(root: Any) -> list[tuple[str, Any]]:
+    """(command name, option) for every option of every command."""
+    return [(name, param) for name, command in (getattr(root, "commands", {}) or {}).items()
+            for param in command.params if param.param_type_name == "option"]
+
+
+def _option_fix(option: str, context: Any) -> str:
+    """How to fix an unknown option: the command it belongs to (put after that command's name when it was given
+    before any), else the near option of this command, else this command's options."""
+    command, root = context.command, context.find_root()
+    own = [opt for p in command.params if p.param_type_name == "option" for opt in p.opts + p.secondary_opts
+           if opt != "--help"]
+    guess = difflib.get_close_matches(option, own, n=1, cutoff=0.75)
+    near = f"did you mean {guess[0]}? " if guess else ""
+    commands = getattr(root.command, "commands", {}) or {}
+    if context.parent is None and option.lstrip("-") in commands:  # `kubetrain --plan`
+        return f"{option.lstrip('-')} is a command, not an option: `{root.command_path} {option.lstrip('-')}`"
+    others = sorted({name for name, param in _options(root.command)
+                     if commands[name] is not command and option in param.opts + param.secondary_opts})
+    if others and context.parent is None:  # `kubetrain --dist x plan`: options go after their command
+        typed = next((arg for arg in sys.argv[1:] if arg in others), others[0])
+        return (f"{option} is an option of {', '.join(others)}: put it after the command, "
+                f"`{root.command_path} {typed} {option} ...`")
+    if others:
+        return (f"{near}{option} is an option of `{root.command_path} {others[0]}`"
+                f"{''.join(f', `{root.command_path} {o}`' for o in others[1:])}, not of `{context.command_path}`, "
+                f"whose options are {', '.join(own) or 'none'}")
+    return f"{near}the options of `{context.command_path}` are {', '.join(own) or 'none'}"

@@ -222,9 +222,12 @@ def _json_annotation(annotations: Mapping[str, str], key: str) -> Any:
     if text is None:
         return {}
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"annotation {key} is not JSON: {error}") from None
+        raise ValueError(f"annotation {key} is not JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"annotation {key} is a JSON {type(value).__name__}, not an object")
+    return value
 
 
 def _int_annotation(annotations: Mapping[str, str], key: str) -> int | None:

@@ -19,13 +19,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kubetrain.admission.objects import ClusterObjects, admission_kinds
 from kubetrain.admission.requests import ACCELERATORS, JOB_LABEL
 from kubetrain.admission.verdict import JobPlan, PoolPlan, plan_cluster
+from kubetrain.cost.annotations import ANNOTATION_FIX
 from kubetrain.jobs.memory_annotation import describe, read_annotation
-from kubetrain.output.validate import parse_documents, yaml_files
+from kubetrain.output.validate import UnreadableManifest, read_manifest, yaml_files
 
 EXIT_NEVER = 1
 EXIT_BAD_INPUT = 2
@@ -39,8 +38,10 @@ def _wanted(path: str, kinds: set[str]) -> bool:
     return Path(path).name.split(".", 1)[0] in kinds
 
 
-def plan_files(files: Mapping[str, bytes], clusters: set[str] | None = None) -> tuple[list[JobPlan], list[PoolPlan]]:
-    """Plans of every cluster folder among `files` (dist/-relative path -> contents), or of `clusters` only."""
+def plan_files(files: Mapping[str, bytes], clusters: set[str] | None = None,
+               folder: str = "dist") -> tuple[list[JobPlan], list[PoolPlan]]:
+    """Plans of every cluster folder among `files` (dist/-relative path -> contents), or of `clusters` only;
+    `folder` names where the files are, for messages."""
     manifests: dict[str, list[dict[str, Any]]] = {}
     kinds = admission_kinds()
     for path, data in sorted(files.items()):
@@ -48,17 +49,18 @@ def plan_files(files: Mapping[str, bytes], clusters: set[str] | None = None) -> 
         if len(Path(path).parts) < 2 or not _wanted(path, kinds) or (clusters is not None and cluster not in clusters):
             continue
         try:
-            documents = parse_documents(data.decode("utf-8"))
-        except (UnicodeDecodeError, yaml.YAMLError) as error:
-            raise PlanInputError(f"{path}: cannot read YAML: {' '.join(str(error).split())[:200]}") from None
-        manifests.setdefault(cluster, []).extend(d for d in documents if isinstance(d, dict))
+            documents = read_manifest(f"{folder}/{path}", data)
+        except UnreadableManifest as error:
+            raise PlanInputError(str(error)) from None
+        manifests.setdefault(cluster, []).extend(documents)
     jobs: list[JobPlan] = []
     pools: list[PoolPlan] = []
     for cluster, objects in sorted(manifests.items()):
         try:
             found = plan_cluster(ClusterObjects.from_manifests(cluster, objects))
         except (ValueError, TypeError, AttributeError, KeyError) as error:
-            raise PlanInputError(f"{cluster}: an object admission reads is malformed: {error}") from None
+            raise PlanInputError(f"{folder}/{cluster}: {_culprit(cluster, objects)} is malformed: {error}; fix: "
+                                 f"{ANNOTATION_FIX}") from None
         memory = {((o.get("metadata") or {}).get("namespace"), ((o.get("metadata") or {}).get("labels") or {})
                    .get(JOB_LABEL)): estimate for o in objects if (estimate := read_annotation(o)) is not None}
         for job in found[0]:
@@ -68,10 +70,20 @@ def plan_files(files: Mapping[str, bytes], clusters: set[str] | None = None) -> 
     return sorted(jobs, key=lambda j: j.key), pools
 
 
+def _culprit(cluster: str, objects: list[dict[str, Any]]) -> str:
+    """The object a cluster's objects could not be read for: the first that cannot be read alone."""
+    for obj in objects:
+        try:
+            ClusterObjects.from_manifests(cluster, [obj])
+        except (ValueError, TypeError, AttributeError, KeyError):
+            return f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}"
+    return "an object admission reads"
+
+
 def plan_dist(dist: Path) -> tuple[list[JobPlan], list[PoolPlan]]:
     if not dist.is_dir():
         raise PlanInputError(f"{dist} is not a folder: give the folder synth writes (dist)")
-    return plan_files(yaml_files(dist))
+    return plan_files(yaml_files(dist), folder=str(dist))
 
 
 def _cells(plan: JobPlan) -> list[str]:
@@ -142,14 +154,15 @@ def exit_code(jobs: list[JobPlan]) -> int:
     return EXIT_NEVER if any(j.verdict == "never" for j in jobs) else 0
 
 
-def verdict_changes(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[str]:
+def verdict_changes(old: Mapping[str, bytes], new: Mapping[str, bytes], old_folder: str = "base",
+                    new_folder: str = "dist") -> list[str]:
     """One line per job whose verdict differs between two revisions of dist/ (a new job that does not fit
     counts), planning only the cluster folders where a file differs."""
     changed = {Path(p).parts[0] for p in old.keys() | new.keys() if old.get(p) != new.get(p)}
     if not changed:
         return []
-    before = {p.key: p for p in plan_files(old, changed)[0]}
-    after = {p.key: p for p in plan_files(new, changed)[0]}
+    before = {p.key: p for p in plan_files(old, changed, old_folder)[0]}
+    after = {p.key: p for p in plan_files(new, changed, new_folder)[0]}
     lines = []
     for key in sorted(after):
         was, now = before.get(key), after[key]

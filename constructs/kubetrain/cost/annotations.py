@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from kubetrain.cost.props import Estimate, PoolPricing
+from training.problems import problems_from_validation_error
 
 ESTIMATE = "kubetrain.dev/estimate"
 PEAK_FLOPS = "kubetrain.dev/accelerator-peak-flops"
@@ -30,6 +31,12 @@ def annotations_of(obj: dict[str, Any]) -> dict[str, str]:
     return (obj.get("metadata") or {}).get("annotations") or {}
 
 
+# Every kubetrain.dev/* annotation is synth's output: a value that cannot be read was edited by hand in dist/.
+ANNOTATION_FIX = ("dist/ is written by `kubetrain synth` from the fleet's code, kubetrain.dev/* annotations included: "
+                  "set the value there (the construct's props) and run synth, or undo the hand edit "
+                  "(`git checkout -- dist/`)")
+
+
 class CostInputError(ValueError):
     """dist/ holds something the estimate cannot read (an annotation or a run config edited into nonsense): one
     line for the user."""
@@ -39,12 +46,18 @@ def _decode(obj: dict[str, Any], key: str, model: type[BaseModel]) -> Any:
     text = annotations_of(obj).get(key)
     if text is None:
         return None
+    where = f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}: annotation {key}"
     try:
-        return model.model_validate(json.loads(text))
-    except (ValueError, ValidationError) as error:
-        name = (obj.get("metadata") or {}).get("name")
-        raise CostInputError(f"{obj.get('kind')} {name}: annotation {key} is not valid: "
-                              f"{' '.join(str(error).split())[:200]}") from None
+        value = json.loads(text)
+    except ValueError as error:
+        raise CostInputError(f"{where}: {text!r} is not JSON ({error.msg} at column {error.colno}); fix: "
+                             f"{ANNOTATION_FIX}") from None
+    try:
+        return model.model_validate(value)
+    except ValidationError as error:
+        problems = "; ".join(f"{p.path or '(value)'}: {p.message} ({p.fix})"
+                             for p in problems_from_validation_error(error, model))
+        raise CostInputError(f"{where}: {problems}; fix: {ANNOTATION_FIX}") from None
 
 
 def estimate_of(obj: dict[str, Any]) -> Estimate | None:
@@ -60,4 +73,5 @@ def peak_flops_of(obj: dict[str, Any]) -> float | None:
     try:
         return float(text) if text is not None else None
     except ValueError:
-        raise CostInputError(f"{obj.get('kind')}: annotation {PEAK_FLOPS} is not a number: {text!r}") from None
+        raise CostInputError(f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}: annotation {PEAK_FLOPS} "
+                             f"is {text!r}, not a number of FLOP/s; fix: {ANNOTATION_FIX}") from None

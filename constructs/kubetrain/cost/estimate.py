@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from kubetrain.cost.annotations import CostInputError, estimate_of, peak_flops_of, pricing_of
 from kubetrain.cost.prices import NodePrice, node_price, price_table, region_of, unpriced_reason
@@ -27,6 +28,7 @@ from kubetrain.kinds.base import RunShape
 from kubetrain.kinds.registry import group_kind, run_kind, shape_of
 from kubetrain.platform.instances import BUILTIN_CATALOG
 from training.config import RunConfig, parse_yaml
+from training.problems import problems_from_validation_error
 from training.flops import attention_flops_per_token, flops_per_token, parameter_count
 
 JOB_LABEL = "kubetrain.dev/job"
@@ -182,7 +184,7 @@ class _Dist:
         for volume in pod_spec.get("volumes") or []:
             name = (volume.get("configMap") or {}).get("name")
             config_map = self.named.get((cluster, namespace, "ConfigMap", name))
-            for text in ((config_map or {}).get("data") or {}).values():
+            for key, text in ((config_map or {}).get("data") or {}).items():
                 try:
                     raw = parse_yaml(text)
                 except yaml.YAMLError:
@@ -190,9 +192,13 @@ class _Dist:
                 if isinstance(raw, dict) and "batch" in raw and "max_steps" in raw:
                     try:
                         return RunConfig.model_validate(raw)
-                    except ValueError as error:
-                        raise CostInputError(f"{cluster}/{namespace}: ConfigMap {name} holds no valid run config: "
-                                             f"{' '.join(str(error).split())[:200]}") from None
+                    except ValidationError as error:
+                        problems = "; ".join(f"{p.path}: {p.message} [{p.code}] ({p.fix})"
+                                             for p in problems_from_validation_error(error, RunConfig))
+                        raise CostInputError(
+                            f"{cluster}/{namespace}: ConfigMap {name}, run config {key}: {problems}; fix: the run "
+                            "config is written by `kubetrain synth` from the job's workload.run: set it there and "
+                            "run synth, or undo the hand edit (`git checkout -- dist/`)") from None
         return None
 
     def job_cost(self, cluster: str, obj: dict[str, Any]) -> JobCost:

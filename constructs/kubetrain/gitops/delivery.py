@@ -35,7 +35,7 @@ from kubetrain.gitops.health import argocd_cm_patch
 from kubetrain.gitops.props import ArgoCdProps
 from kubetrain.kinds.registry import group_kind, kind_of
 from kubetrain.rules.registry import register
-from kubetrain.rules.sources import ARGO_APP, ARGO_WAVES
+from kubetrain.rules.sources import ARGO_APP, ARGO_PROJECTS, ARGO_WAVES
 from training.problems import ConfigError, Problem
 
 SYNC_OPTIONS_ANNOTATION = "argocd.argoproj.io/sync-options"
@@ -63,6 +63,21 @@ FOLDER_TAKEN = register(
     rationale="dist/<folder>/ holds the Argo CD objects; a cluster of that name would share the folder.",
     fix="rename the cluster, or set ArgoCdProps.folder to another name",
     source="README.md (GitOps delivery)")
+DESTINATION_OUTSIDE_PROJECT = register(
+    "KT510", "error", "an Application's destination namespace is outside its AppProject",
+    rationale="The AppProject permits exactly the namespaces the cluster's objects use; Argo CD refuses to sync an "
+              "Application whose destination namespace the project does not permit (\"application destination "
+              "... is not permitted in project\"), so the cluster would never be delivered.",
+    fix="set the destination's namespace to one of the cluster's namespaces, or leave it unset (the cluster's "
+        "first namespace)",
+    source=ARGO_PROJECTS)
+TTL_ON_MANAGED_RUN = register(
+    "KT511", "error", "a TTL on a run Argo CD manages",
+    rationale="ttlSecondsAfterFinished deletes a finished run; the run is still in dist/, so Argo CD's self-heal "
+              "creates it again, and it trains again from its checkpoint, over and over.",
+    fix="remove ttl_seconds_after_finished (and any patch that sets ttlSecondsAfterFinished): remove the job from "
+        "the fleet to delete the run, and its pods with cleanPodPolicy",
+    source=ARGO_APP)
 
 @dataclass
 class Delivery:
@@ -107,6 +122,24 @@ def _check(objects_by_cluster: dict[str, list[dict[str, Any]]], props: ArgoCdPro
     problems += [Problem(NO_DESTINATION.code, f"destinations.{cluster}",
                          f"no cluster {cluster!r} in the fleet (clusters: {', '.join(sorted(objects_by_cluster))})",
                          NO_DESTINATION.fix) for cluster in sorted(set(props.destinations) - set(objects_by_cluster))]
+    for cluster, target in sorted(props.destinations.items()):
+        allowed = _namespaces(objects_by_cluster.get(cluster, []))
+        if target.namespace and cluster in objects_by_cluster and target.namespace not in allowed:
+            problems.append(Problem(DESTINATION_OUTSIDE_PROJECT.code, f"destinations.{cluster}.namespace",
+                                    f"namespace {target.namespace!r} is not one of cluster {cluster!r}'s namespaces, "
+                                    f"the AppProject's destinations ({', '.join(allowed) or 'none'})",
+                                    DESTINATION_OUTSIDE_PROJECT.fix))
+    for cluster, objects in sorted(objects_by_cluster.items()):
+        for obj in objects:
+            kind = kind_of(obj)
+            spec = obj.get("spec") if kind is not None and kind.run is not None else None
+            for path, holder in (("spec", spec), ("spec.runPolicy", (spec or {}).get("runPolicy"))):
+                if isinstance(holder, dict) and holder.get("ttlSecondsAfterFinished") is not None:
+                    problems.append(Problem(
+                        TTL_ON_MANAGED_RUN.code, f"{cluster}/{obj['kind']}/{obj['metadata'].get('name')}: "
+                        f"{path}.ttlSecondsAfterFinished", f"the run is deleted "
+                        f"{holder['ttlSecondsAfterFinished']} s after it finishes and Argo CD's self-heal creates "
+                        "it again from dist/", TTL_ON_MANAGED_RUN.fix))
     if props.folder in objects_by_cluster:
         problems.append(Problem(FOLDER_TAKEN.code, "folder", f"cluster {props.folder!r} would share "
                                 f"{props.path_prefix}/{props.folder}/ with the Argo CD objects", FOLDER_TAKEN.fix))

@@ -28,7 +28,7 @@ from kubetrain.cost.annotations import CostInputError
 from kubetrain.cost.change import CostChange, markdown_lines, price_change, text_lines
 from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION, RunShape
 from kubetrain.kinds.registry import group_kind, run_kind, shape_of
-from kubetrain.output.validate import parse_documents, yaml_files
+from kubetrain.output.validate import UnreadableManifest, read_manifest, yaml_files
 
 JOB_LABEL = "kubetrain.dev/job"
 COMMENT_MARKER = "<!-- kubetrain-diff -->"
@@ -122,15 +122,16 @@ def read_revision(repo: Path, ref: str, prefix: str) -> dict[str, bytes]:
     return files
 
 
-def load_objects(files: dict[str, bytes], side: str) -> dict[Key, dict[str, Any]]:
+def load_objects(files: dict[str, bytes], folder: str, fix: str | None = None) -> dict[Key, dict[str, Any]]:
+    """The objects of `files` (paths relative to `folder`, which messages name: `dist`, or `HEAD:dist`)."""
     objects: dict[Key, dict[str, Any]] = {}
     for path, data in sorted(files.items()):
         try:
-            documents = parse_documents(data.decode("utf-8"))
-        except (UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise DiffInputError(f"{side}: {path}: cannot read YAML: {' '.join(str(exc).split())[:200]}") from None
+            documents = read_manifest(f"{folder}/{path}", data)
+        except UnreadableManifest as exc:
+            raise DiffInputError(str(UnreadableManifest(exc.file, exc.line, exc.reason, fix or exc.fix))) from None
         for doc in documents:
-            if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict):
+            if isinstance(doc.get("metadata"), dict):
                 group, kind = group_kind(doc)
                 meta = doc["metadata"]
                 key = Key(Path(path).parts[0], group, kind, str(meta.get("namespace") or ""), str(meta.get("name")))
@@ -465,18 +466,22 @@ def diff(dist: Path, base: str = "HEAD") -> Report:
     if prefix == ".":
         raise DiffInputError(f"{dist} is the repository root: give the folder synth writes (dist)")
     old_files, new_files = read_revision(repo, base, prefix), yaml_files(dist)
+    if not old_files and not dist.is_dir():  # a typo, not a fleet that was removed: there is nothing on either side
+        raise DiffInputError(f"{dist} is not a folder here nor at {base}: give --dist the folder synth writes (dist)")
     # A file with the same bytes on both sides holds the same objects: only the others are parsed, which
     # keeps a one-job change in a fleet of thousands of objects quick.
     same = {path for path in old_files.keys() & new_files.keys() if old_files[path] == new_files[path]}
-    old = load_objects({p: data for p, data in old_files.items() if p not in same}, base)
-    new = load_objects({p: data for p, data in new_files.items() if p not in same}, "working tree")
+    # A file of the base revision that cannot be read is history: the fix is another base, not an edit.
+    old_side = (f"{base}:{prefix}", f"give --base a revision whose {prefix}/ `kubetrain synth` wrote")
+    old = load_objects({p: data for p, data in old_files.items() if p not in same}, *old_side)
+    new = load_objects({p: data for p, data in new_files.items() if p not in same}, str(dist))
     report = compare(old, new, base)
     try:
-        report.cost = price_change(_by_cluster(old), _by_cluster(new), _loader(old_files, base),
-                                   _loader(new_files, "working tree"))
+        report.cost = price_change(_by_cluster(old), _by_cluster(new), _loader(old_files, *old_side),
+                                   _loader(new_files, str(dist)))
     except CostInputError as error:
         raise DiffInputError(str(error)) from None
-    report.admission = admission_changes(old_files, new_files)
+    report.admission = admission_changes(old_files, new_files, old_side[0], str(dist))
     return report
 
 
@@ -484,14 +489,16 @@ def _by_cluster(objects: dict[Key, dict[str, Any]]) -> list[tuple[str, dict[str,
     return [(key.cluster, obj) for key, obj in objects.items()]
 
 
-def _loader(files: dict[str, bytes], side: str) -> Callable[[Iterable[str]], list[tuple[str, dict[str, Any]]]]:
+def _loader(files: dict[str, bytes], folder: str,
+            fix: str | None = None) -> Callable[[Iterable[str]], list[tuple[str, dict[str, Any]]]]:
     """Reads further files of one side on demand (the cost of a changed run reads its ConfigMap and pool)."""
-    return lambda paths: _by_cluster(load_objects({p: files[p] for p in paths if p in files}, side))
+    return lambda paths: _by_cluster(load_objects({p: files[p] for p in paths if p in files}, folder, fix))
 
 
-def admission_changes(old_files: dict[str, bytes], new_files: dict[str, bytes]) -> list[str]:
+def admission_changes(old_files: dict[str, bytes], new_files: dict[str, bytes], old_folder: str = "base",
+                      new_folder: str = "dist") -> list[str]:
     """Jobs whose `kubetrain plan` verdict differs between the two revisions."""
     try:
-        return verdict_changes(old_files, new_files)
+        return verdict_changes(old_files, new_files, old_folder, new_folder)
     except PlanInputError as error:
         raise DiffInputError(str(error)) from None

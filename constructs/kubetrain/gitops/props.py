@@ -12,6 +12,8 @@ from training.problems import INVALID_VALUE, rule_violation
 
 # https://host/path, ssh://user@host/path or scp-like user@host:path: the forms Argo CD's repo server clones.
 _REPO_URL = re.compile(r"^(https?://[^\s/]+/\S+|ssh://\S+@[^\s/]+/\S+|[\w.-]+@[\w.-]+:\S+)$")
+# A page of GitHub's, GitLab's or Bitbucket's web view (a folder or a file at a revision), copied from a browser.
+_BROWSER_LINK = re.compile(r"^(?P<repo>https?://[^\s/]+/[^\s]+?)/(?:-/)?(?:tree|blob|src)/(?P<rest>\S+)$")
 _DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
 
 
@@ -96,6 +98,11 @@ class ArgoCdProps(StrictProps):
         if not _REPO_URL.match(value):
             raise rule_violation(INVALID_VALUE, f"{value!r} is not a Git URL Argo CD can clone",
                                  "use https://host/org/repo.git or git@host:org/repo.git")
+        link = _BROWSER_LINK.match(value)
+        if link:  # Argo CD would try to clone the web page's URL and fail to sync
+            raise rule_violation(INVALID_VALUE, f"{value!r} is a link to a page of the repository's web view, not a "
+                                 "URL Argo CD can clone", f"use the clone URL {link['repo']}.git; the revision and "
+                                 "the folder are revision and path_prefix")
         return value
 
     @field_validator("revision")

@@ -3,6 +3,7 @@ it (kubetrain.output.apiserver), not re-modelled."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from functools import cache
@@ -49,8 +50,14 @@ def check_affinity(value: dict[str, Any]) -> None:
     if errors:
         first = errors[0]
         where = ".".join(map(str, first.absolute_path)) or "(affinity)"
+        near = ""
+        if first.validator == "additionalProperties" and isinstance(first.instance, dict):
+            known = list(first.schema.get("properties") or {})
+            for key in sorted(set(first.instance) - set(known)):
+                guess = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
+                near += f"did you mean {guess[0]!r} for {key!r}? " if guess else ""
         raise rule_violation(INVALID_VALUE, f"not a Kubernetes Affinity: {where}: {first.message}",
-                             "write it as in a pod spec, e.g. {'nodeAffinity': {'requiredDuringScheduling"
+                             f"{near}write it as in a pod spec, e.g. {{'nodeAffinity': {{'requiredDuringScheduling"
                              "IgnoredDuringExecution': {'nodeSelectorTerms': [...]}}}")
     report = Report((1, 33))
     validate_affinity(value, "", report)

@@ -21,7 +21,13 @@ def read_annotation(obj: dict[str, Any]) -> dict[str, Any] | None:
         found = json.loads(text) if text else None
     except ValueError:
         return None
-    return found if isinstance(found, dict) else None
+    # A hand-edited annotation is shown as absent rather than half-read: every figure must be a number.
+    if not isinstance(found, dict) or not isinstance(found.get("per_rank_gib", {}), dict):
+        return None
+    numbers = [found.get("capacity_gib", 0), *found.get("per_rank_gib", {}).values()]
+    if not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers):
+        return None
+    return found
 
 
 def describe(memory: dict[str, Any]) -> str:

@@ -37,6 +37,7 @@ from kubetrain.names import image_digest, image_tag
 from kubetrain.output.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.platform.efa import environment_problems
 from kubetrain.platform.identity import ServiceAccount, identity_problems
+from kubetrain.platform.instances import BUILTIN_CATALOG
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, pool_placement_problems
 from kubetrain.platform.queues import OTHER_SCHEDULER
 from kubetrain.platform.scheduling import OTHER_PLACE, PriorityClass
@@ -271,7 +272,10 @@ def one_process_per_accelerator(job: JobSpec) -> Iterator[Violation]:
           source="constructs/kubetrain/platform/instances.py")
 def instance_type_known(job: JobSpec) -> Iterator[Violation]:
     if job.props.instance_type and job.instance is None:
-        yield ("instance_type", f"unknown instance type {job.props.instance_type!r}")
+        near = BUILTIN_CATALOG.near(job.props.instance_type)
+        yield ("instance_type", f"unknown instance type {job.props.instance_type!r}",
+               f"{near}use a type of the instance catalog (kubetrain.platform.instances), or register yours with "
+               "Cluster(instance_types=[InstanceType(...)])")
 
 
 @job_rule("KT123", "error", "pod requests more CPU or memory than the node can allocate",
@@ -332,9 +336,11 @@ def env_not_owned_by_launcher(job: JobSpec) -> Iterator[Violation]:
     ours = launcher_env(job)
     for name in job.props.env:
         torchrun = job.launched_by_torchrun and (name in TORCHRUN_ENV or name.startswith(TORCHRUN_ENV_PREFIXES))
-        if name in owned or torchrun:
-            yield (f"env.{name}", "is set by the training operator or torchrun",
-                   f"remove {name}: the launcher sets it per pod and per rank")
+        if name in owned:
+            yield (f"env.{name}", f"is set by {job.props.target.env_owner(name)} in every pod",
+                   f"remove {name}: the value given here is overwritten")
+        elif torchrun:
+            yield (f"env.{name}", "is set by torchrun for each rank", f"remove {name}: torchrun sets it per rank")
         elif job.resources.accelerators and name in DEVICE_PLUGIN_ENV:
             yield (f"env.{name}", "is set by the device plugin to the devices the container was given",
                    f"remove {name}: each rank picks its device by LOCAL_RANK among the visible ones")
@@ -780,19 +786,24 @@ def warmup_within_run(job: JobSpec) -> Iterator[Violation]:
                f"max_steps {run.max_steps}")
 
 
-@job_rule("KT217", "error", "fast checkpoint tier saved no more often than the durable one",
-          rationale="The node-local tier exists to be saved often and cheaply; saved every local_interval steps "
-                    "with local_interval >= interval, a crash always finds a durable checkpoint as new, and the "
-                    "local saves only cost time.",
-          fix="make checkpoint.local_interval smaller than checkpoint.interval (or use interval: auto)",
-          source="training/checkpoint.py")
-def local_tier_more_often(job: JobSpec) -> Iterator[Violation]:
-    checkpoint = job.trainer.run.checkpoint if job.trainer else None
-    if checkpoint is not None and isinstance(checkpoint.interval, int) and checkpoint.local_interval is not None \
-            and checkpoint.local_interval >= checkpoint.interval:
-        yield ("workload.run.checkpoint.local_interval", f"local_interval {checkpoint.local_interval} is not below "
-               f"interval {checkpoint.interval}")
-
+@job_rule("KT022", "error", "a hang timeout the job's deadline always cuts short",
+          rationale="The trainer's hang watchdog (resilience.watchdog_floor_s) and the collective timeout "
+                    "(resilience.collective_timeout_s) stop a hung run so the operator restarts it from its last "
+                    "checkpoint; when either is as long as the job's activeDeadlineSeconds, the deadline fails the "
+                    "whole job first, so a hang is never detected and the job is never restarted.",
+          fix="make resilience.watchdog_floor_s and collective_timeout_s much shorter than the target's "
+              "active_deadline_seconds, or raise the deadline",
+          source="https://kubernetes.io/docs/concepts/workloads/controllers/job/#job-termination-and-cleanup")
+def hang_timeouts_within_deadline(job: JobSpec) -> Iterator[Violation]:
+    deadline = getattr(job.props.target, "active_deadline_seconds", None)
+    if job.trainer is None or deadline is None:
+        return
+    resilience = job.trainer.run.resilience
+    for name in ("watchdog_floor_s", "collective_timeout_s"):
+        if getattr(resilience, name) >= deadline:
+            yield (f"workload.run.resilience.{name}", f"{name} {getattr(resilience, name):g} s is not shorter than "
+                   f"the target's active_deadline_seconds {deadline}: the deadline ends the job before a hang is "
+                   "ever detected", f"set {name} well below {deadline} s, or raise target.active_deadline_seconds")
 
 
 @job_rule("KT218", "error", "fast checkpoint tier on shared storage",

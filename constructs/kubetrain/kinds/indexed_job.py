@@ -80,7 +80,8 @@ class IndexedJob(Target):
     def check(self, job: JobSpec) -> Iterator[Problem]:
         if job.props.elastic is not None:
             yield Problem("KT701", "elastic", "an Indexed Job runs a fixed number of pods",
-                          "use the PyTorchJob target (the default) for elastic jobs, or remove elastic")
+                          "use target=PyTorchJob() for elastic jobs (TrainJob, the default, is not elastic), or "
+                          "remove elastic")
         if not job.launched_by_torchrun:
             yield Problem("KT701", "workload.launcher", "the pods find each other through torchrun's rendezvous",
                           "launch the command with torchrun")

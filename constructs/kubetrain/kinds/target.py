@@ -112,6 +112,10 @@ class Target(ReportedLater, ABC):
     def injected_env(self, job: JobSpec) -> set[str]:
         """Variables the operator sets in the workload's container: users must not set them (KT105)."""
 
+    def env_owner(self, name: str) -> str:
+        """Who sets an injected variable, for KT105's message."""
+        return f"the {self.kind} operator"
+
     @abstractmethod
     def rendezvous_args(self, job: JobSpec) -> list[str]:
         """torchrun flags that find the peers under this operator (beyond those it reads from PET_*)."""

@@ -114,6 +114,11 @@ class TrainJob(Target):
     def injected_env(self, job: JobSpec) -> set[str]:
         return INJECTED | STATUS_ENV
 
+    def env_owner(self, name: str) -> str:
+        if name in STATUS_ENV:
+            return "the Kubeflow Trainer controller's TrainJobStatus plugin (its status endpoint, for progress)"
+        return "the Kubeflow Trainer controller's torch plugin"
+
     def rendezvous_port(self, job: JobSpec) -> int:
         return MASTER_PORT
 
@@ -135,7 +140,8 @@ class TrainJob(Target):
     def check(self, job: JobSpec) -> Iterator[Problem]:
         if job.props.elastic is not None:
             yield Problem("KT701", "elastic", "the TrainJob target runs a fixed number of nodes",
-                          "use the PyTorchJob target (the default) for elastic jobs, or remove elastic")
+                          "use target=PyTorchJob() for elastic jobs (TrainJob, the default, is not elastic), or "
+                          "remove elastic")
         if not job.launched_by_torchrun:
             yield Problem("KT701", "workload.launcher", "the Trainer controller only injects PET_* variables, which "
                           "only torchrun reads", "launch the command with torchrun")

@@ -33,12 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
 from kubetrain.kinds.registry import all_kinds, kind_of
 from kubetrain.kinds.target import restart_after
 from kubetrain.local.certificates import ServerTLS
 from kubetrain.local.summary import RunSummary
+from kubetrain.output.validate import UnreadableManifest, read_manifest
 from kubetrain.rules.registry import register
 from training.config import load_run_config
 from training.problems import ConfigError, Problem
@@ -91,12 +90,25 @@ def _fail(where: str, message: str, fix: str = CANNOT_RUN.fix) -> ConfigError:
     return ConfigError(where, [Problem(CANNOT_RUN.code, "", message, fix)])
 
 
-def _read_yaml(path: Path, where: str) -> Any:
+def _read_yaml(path: Path, where: str) -> dict[str, Any] | None:
+    """The object of one manifest file (None for an empty one)."""
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise _fail(where, f"cannot read {path}: {str(exc).splitlines()[0]}",
-                    "run `kubetrain synth` to rewrite dist/ (resolve any merge conflict in apps/ first)") from None
+        documents = read_manifest(str(path), path.read_bytes())
+    except OSError as exc:
+        raise _fail(where, f"cannot read {path}: {exc.strerror}", "run `kubetrain synth` to rewrite dist/") from None
+    except UnreadableManifest as exc:
+        raise _fail(where, f"cannot read {path}{f' (line {exc.line})' if exc.line else ''}: {exc.reason}",
+                    exc.fix) from None
+    return documents[0] if documents else None
+
+
+def outside(dist: Path, workdir: Path) -> Path:
+    """`workdir`, refused when it lies in `dist`: synth replaces dist/ whole (and refuses a dist/ holding files it
+    did not write, KT601), and git would carry the run's checkpoints into the pull request."""
+    if workdir.resolve() == dist.resolve() or dist.resolve() in workdir.resolve().parents:
+        raise _fail(str(workdir), f"--workdir {workdir} is inside {dist}/, which `kubetrain synth` writes",
+                    "choose a folder outside dist/, e.g. the default .run-local/<cluster>-<job>")
+    return workdir
 
 
 def find_job(dist: Path, ref: str) -> Path:

@@ -64,8 +64,12 @@ def crd_schemas(text: str) -> dict[tuple[str, str], dict[str, Any]]:
     """(apiVersion, kind) -> strict schema, for every served version of the CRDs in one YAML text."""
     out = {}
     for crd in yaml.load_all(text, Loader=_LOADER):
-        if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
+        if crd is None:  # an empty document, e.g. after a trailing ---
             continue
+        if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
+            # A folder of CRDs that also holds other objects (a chart's templates) would leave kinds unchecked.
+            what = f"a {crd.get('kind')} object" if isinstance(crd, dict) else f"a {type(crd).__name__}"
+            raise ValueError(f"holds {what}, not a CustomResourceDefinition")
         spec = crd.get("spec") or {}
         for version in spec.get("versions") or []:
             schema = (version.get("schema") or {}).get("openAPIV3Schema")

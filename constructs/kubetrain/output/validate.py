@@ -16,6 +16,7 @@ error messages and paths are the ones users see. This module imports no cdk8s.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -134,7 +135,7 @@ class _Validator:
         if self._slow is None:
             self._slow = jsonschema.Draft202012Validator(self.schema, registry=_registries(self.schema_version)[0])
         found = sorted(self._slow.iter_errors(body), key=lambda e: list(map(str, e.absolute_path)))
-        return [(_field_path(e.absolute_path), e.message) for e in found] or [("", "invalid")]
+        return [(_field_path(e.absolute_path), e.message + _near_names(e)) for e in found] or [("", "invalid")]
 
     def rule_failures(self, body: Any, schema_valid: bool) -> list[tuple[str, str, str]]:
         """(path, message, code) for each CEL rule `body` fails; rules are compiled on the kind's first object.
@@ -159,7 +160,7 @@ class Schemas:
             for path in sorted(folder.glob("*.y*ml")):
                 try:
                     self.custom.update(crd_schemas(path.read_bytes().decode("utf-8")))
-                except (UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
+                except (UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError) as exc:
                     reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else " ".join(str(exc).split())[:200]
                     self.unreadable.append(f"{path}: not a CRD kubetrain can read ({reason})")
         self._validators: dict[tuple[str, str, str], _Validator | None] = {}
@@ -230,6 +231,59 @@ def parse_documents(text: str) -> list[Any]:
     return list(yaml.load_all(text, Loader=StrictYamlLoader))
 
 
+_CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>", "|||||||")
+
+
+def dist_fix(file: str) -> str:
+    """dist/ is written by synth: a file there that cannot be read was edited by hand or left by a merge."""
+    if "dist" not in Path(file).parts:  # a manifest of the user's own, given to validate
+        return "fix the file at that line, or give validate only Kubernetes manifests"
+    return (f"files in dist/ are written by `kubetrain synth`: undo the hand edit (`git checkout -- {file}`), or "
+            "run `kubetrain synth` to write dist/ again")
+class UnreadableManifest(ValueError):
+    """A manifest file that holds no readable Kubernetes objects, as one line: the file, the line, what is wrong
+    and how to fix it (`file`, `line`, `reason` and `fix` for callers that print their own layout)."""
+
+    def __init__(self, file: str, line: int | None, reason: str, fix: str | None = None):
+        self.file, self.line, self.reason, self.fix = file, line, reason, fix or dist_fix(file)
+        super().__init__(f"{file}{f':{line}' if line else ''}: {reason}; fix: {fix}")
+
+
+def read_manifest(file: str, data: bytes) -> list[dict[str, Any]]:
+    """The objects of one manifest file; UnreadableManifest for text that is not UTF-8, a git conflict marker,
+    YAML that does not parse, or a document that is not a mapping (an object)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableManifest(file, data[:exc.start].count(b"\n") + 1,
+                                 f"byte {data[exc.start]:#04x} is not UTF-8 text (was it saved in another encoding?)",
+                                 f"save the file as UTF-8, or {dist_fix(file)}") from None
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(_CONFLICT_MARKERS) and line[:7] in _CONFLICT_MARKERS and line[7:8] in ("", " "):
+            raise UnreadableManifest(
+                file, number, f"a git merge conflict marker ({line[:7]}) is left in the file",
+                "never resolve conflicts in dist/ by hand: resolve them in the fleet's code, run `kubetrain synth` "
+                "and commit the dist/ it writes (`git checkout --theirs dist/ && kubetrain synth` during a merge)")
+    try:
+        documents = parse_documents(text)
+    except yaml.YAMLError as exc:
+        mark, context = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        if context is not None and getattr(exc, "context", None):
+            problem += f" ({exc.context} at line {context.line + 1})"
+        raise UnreadableManifest(file, (mark or context).line + 1 if mark or context else None,
+                                 f"not valid YAML: {problem}") from None
+    if all(isinstance(doc, dict) or doc is None for doc in documents):
+        return [doc for doc in documents if doc is not None]  # an empty document is no object, as for kubectl
+    # Only now find where each document starts (composing again is slow, and needed only for the message).
+    starts = [node.start_mark.line + 1 for node in yaml.compose_all(text, Loader=StrictYamlLoader)]
+    index = next(i for i, doc in enumerate(documents) if not isinstance(doc, dict) and doc is not None)
+    what = {list: "a list", str: "a string", bool: "true or false"}.get(type(documents[index]), "a number")
+    raise UnreadableManifest(file, starts[index] if index < len(starts) else None,
+                             f"document {index + 1} is {what}, not a Kubernetes object (a mapping with apiVersion, "
+                             "kind and metadata)")
+
+
 def manifest_files(path: Path) -> list[tuple[Path, Path]]:
     """(file, its resolved folder) for a file, or for every .yaml/.yml file under a folder in path order.
     os.walk, and one resolve per folder: at fleet scale, per-file pathlib calls cost more than parsing."""
@@ -257,17 +311,17 @@ def load_manifests(files: Iterable[tuple[Path, Path]], progress: Advance | None 
         if progress and count % 256 == 0:
             progress(256)
         try:
-            docs = parse_documents(file.read_bytes().decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            yield Finding(str(file), "?", "", f"not UTF-8 (byte {exc.start}): manifests are UTF-8 text")
+            docs = read_manifest(str(file), file.read_bytes())
+        except OSError as exc:
+            yield Finding(str(file), "?", "", f"cannot be read: {exc.strerror}")
             continue
-        except (OSError, yaml.YAMLError) as exc:
-            yield Finding(str(file), "?", "", f"cannot read YAML: {' '.join(str(exc).split())}")
+        except UnreadableManifest as exc:
+            where = f"line {exc.line}: " if exc.line else ""
+            yield Finding(str(file), "?", "", f"{where}{exc.reason}; fix: {exc.fix}")
             continue
         name = str(file)
         for doc in docs:
-            if doc is not None:
-                yield Manifest(name, doc, folder)
+            yield Manifest(name, doc, folder)
 
 
 def _cluster_versions(manifests: list[Manifest]) -> dict[Path, str]:
@@ -286,6 +340,16 @@ def _version_for(m: Manifest, versions: dict[Path, str], default: str) -> str:
         if folder in versions:
             return versions[folder]
     return default
+
+
+def _near_names(error: jsonschema.ValidationError) -> str:
+    """For a field the schema does not have, the one it was meant to be: ' (did you mean ...?)'."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return ""
+    known = list(error.schema.get("properties") or {})
+    guesses = [f"{guess[0]!r} for {key!r}" for key in sorted(set(error.instance) - set(known))
+               for guess in [difflib.get_close_matches(key, known, n=1, cutoff=0.6)] if guess]
+    return f" (did you mean {', '.join(guesses)}?)" if guesses else ""
 
 
 def _field_path(parts: Iterable[Any]) -> str:
@@ -327,6 +391,25 @@ def validate_manifests(paths: list[Path], schemas: Schemas | None = None, kubern
     return len(manifests), findings
 
 
+def _annotation_findings(m: Manifest) -> Iterator[Finding]:
+    """The kubetrain.dev/* annotations `plan` and `cost` read back, read as they read them: a hand edit they would
+    refuse is found by validate too (CI runs it on every pull request)."""
+    annotations = (m.body.get("metadata") or {}).get("annotations")
+    if not isinstance(annotations, dict) or not any(str(key).startswith("kubetrain.dev/") for key in annotations):
+        return
+    from kubetrain.admission.objects import ClusterObjects
+    from kubetrain.cost.annotations import ANNOTATION_FIX, estimate_of, peak_flops_of, pricing_of
+
+    try:
+        estimate_of(m.body), pricing_of(m.body), peak_flops_of(m.body)
+        if m.body.get("kind") == "NodePool":
+            ClusterObjects.from_manifests("", [m.body])
+    except (ValueError, TypeError, AttributeError) as error:  # CostInputError is a ValueError
+        message = str(error)
+        yield Finding(m.file, m.label, "metadata.annotations",
+                      message if "fix: " in message else f"{message}; fix: {ANNOTATION_FIX}")
+
+
 def _validate_one(m: Manifest, schemas: Schemas, kubernetes_version: str) -> Iterator[Finding]:
     body = m.body
     if not isinstance(body, dict) or not isinstance(body.get("apiVersion"), str) or not isinstance(
@@ -339,6 +422,7 @@ def _validate_one(m: Manifest, schemas: Schemas, kubernetes_version: str) -> Ite
                       f"ships ({', '.join(supported_kubernetes_versions()[:1])} is the oldest): declare a supported "
                       "version on the cluster, or pass --kubernetes-version")
         return
+    yield from _annotation_findings(m)
     api_version, kind = body["apiVersion"], body["kind"]
     validator = schemas.validator(schema_version, api_version, kind)
     if validator is None:

@@ -7,6 +7,7 @@ own types without editing the library: `Cluster(..., instance_types=[InstanceTyp
 
 from __future__ import annotations
 
+import difflib
 from decimal import Decimal
 from typing import Literal
 
@@ -170,6 +171,11 @@ class InstanceCatalog:
 
     def names(self) -> list[str]:
         return sorted(self._types)
+
+    def near(self, name: str) -> str:
+        """'did you mean ...? ' for a misspelt type name (a near name of the catalog), else ''."""
+        guess = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.8)
+        return f"did you mean {guess[0]!r}? " if guess else ""
 
     def __contains__(self, name: object) -> bool:
         return name in self._types

@@ -243,10 +243,17 @@ def _group(covered: list[str], flavors: list[ResourceFlavor],
         for f in flavors]}
 
 
-def _cohort_reference(cohort: Cohort | str | None, field: str) -> tuple[str | None, list[Problem]]:
-    """The cohort's name, and KT450 when it is not an object of the fleet."""
+def _cohort_reference(cohort: Cohort | str | None, field: str, cluster: Cluster) -> tuple[str | None, list[Problem]]:
+    """The cohort's name, and KT450 when it is given by name: a cohort outside the fleet, or one of the fleet's
+    Cohorts named by a string where its object belongs."""
     if cohort is None or not isinstance(cohort, str):
         return (cohort.name if cohort else None), []
+    if any(e.manifest.get("kind") == "Cohort" and e.manifest["metadata"]["name"] == cohort
+           for e in cluster.state.objects):
+        return cohort, [Problem(OUTSIDE_COHORT.code, field, f"cohort {cohort!r} is a Cohort of this fleet given by "
+                                "its name: a name means a cohort defined outside the fleet, whose quota is unknown "
+                                "offline", f"pass the Cohort object itself ({field}=<the Cohort {cohort!r}>), so "
+                                "its quota and members are checked")]
     return cohort, [Problem(OUTSIDE_COHORT.code, field, f"cohort {cohort!r} is not a Cohort of this fleet: what it "
                             "lends is unknown offline", OUTSIDE_COHORT.fix)]
 
@@ -411,7 +418,7 @@ class Cohort(PlatformConstruct):
         self.name: str = p.name
         self.parent: Cohort | str | None = p.parent
         self.depends_on = (*p.flavors, *([p.parent] if isinstance(p.parent, Cohort) else []))
-        parent, problems = _cohort_reference(p.parent, "parent")
+        parent, problems = _cohort_reference(p.parent, "parent", scope)
         spec: dict[str, Any] = {}
         if parent:
             spec["parentName"] = parent
@@ -449,7 +456,7 @@ class ClusterQueue(PlatformConstruct):
             "preemption": {"withinClusterQueue": p.preemption},
             "resourceGroups": resource_groups(self.flavors, quotas) if not p.resource_groups else [
                 _group(list(g.resources), list(g.flavors), quotas) for g in p.resource_groups]}
-        cohort, problems = _cohort_reference(p.cohort, "cohort")
+        cohort, problems = _cohort_reference(p.cohort, "cohort", scope)
         if cohort:
             spec["cohortName"] = cohort
         # Kueue's defaults are left out, except beside a preference, whose CRD rule reads both policies.

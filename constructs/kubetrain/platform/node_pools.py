@@ -395,8 +395,9 @@ class NodePool(PlatformConstruct):
             t = self.cluster.instance_type(name)
             wrong = "is not in the cluster's instance catalog" if t is None else self._wrong_type(t)
             if wrong:
+                near = self.cluster.instance_catalog.near(name) if t is None else ""
                 problems.append(Problem(WRONG_INSTANCE_TYPE.code, f"instance_types.{i}", f"{name} {wrong}",
-                                        WRONG_INSTANCE_TYPE.fix))
+                                        f"{near}{WRONG_INSTANCE_TYPE.fix}"))
         shapes = {self._shape(t) for t in self.instance_types}
         if len(shapes) > 1:
             efa = (lambda t: f", {t.efa_interfaces} EFA") if self.uses_efa else (lambda t: "")

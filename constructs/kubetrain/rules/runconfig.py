@@ -61,6 +61,13 @@ register("KT207", "error", "checkpoint tiers inconsistent",
                    "without local_dir would save nothing, and a local_dir equal to dir would put the fast tier on "
                    "the shared volume.",
          fix="set local_dir and local_interval together, or interval: auto with local_dir alone", source=TRAINER)
+register("KT217", "error", "fast checkpoint tier saved no more often than the durable one",
+         rationale="The node-local tier exists to be saved often and cheaply; saved every local_interval steps "
+                   "with local_interval >= interval, a crash always finds a durable checkpoint as new, and the "
+                   "local saves only cost time. Checked on the run config itself, so `run-local --set` and the "
+                   "pod's own config are held to it as synth is.",
+         fix="make checkpoint.local_interval smaller than checkpoint.interval (or use interval: auto)",
+         source="training/checkpoint.py", checked_by=("synth", "run-local", "pod"))
 register("KT208", "error", "token file unusable",
          rationale="Checked when the pod starts, before torch is imported: a missing file, a size that is no whole "
                    "number of data.dtype tokens, fewer tokens than one sequence, or ids beyond the vocabulary (a file "

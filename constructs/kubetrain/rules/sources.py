@@ -45,6 +45,7 @@ IAM_ARNS = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifie
 CPU_LIMITS = "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/"
 ARGO_APP = "https://argo-cd.readthedocs.io/en/stable/user-guide/application-specification/"
 ARGO_WAVES = "https://argo-cd.readthedocs.io/en/stable/user-guide/sync-waves/"
+ARGO_PROJECTS = "https://argo-cd.readthedocs.io/en/stable/user-guide/projects/"
 NCCL_TESTS = "https://github.com/NVIDIA/nccl-tests"
 KV = "https://github.com/willthames/kubernetes-validate"
 IMAGES = "https://kubernetes.io/docs/concepts/configuration/overview/#container-images"
