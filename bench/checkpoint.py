@@ -22,7 +22,7 @@ import time
 import torch.distributed as dist
 
 from training.config import RunConfig
-from training.distributed import init_world
+from kubetrain_runtime.distributed import init_world
 from training.trainer import Trainer
 
 

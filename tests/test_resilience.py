@@ -241,7 +241,7 @@ def test_hang_is_ended_by_the_watchdog_with_stacks(tmp_path):
     assert result.returncode != 0
     assert time.monotonic() - started < 60
     assert "kubetrain watchdog: rank 0 made no progress" in result.stderr
-    assert "Thread 0x" in result.stderr and "training/faults.py" in result.stderr  # the hung thread's stack
+    assert "Thread 0x" in result.stderr and "kubetrain_runtime/faults.py" in result.stderr  # the hung thread's stack
     assert max(r["step"] for r in map(json.loads, result.stdout.splitlines()) if r["event"] == "step") == 8
 
 

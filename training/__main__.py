@@ -2,7 +2,7 @@
 
 Alone it trains with world size 1; under torchrun each rank reads RANK/WORLD_SIZE/LOCAL_RANK, and (on
 Linux) runs as a fork of the pod's warm process (training/warm.py), which has imported torch already.
-How it ends (training/failures.py): 0 when the run is done; a bad config, data set or fault spec is
+How it ends (kubetrain_runtime/failures.py): 0 when the run is done; a bad config, data set or fault spec is
 reported (by rank 0) as one line per problem, exit 2; unusable checkpoint storage exits 3 and a run that
 keeps diverging 4, each with one line naming the cause and the fix; a stop signal ends it with a
 checkpoint and exit 128 + the signal; anything else is a fault, with its traceback, to be retried.
@@ -62,8 +62,8 @@ def run(argv: list[str]) -> int:
     """Check the inputs, then train in this process; returns the exit code, or exits at once on a failure."""
     started = time.time()
     from training.config import load_run_config
-    from training.faults import parse_faults
-    from training.problems import ConfigError, Problem
+    from kubetrain_runtime.faults import parse_faults
+    from kubetrain_runtime.problems import ConfigError, Problem
     from training.tokens import open_token_file
 
     args = parse_args(argv)
@@ -84,8 +84,8 @@ def run(argv: list[str]) -> int:
         return report(ConfigError(args.config, problems))
 
     # torch is imported only once the config is known to be good: bad input fails fast.
-    from training.distributed import init_world, shutdown
-    from training.preemption import StopRequest
+    from kubetrain_runtime.distributed import init_world, shutdown
+    from kubetrain_runtime.preemption import StopRequest
     from training.trainer import Trainer
 
     stop = StopRequest(int(os.environ.get("RANK", 0))).install()

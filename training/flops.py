@@ -1,5 +1,5 @@
-"""Training FLOPs of the GPT in training/model.py, and accelerators' peak FLOP/s: one definition for the
-runtime's measured MFU and the compiler's cost estimate (`kubetrain cost`). Imports no torch.
+"""Training FLOPs of the GPT in training/model.py (accelerators' peak FLOP/s: kubetrain_runtime/accelerators.py):
+one definition for the runtime's measured MFU and the compiler's cost estimate (`kubetrain cost`). Imports no torch.
 
 FLOPs per token follow PaLM's definition (Chowdhery et al. 2022, appendix B), as torchtitan computes MFU
 (torchtitan, torchtitan/tools/utils.py `get_num_flop_per_token`): 6 x N for the matrix multiplications of
@@ -12,13 +12,6 @@ from __future__ import annotations
 import math
 
 from training.config import ModelConfig
-
-# Dense bf16 peak of one accelerator in FLOP/s, without sparsity, by the chip's name as the catalog
-# (kubetrain.platform.instances) and torch.cuda.get_device_name() spell it. NVIDIA's datasheets:
-# A100 SXM 312 TFLOP/s; H100 SXM 989 (torchtitan uses 989 for H100); H200 SXM 989 (the H100's compute);
-# B200 2,250 (HGX B200, dense); L40S 362; L4 121 (its datasheet's 242 is with sparsity). Chips absent here (T4, A10G, Trainium) have no MFU.
-PEAK_BF16_FLOPS: dict[str, float] = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "B200": 2250e12,
-                                     "L40S": 362e12, "L4": 121e12}
 
 
 def mlp_hidden(cfg: ModelConfig) -> int:
@@ -49,8 +42,3 @@ def flops_per_token(cfg: ModelConfig, seq_len: int, parameters: int | None = Non
 def attention_flops_per_token(n_layers: int, dim: int, seq_len: int) -> int:
     """Attention's FLOPs per token that the parameter count does not see: 12 x layers x seq_len x dim."""
     return 12 * n_layers * seq_len * dim
-
-
-def chip_peak_flops(name: str) -> float | None:
-    """The dense bf16 peak of a chip named `name` (a catalog chip or a CUDA device name), or None."""
-    return next((peak for chip, peak in PEAK_BF16_FLOPS.items() if chip in name), None)

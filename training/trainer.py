@@ -16,23 +16,23 @@ import torch.nn.functional as F
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.tensor import DTensor
 
-from training.checkpoint import CheckpointManager, LocalCheckpoints
+from kubetrain_runtime.checkpoint import CheckpointManager, LocalCheckpoints
 from training.config import RunConfig
 from training.data import ShardedLoader, TokenSource
-from training.distributed import World, all_gather_object, all_reduce_mean, broadcast_object
-from training.ettr import EttrClock, daly_interval_s, first_start
-from training.failures import EXIT_DIVERGED, PermanentFailure
-from training.faults import FaultInjector
+from kubetrain_runtime.distributed import World, all_gather_object, all_reduce_mean, broadcast_object
+from kubetrain_runtime.ettr import EttrClock, daly_interval_s, first_start
+from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
+from kubetrain_runtime.faults import FaultInjector
 from training.flops import flops_per_token
-from training.host_memory import keep_freed_memory
-from training.metrics import device_name, peak_flops
+from kubetrain_runtime.host_memory import keep_freed_memory
+from kubetrain_runtime.metrics import device_name, peak_flops
 from training.model import GPT
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
 from training.parallel import autocast, gradient_sync, parallelize
-from training.preemption import StopRequest
-from training.problems import Problem
-from training.telemetry import Telemetry
-from training.watchdog import Watchdog
+from kubetrain_runtime.preemption import StopRequest
+from kubetrain_runtime.problems import Problem
+from kubetrain_runtime.telemetry import Telemetry
+from kubetrain_runtime.watchdog import Watchdog
 
 
 def seed_everything(seed: int) -> None:

@@ -16,7 +16,7 @@ from kubetrain.admission.objects import ClusterObjects
 from kubetrain.admission.quota import CohortTree
 from kubetrain.admission.verdict import plan_job
 from kubetrain.diagnostics import Finding
-from training.problems import Problem
+from kubetrain_runtime.problems import Problem
 
 
 class Emitting(Protocol):

@@ -16,7 +16,7 @@ from kubetrain.gitops.props import ArgoCdProps
 from kubetrain.output.manifests import add_render_step
 from kubetrain.state import diagnostics, fleet_state
 from kubetrain.strict import as_fields
-from training.problems import ConfigError, validate_model
+from kubetrain_runtime.problems import ConfigError, validate_model
 
 
 class ArgoCd(Construct):

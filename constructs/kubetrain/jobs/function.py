@@ -47,7 +47,7 @@ from pydantic import Field, InstanceOf, field_validator, model_validator
 from kubetrain.names import AbsolutePath
 from kubetrain.rules.registry import register
 from kubetrain.strict import StrictProps
-from training.problems import Text, rule_violation
+from kubetrain_runtime.problems import Text, rule_violation
 
 FUNCTION_FILE = "function.py"
 KWARGS_FILE = "kwargs.json"

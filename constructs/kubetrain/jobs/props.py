@@ -41,7 +41,7 @@ from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from kubetrain.strict import StrictProps
 from training.config import RunConfig
-from training.problems import INVALID_VALUE, Text, rule_violation
+from kubetrain_runtime.problems import INVALID_VALUE, Text, rule_violation
 
 MAX_REPLICAS = 2**31 - 1  # replica counts are int32 in every operator's API
 

@@ -1,6 +1,6 @@
 """Where the trainer's records go: rank 0's JSON lines, every rank's Prometheus endpoint, the optional
 TensorBoard and MLflow sinks (rank 0, each off unless configured), and the TrainJob's status where Kubeflow
-Trainer injects its endpoint (rank 0, training/progress.py).
+Trainer injects its endpoint (rank 0, kubetrain_runtime/progress.py).
 
 The trainer hands every record (the dicts of `step`, `checkpoint`, `rollback`, `resumed`, ...
 events) to `Telemetry.observe`; each sink takes the fields it knows. Labels of the Prometheus series:
@@ -19,12 +19,14 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from training.config import RunConfig
-from training.distributed import World
-from training.metrics import emit
-from training.progress import ProgressReporter
+from kubetrain_runtime.distributed import World
+from kubetrain_runtime.metrics import emit
+from kubetrain_runtime.progress import ProgressReporter
+
+if TYPE_CHECKING:
+    from training.config import RunConfig
 
 MLFLOW_RUN_ID_FILE = "mlflow_run_id"  # beside the durable checkpoints: restarts log to the same run
 
