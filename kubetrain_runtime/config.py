@@ -6,12 +6,26 @@ arguments). Imports no torch and nothing of `training`: the compiler validates t
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from kubetrain_runtime.problems import INVALID_VALUE, ReportedLater, Text, rule_violation
+from kubetrain_runtime.problems import (
+    INVALID_VALUE,
+    ConfigError,
+    Problem,
+    ReportedLater,
+    Text,
+    rule_violation,
+    validate_model,
+)
+
+# What the launcher tells a loop of the user's own (kubetrain_runtime.Run reads them; the compiler sets them).
+RUNTIME_CONFIG_ENV = "KUBETRAIN_RUNTIME_CONFIG"  # a YAML file of RuntimeConfig
+CHECKPOINT_DIR_ENV = "KUBETRAIN_CHECKPOINT_DIR"  # the job's checkpoint folder (a Command's or Function's)
+JOB_ENV = "KUBETRAIN_JOB"  # the job's name: the metrics' job label
 
 
 class StrictModel(ReportedLater):
@@ -107,3 +121,26 @@ class ResilienceConfig(StrictModel):
                                                     "dumps when it fires.")
     mtbf_s: float = Field(86400, gt=0, description="Mean time between failures of the whole job, for "
                                                    "checkpoint.interval: auto.")
+
+
+class RuntimeConfig(StrictModel):
+    """What the runtime needs of any run: kubetrain's trainer takes these sections from its run config; a loop of
+    the user's own gets them from the launcher (`KUBETRAIN_RUNTIME_CONFIG`, a YAML file of these fields) or its
+    arguments."""
+
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    resilience: ResilienceConfig = Field(default_factory=ResilienceConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    log_interval: int = Field(1, gt=0, description="Write a step record every this many steps.")
+
+
+def load_runtime_config(path: str) -> RuntimeConfig:
+    """A YAML file of RuntimeConfig's fields; every problem reported at once as a ConfigError."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(path, [Problem("KT004", "", f"cannot read the runtime config: {' '.join(str(exc).split())}",
+                                         "point KUBETRAIN_RUNTIME_CONFIG at a readable YAML file")]) from None
+    return validate_model(RuntimeConfig, raw, path)
