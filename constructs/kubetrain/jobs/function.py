@@ -21,6 +21,10 @@ image may not have: import it inside the function, or pass the value in kwargs; 
 torch and the listed packages are imported for it), a default value that names one, and kwargs that do not bind
 to its parameters or do not survive JSON unchanged (a tuple, a non-string key, NaN, an object).
 
+A function with a parameter named `run` gets the runtime from the launcher: `run` is kubetrain_runtime.Run, which the
+job's environment configures (its checkpoint_dir), so `run = run(model, optimizer, max_steps=...)` gives the loop
+verified checkpoints, exact resume, the stop with a save, rollback and metrics (the image needs kubetrain_runtime).
+
 Packages are pip requirement strings (PEP 508, checked with `packaging`); like the SDK, the pod installs them
 before torchrun starts (`pip install --prefix` into a node-local emptyDir: what the image already has is
 left as it is, nothing is written to the image's site-packages). An install that fails exits 1 with pip's log.
@@ -49,6 +53,7 @@ from kubetrain.rules.registry import register
 from kubetrain.strict import StrictProps
 from kubetrain_runtime.problems import Text, rule_violation
 
+RUN_PARAMETER = "run"  # a function with a parameter of this name gets kubetrain_runtime.Run from the launcher
 FUNCTION_FILE = "function.py"
 KWARGS_FILE = "kwargs.json"
 REQUIREMENTS_FILE = "requirements.txt"
@@ -182,10 +187,20 @@ class Function(StrictProps):
         self._check_kwargs()
         return self
 
+    @property
+    def takes_run(self) -> bool:
+        """Whether the function has a parameter named `run`: the launcher passes it kubetrain_runtime.Run."""
+        parameter = inspect.signature(self.func).parameters.get(RUN_PARAMETER)
+        return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+
     def _check_kwargs(self) -> None:
         signature = inspect.signature(self.func)
         names = [n for n, p in signature.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        if self.takes_run and RUN_PARAMETER in self.kwargs:
+            raise _refuse(f"kwargs.{RUN_PARAMETER}: the launcher passes {self.func.__name__}'s parameter "
+                          f"{RUN_PARAMETER!r} (kubetrain_runtime.Run)", f"remove {RUN_PARAMETER} from kwargs",
+                          field="kwargs")
         for key in self.kwargs:
             if key not in names and not takes_any:
                 guess = difflib.get_close_matches(key, names, n=1)
@@ -193,7 +208,7 @@ class Function(StrictProps):
                               (f"did you mean {guess[0]!r}? " if guess else "") + f"use its parameters: "
                               f"{', '.join(names) or 'none'}", field="kwargs")
         try:
-            signature.bind(**self.kwargs)
+            signature.bind(**self.kwargs, **({RUN_PARAMETER: None} if self.takes_run else {}))
         except TypeError as error:
             raise _refuse(f"kwargs do not fit {self.func.__name__}{signature}: {error}",
                           "give every parameter without a default, and only its parameters", field="kwargs") from None
@@ -229,7 +244,9 @@ class Function(StrictProps):
                   "from __future__ import annotations", "", *imports, *(["", ""] if imports else [""])]
         call = ["", "", 'if __name__ == "__main__":', "    import json", "    import pathlib", "",
                 f"    kwargs = json.loads((pathlib.Path(__file__).parent / {KWARGS_FILE!r}).read_text())",
-                f"    {self.func.__name__}(**kwargs)", ""]
+                *([f"    from kubetrain_runtime import Run as {RUN_PARAMETER}", "",
+                   f"    {self.func.__name__}(**kwargs, {RUN_PARAMETER}={RUN_PARAMETER})"] if self.takes_run else
+                  [f"    {self.func.__name__}(**kwargs)"]), ""]
         return "\n".join(header) + "\n" + self.source.rstrip("\n") + "\n" + "\n".join(call)
 
     def files(self) -> dict[str, str]:
