@@ -50,7 +50,7 @@ import torch.distributed as dist
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.tensor import DTensor
 
-from kubetrain_runtime import failures
+from kubetrain_runtime import failures, warm
 from kubetrain_runtime.checkpoint import CheckpointManager, LocalCheckpoints
 from kubetrain_runtime.config import (
     CHECKPOINT_DIR_ENV,
@@ -181,8 +181,9 @@ class Run:
             # After a stop signal, no step for this long means a peer is gone: a step, or a save, takes less.
             stop.stall_s = lambda: max(5.0, 3 * self.watchdog.median_step_s(), 2 * self.longest_save_s)
             stop.step_s = self.watchdog.median_step_s
-        if startup is None:  # when the process's start was done, reported on resume: here, the runtime's
-            self.startup["runtime"] = time.time()
+        if startup is None:  # when parts of the process's start were done, reported on resume (recovery's anatomy)
+            client = os.environ.get(warm.STARTED_ENV)  # torchrun's process for a warm rank (kubetrain_runtime/warm.py)
+            self.startup = {**({"client": float(client)} if client else {}), "runtime": time.time()}
 
     # -- the loop ---------------------------------------------------------------------------------------------
 

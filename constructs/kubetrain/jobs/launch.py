@@ -94,7 +94,9 @@ def container_command(job: JobSpec) -> list[str]:
     if job.trainer:
         program, script = ["-m", "training", "--config", CONFIG_PATH], _CHECK_CONFIG + _RUN_TORCHRUN
     elif function is not None:  # the captured source; its packages first, as the Kubeflow SDK installs them
-        program = [f"{CONFIG_MOUNT}/{FUNCTION_FILE}"]
+        # A function on the runtime (its `run` parameter) starts warm: a restarted rank forks from a process that
+        # has imported torch (kubetrain_runtime/__main__.py).
+        program = [*(["-m", "kubetrain_runtime"] if function.takes_run else []), f"{CONFIG_MOUNT}/{FUNCTION_FILE}"]
         script = (INSTALL_SCRIPT if function.packages else "") + _RUN_TORCHRUN
     else:
         program, script = list(command.command), _RUN_TORCHRUN
