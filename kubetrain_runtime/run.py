@@ -41,7 +41,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
