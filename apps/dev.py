@@ -17,6 +17,7 @@ from kubetrain import (
     k8s,
 )
 
+from examples.ddp_function import train_regression
 from examples.fashion_mnist import train_fashion_mnist
 
 NAMESPACE = "ml-dev"
@@ -92,12 +93,15 @@ def define(app: App) -> Cluster:
             "max_steps": 40,
             "seed": 1234,
         }))))
-    # The user's own torchrun script: kubetrain writes torchrun's flags and appends the command.
+    # The user's own torchrun script: kubetrain writes torchrun's flags and appends the command; the script's
+    # kubetrain_runtime.Run checkpoints to checkpoint_dir, which the launcher passes in KUBETRAIN_CHECKPOINT_DIR.
     TrainingJob(cluster, "ddp-minimal", TrainingJobProps(
         name="ddp-minimal", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],
-        workload=Command(command=["examples/ddp_minimal.py", "--steps", "20",
-                                  "--checkpoint-dir", "/checkpoints/ddp-minimal"],
-                         checkpoint_dir="/checkpoints/ddp-minimal")))
+        workload=Command(command=["examples/ddp_minimal.py", "--steps", "20"], checkpoint_dir="/checkpoints/ddp-minimal")))
+    # The same loop as a training function whose `run` parameter the launcher fills with kubetrain_runtime.Run.
+    TrainingJob(cluster, "ddp-function", TrainingJobProps(
+        name="ddp-function", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop, volumes=[checkpoints],
+        workload=Function(train_regression, kwargs={"steps": 20}, checkpoint_dir="/checkpoints/ddp-function")))
     # The Kubeflow Trainer guide's training function, captured at synth: the ConfigMap holds its source.
     TrainingJob(cluster, "fashion-mnist", TrainingJobProps(
         name="fashion-mnist", image=IMAGE, nodes=2, procs_per_node=1, resources=laptop,

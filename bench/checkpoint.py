@@ -22,7 +22,7 @@ import time
 import torch.distributed as dist
 
 from training.config import RunConfig
-from training.distributed import init_world
+from kubetrain_runtime.distributed import init_world
 from training.trainer import Trainer
 
 
@@ -39,27 +39,32 @@ def make_trainer(dim: int, layers: int, folder: str, async_save: bool, world) ->
     return trainer
 
 
+def train_step(trainer: Trainer) -> float:
+    """One step as the trainer's loop runs it (forward, backward, the runtime's guarded optimizer step, which waits
+    for a background save's copy of the weights); returns its time."""
+    runtime = trainer.runtime
+    runtime.step += 1
+    started = time.perf_counter()
+    _, grad_norm = trainer.train_step(runtime.step)
+    runtime.log(grad_norm=grad_norm)
+    trainer.optimizer.step()
+    trainer.optimizer.zero_grad(set_to_none=True)
+    runtime.logged = {}
+    return time.perf_counter() - started
+
+
 def save_then_step(trainer: Trainer) -> tuple[dict, float]:
     """Save, then train one step (a background save overlaps it); returns the save's report and
     the step's time."""
-    trainer.step += 1
+    runtime = trainer.runtime
     with contextlib.redirect_stdout(io.StringIO()):
-        # The trainer's save path without its reporting: the checkpoint manager returns the report.
-        report = trainer.checkpoints.save(trainer.step, trainer.state)
-        started = time.perf_counter()
-        trainer.train_step()
-        step_s = time.perf_counter() - started
+        # The runtime's save path without its reporting: the checkpoint manager returns the report.
+        report = runtime.checkpoints.save(runtime.step + 1, runtime.state)
+        step_s = train_step(trainer)
         while report is None:  # training would go on here; the save finishes in the background
             time.sleep(0.05)
-            report = trainer.checkpoints.poll()
+            report = runtime.checkpoints.poll()
     return report, step_s
-
-
-def plain_step(trainer: Trainer) -> float:
-    trainer.step += 1
-    started = time.perf_counter()
-    trainer.train_step()
-    return time.perf_counter() - started
 
 
 def main() -> None:
@@ -77,7 +82,7 @@ def main() -> None:
         for i in range(args.rounds + 1):  # round 0 warms up (first-touch allocations, page cache)
             sync_report, _ = save_then_step(sync)
             async_report, overlapped = save_then_step(background)
-            plain = plain_step(background)
+            plain = train_step(background)
             if i:
                 sync_blocked.append(sync_report["blocked_s"])
                 async_blocked.append(async_report["blocked_s"])

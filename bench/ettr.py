@@ -1,6 +1,10 @@
 """ETTR under failure: a 2-rank CPU run whose ranks are killed every ~2 minutes of training.
 
-    python bench/ettr.py [--minutes 7] [--crash-every 120]
+    python bench/ettr.py [--minutes 7] [--crash-every 120] [--loop trainer|ddp-minimal] [--cold]
+
+`--loop ddp-minimal` runs examples/ddp_minimal.py, a loop of the user's own on kubetrain_runtime.Run, with the same
+runtime config (KUBETRAIN_RUNTIME_CONFIG), started warm as a Function job on the runtime is (`python -m
+kubetrain_runtime SCRIPT`), or `--cold` as a command job's script is (`python SCRIPT`: every restart imports torch).
 
 Starts `torchrun` (gloo, 2 ranks, a restart budget, failures noticed within 0.1 s) on a small GPT
 with two-tier checkpoints (a node-local tier and an async durable tier) and `checkpoint.interval:
@@ -38,6 +42,9 @@ CONFIG = {
 }
 
 
+PROGRAM_MARK = b"training"  # in the command line of the processes torchrun starts (set by main)
+
+
 def rank_pids(agent: int) -> list[int]:
     """The training processes torchrun started: the children of its agent."""
     children = []
@@ -46,7 +53,7 @@ def rank_pids(agent: int) -> list[int]:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == agent and b"training" in (stat.parent / "cmdline").read_bytes():
+        if int(fields[1]) == agent and PROGRAM_MARK in (stat.parent / "cmdline").read_bytes():
             children.append(int(stat.parent.name))
     return sorted(children)
 
@@ -55,17 +62,32 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=7.0)
     parser.add_argument("--crash-every", type=float, default=120.0, help="seconds of training between crashes")
+    parser.add_argument("--loop", choices=["trainer", "ddp-minimal"], default="trainer",
+                        help="kubetrain's trainer, or examples/ddp_minimal.py on kubetrain_runtime.Run")
+    parser.add_argument("--cold", action="store_true", help="ddp-minimal: run the script as `python SCRIPT`")
     args = parser.parse_args()
+    global PROGRAM_MARK
     with tempfile.TemporaryDirectory() as tmp:
-        config = {**CONFIG, "checkpoint": {"dir": f"{tmp}/ckpt", "interval": "auto", "async_save": True, "keep": 2,
-                                           "local_dir": f"{tmp}/node-local"},
-                  "resilience": {"mtbf_s": args.crash_every}, "metrics": {"port": 0}}
-        Path(tmp, "run.yaml").write_text(yaml.safe_dump(config))
+        runtime = {"checkpoint": {"dir": f"{tmp}/ckpt", "interval": "auto", "async_save": True, "keep": 2,
+                                  "local_dir": f"{tmp}/node-local"},
+                   "resilience": {"mtbf_s": args.crash_every}, "metrics": {"port": 0}}
+        Path(tmp, "run.yaml").write_text(yaml.safe_dump({**CONFIG, **runtime}))
+        Path(tmp, "runtime.yaml").write_text(yaml.safe_dump(runtime))
         crashes = int(args.minutes * 60 // args.crash_every) + 1
+        if args.loop == "trainer":
+            program = ["-m", "training", "--config", f"{tmp}/run.yaml"]
+        else:
+            example = str(Path(__file__).resolve().parents[1] / "examples" / "ddp_minimal.py")
+            program = [*([] if args.cold else ["-m", "kubetrain_runtime"]), example, "--steps", "100000000",
+                       "--width", "512"]
+            PROGRAM_MARK = b"kubetrain_runtime" if not args.cold else b"ddp_minimal"
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-                   "--monitor-interval=0.1", f"--max-restarts={crashes}", "-m", "training", "--config", f"{tmp}/run.yaml"]
-        agent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                 env={**os.environ, "KUBETRAIN_FAULT": ""})
+                   "--monitor-interval=0.1", f"--max-restarts={crashes}",
+                   *program]
+        env = {**os.environ, "KUBETRAIN_FAULT": "", "KUBETRAIN_RUNTIME_CONFIG": f"{tmp}/runtime.yaml"}
+        if args.loop != "trainer":  # as the pods run: each attempt's own store (kubetrain.jobs.launch LAUNCH_ENV)
+            env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
+        agent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         events: list[tuple[float, dict]] = []
 
         def read() -> None:
@@ -102,7 +124,7 @@ def main() -> int:
             anatomy.append(", ".join(parts) + f", first step +{first_step - resumed[0]:.2f}")
     steps = [e for _, e in events if e["event"] == "step"]
     chosen = [e for _, e in events if e["event"] == "checkpoint_interval"]
-    print(f"ran {args.minutes:g} min, {len(kills)} crashes (a rank SIGKILLed every {args.crash_every:g} s), "
+    print(f"loop: {args.loop}{' (cold starts)' if args.cold else ''}; ran {args.minutes:g} min, {len(kills)} crashes (a rank SIGKILLed every {args.crash_every:g} s), "
           f"reached step {steps[-1]['step']}")
     for e in chosen[:1]:
         print(f"checkpoint intervals chosen: local every {e.get('local_steps', e['steps'])} steps "

@@ -6,7 +6,7 @@ Starts two gloo ranks on this machine (through torchrun) and alternates the two 
 and last, so both see the same machine state; a round's ratio is a kubetrain run's steps/s over the
 mean of the bare runs before and after it. Prints the median steps/s of each and the median of the
 rounds' ratios (target >= 0.97). The trainer runs as pods run it: every rank serves its Prometheus
-endpoint, the ranks agree every step on whether to stop (training/preemption.py), and the node-local
+endpoint, the ranks agree every step on whether to stop (kubetrain_runtime/preemption.py), and the node-local
 checkpoint tier saves once a round, a third of the round before its
 end (the durable tier's interval is beyond the round). Whether the figure can be trusted is
 measured, not guessed: during the timed rounds the benchmark counts the CPU time the machine spent
@@ -37,11 +37,11 @@ from torch.nn.parallel import DistributedDataParallel
 
 from training.config import RunConfig
 from training.data import ShardedLoader, TokenSource
-from training.distributed import all_gather_object, init_world
-from training.host_memory import keep_freed_memory
+from kubetrain_runtime.distributed import all_gather_object, init_world
+from kubetrain_runtime.host_memory import keep_freed_memory
 from training.model import GPT
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
-from training.preemption import StopRequest
+from kubetrain_runtime.preemption import StopRequest
 from training.trainer import Trainer
 
 NOISY_OTHERS = 0.05  # share of the machine's CPU time spent on other work above which the figure is noise

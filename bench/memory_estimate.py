@@ -107,7 +107,7 @@ def _model(case: Case) -> torch.nn.Module:
 
 
 def _parallelize(case: Case, model: torch.nn.Module) -> torch.nn.Module:
-    from training.distributed import World
+    from kubetrain_runtime.distributed import World
     from training.parallel import parallelize
     if case.model == "gpt":
         from training.config import RunConfig

@@ -24,7 +24,7 @@ import torch.distributed as dist
 from kubetrain.cost.props import DEFAULT_MFU
 
 from training.config import RunConfig
-from training.distributed import init_world
+from kubetrain_runtime.distributed import init_world
 from training.trainer import Trainer
 
 

@@ -12,7 +12,7 @@ from kubetrain.output.manifests import render_objects
 from kubetrain.output.validate import Manifest, Schemas, validate_objects
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 
-from training.problems import Problem
+from kubetrain_runtime.problems import Problem
 
 P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc1234"],
       "security_group_ids": ["sg-0efa1234"], "role": "KarpenterNodeRole-prod", "max_nodes": 16}

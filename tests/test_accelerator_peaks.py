@@ -1,12 +1,12 @@
-"""The dense bf16 peak of every accelerator: the runtime's MFU (training/metrics.py `peak_flops` looks the CUDA
-device name up with training.flops.chip_peak_flops) and the cost estimate (the catalog) read one table."""
+"""The dense bf16 peak of every accelerator: the runtime's MFU (kubetrain_runtime/metrics.py `peak_flops` looks the CUDA
+device name up with kubetrain_runtime.accelerators.chip_peak_flops) and the cost estimate (the catalog) read one table."""
 
 from __future__ import annotations
 
 import pytest
 
 from kubetrain.platform.instances import BUILTIN_CATALOG
-from training.flops import PEAK_BF16_FLOPS, chip_peak_flops, device_chip
+from kubetrain_runtime.accelerators import PEAK_BF16_FLOPS, chip_peak_flops, device_chip
 
 # Device names as torch.cuda.get_device_name() returns them (nvidia-smi's product names), and the chip each is.
 DEVICE_NAMES = [

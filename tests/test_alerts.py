@@ -26,7 +26,7 @@ from kubetrain.platform.alerts import (
 )
 from kubetrain.platform.monitoring import DcgmExporter, TrainingPodMonitor
 from platform_support import cluster, codes, emitted, pools
-from training.metric_names import RUNTIME_METRICS
+from kubetrain_runtime.metric_names import RUNTIME_METRICS
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian: apt-get install "

@@ -503,7 +503,7 @@ def test_synth_refuses_every_broken_object_with_its_code_and_path(tmp_path):
     from kubetrain import App, Cluster
     from kubetrain.output.manifests import synth
 
-    from training.problems import ConfigError
+    from kubetrain_runtime.problems import ConfigError
 
     app = App()
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
@@ -542,7 +542,7 @@ def test_a_job_patch_is_checked_as_the_pods_the_operator_creates(tmp_path):
     )
     from kubetrain.output.manifests import synth
 
-    from training.problems import ConfigError
+    from kubetrain_runtime.problems import ConfigError
 
     app = App()
     cluster = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"])
@@ -567,7 +567,7 @@ def test_a_job_patch_of_a_trainjob_is_checked_in_the_pods_of_its_runtime(tmp_pat
     from kubetrain import App, Cluster, NodeResources, RunConfig, Trainer, TrainingJob
     from kubetrain.output.manifests import synth
 
-    from training.problems import ConfigError
+    from kubetrain_runtime.problems import ConfigError
 
     app = App()
     cluster = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"])

@@ -334,7 +334,7 @@ def _app_with(raw: dict[str, Any]):
 def _synth_lines(app, tmp_path: Path, crds: list[Path] | None = None) -> list[str]:
     from kubetrain.output.manifests import synth
 
-    from training.problems import ConfigError
+    from kubetrain_runtime.problems import ConfigError
 
     try:
         synth(app, tmp_path / "dist", crds=crds)

@@ -42,7 +42,7 @@ from typer.testing import CliRunner
 from training.config import ModelConfig
 from training.flops import flops_per_token, parameter_count
 from training.model import GPT
-from training.problems import rejection_of
+from kubetrain_runtime.problems import rejection_of
 
 SOURCES = ROOT / "scripts" / "price_sources"
 FAMILIES = {name.split(".")[0] for name in BUILTIN_CATALOG.names()}

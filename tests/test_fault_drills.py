@@ -1,6 +1,6 @@
 """Faults the way a cluster has them, through the pod's own launcher: a stop signal, a full, read-only or missing
 checkpoint volume, a run that diverges, a config only the ranks can judge. Each ends with the exit code the
-targets' failure policies expect (training/failures.py) and one line that names the cause and the fix."""
+targets' failure policies expect (kubetrain_runtime/failures.py) and one line that names the cause and the fix."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from conftest import SOURCES_PATH, dist_file, kubetrain
 from test_resilience import train_with_fault
 from test_training import write_config
 
-from training.failures import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_STORAGE, stopped_exit
+from kubetrain_runtime.failures import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_STORAGE, stopped_exit
 
 pytest.importorskip("torch", reason="the training runtime needs torch")
 
@@ -137,7 +137,7 @@ def long_reference(tmp_path_factory) -> list[dict]:
 
 def test_one_rank_told_to_stop_stops_every_rank_at_the_same_step(long_reference, tmp_path):
     """torchrun passes a pod's stop signal to its ranks one by one, and on a preemption only one pod's ranks get it:
-    here only rank 1, at step 7. The ranks agree (training/preemption.py) on a step, save it together (a
+    here only rank 1, at step 7. The ranks agree (kubetrain_runtime/preemption.py) on a step, save it together (a
     collective: it completes only if both ranks save the same step) and exit 143; torchrun restarts them, they
     resume from that step and end where the reference run does."""
     config = write_config(tmp_path, max_steps=LONG)

@@ -21,7 +21,7 @@ from kubetrain.output.validate import Manifest, Schemas, validate_objects
 from kubetrain.state import diagnostics
 
 import apps
-from training.problems import ConfigError
+from kubetrain_runtime.problems import ConfigError
 
 REPO = "https://github.com/example/fleet.git"
 PROPS = ArgoCdProps(repo_url=REPO, revision="main",

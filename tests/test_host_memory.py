@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import run
 
-from training.host_memory import is_glibc
+from kubetrain_runtime.host_memory import is_glibc
 
 pytestmark = pytest.mark.skipif(not is_glibc(), reason="not glibc: its malloc is left as it is")
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not is_glibc(), reason="not glibc: its malloc is
 # freed, six times over, with the page faults of each step counted.
 STEPS = """
 import ctypes, json, resource, sys
-from training.host_memory import keep_freed_memory
+from kubetrain_runtime.host_memory import keep_freed_memory
 if sys.argv[1] == "keep":
     assert keep_freed_memory()
 libc = ctypes.CDLL(None)

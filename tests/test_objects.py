@@ -15,7 +15,7 @@ from kubetrain.output.manifests import render, render_objects
 from kubetrain.state import FleetState, diagnostics, fleet_state
 
 import apps
-from training.problems import ConfigError
+from kubetrain_runtime.problems import ConfigError
 
 RUN = {"batch": {"global_size": 16, "micro_size": 4}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
 JOB = {"image": "ghcr.io/kubetrain/kubetrain:0.1.0", "nodes": 2, "procs_per_node": 1,

@@ -6,7 +6,7 @@ import pytest
 from kubetrain.platform.efa import NcclProfile, efa_environment, environment_problems
 from kubetrain.rules.registry import severity
 
-from training.problems import ConfigError, validate_model
+from kubetrain_runtime.problems import ConfigError, validate_model
 
 MODERN = NcclProfile(aws_ofi_nccl="1.16.0", nccl="2.27.3")
 

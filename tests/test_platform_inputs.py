@@ -18,7 +18,7 @@ from kubetrain.platform.volcano import VolcanoQueue
 from kubetrain.state import diagnostics
 from platform_support import CPU, P5
 
-from training.problems import ConfigError, unclaimed_rejections
+from kubetrain_runtime.problems import ConfigError, unclaimed_rejections
 
 FS = "fs-0123456789abcdef0"
 FSX = {"file_system_id": FS, "dns_name": f"{FS}.fsx.us-west-2.amazonaws.com", "mount_name": "abcdefgh"}

@@ -8,7 +8,7 @@ import pytest
 from kubetrain.platform.instances import BUILTIN_CATALOG, BUILTIN_INSTANCE_TYPES, GIB, InstanceCatalog, InstanceType
 from pydantic import ValidationError
 
-from training.problems import ConfigError, validate_model
+from kubetrain_runtime.problems import ConfigError, validate_model
 
 GUIDE_TYPES = ["g4dn.xlarge", "g5.48xlarge", "g6e.48xlarge", "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge",
                "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge", "trn1.32xlarge", "trn2.48xlarge",

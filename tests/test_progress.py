@@ -22,7 +22,7 @@ from conftest import ROOT, SOURCES_PATH, dist_file
 from kubetrain.local.certificates import throwaway_ca
 from kubetrain.local.status_endpoint import StatusEndpoint, progress_line
 
-from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL, ProgressReporter, rfc3339
+from kubetrain_runtime.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL, ProgressReporter, rfc3339
 
 pytest.importorskip("cryptography", reason="the endpoint's throwaway CA needs cryptography: pip install -e '.[train]'")
 

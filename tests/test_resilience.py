@@ -51,7 +51,7 @@ def children(pid: int) -> list[int]:
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds torchrun's workers through procfs")
 def test_killing_what_torchrun_started_ends_its_rank_and_the_run_recovers(fault_free, tmp_path):
-    """Ranks run as forks of the pod's warm process (training/warm.py); torchrun sees thin clients. Killing a
+    """Ranks run as forks of the pod's warm process (kubetrain_runtime/warm.py); torchrun sees thin clients. Killing a
     client, as a crash of what torchrun started looks, must end its rank, and the restarted ranks resume."""
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_FAULT": "hang:step=13:rank=1"}
     agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
@@ -76,7 +76,7 @@ def test_killing_what_torchrun_started_ends_its_rank_and_the_run_recovers(fault_
     assert [r["step"] for r in records if r["event"] == "resumed"] == [10]
     assert records[-1]["weights_sha256_per_rank"] == fault_free[-1]["weights_sha256_per_rank"]
     warm = [p for p in Path("/proc").glob("[0-9]*") if (p / "cmdline").is_file()
-            and (p / "cmdline").read_bytes().endswith(f"training.warm\0{agent.pid}\0".encode())]
+            and f"kubetrain_runtime.warm\0{agent.pid}\0".encode() in (p / "cmdline").read_bytes()]
     deadline = time.monotonic() + 30
     while warm and any(p.exists() for p in warm) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -241,7 +241,7 @@ def test_hang_is_ended_by_the_watchdog_with_stacks(tmp_path):
     assert result.returncode != 0
     assert time.monotonic() - started < 60
     assert "kubetrain watchdog: rank 0 made no progress" in result.stderr
-    assert "Thread 0x" in result.stderr and "training/faults.py" in result.stderr  # the hung thread's stack
+    assert "Thread 0x" in result.stderr and "kubetrain_runtime/faults.py" in result.stderr  # the hung thread's stack
     assert max(r["step"] for r in map(json.loads, result.stdout.splitlines()) if r["event"] == "step") == 8
 
 

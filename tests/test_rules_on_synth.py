@@ -14,7 +14,7 @@ from kubetrain import App, ArgoCd, ArgoCdProps, Cluster, EfaNodePool, FsxLustre,
 from kubetrain.output.manifests import synth
 from kubetrain.state import diagnostics
 
-from training.problems import ConfigError
+from kubetrain_runtime.problems import ConfigError
 
 RUN = {"batch": {"global_size": 128, "micro_size": 4}, "max_steps": 1000, "checkpoint": {"dir": "/ckpt/run"}}
 JOB = {"image": "ghcr.io/kubetrain/kubetrain:0.1.0", "nodes": 2, "procs_per_node": 1,

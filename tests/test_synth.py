@@ -81,7 +81,7 @@ def test_render_steps_run_after_every_chart_and_their_objects_are_validated(tmp_
     from kubetrain.output.manifests import add_render_step, manifest_path, synth
 
     from apps import build
-    from training.problems import ConfigError
+    from kubetrain_runtime.problems import ConfigError
 
     def annotate(objects):
         for obj in objects.values():

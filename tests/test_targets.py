@@ -13,7 +13,7 @@ from kubetrain.kinds.registry import kind_of
 from kubetrain.output.manifests import check_objects, render_objects
 from kubetrain.state import diagnostics
 
-from training.failures import PERMANENT_EXITS
+from kubetrain_runtime.failures import PERMANENT_EXITS
 
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
 JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge",

@@ -20,7 +20,7 @@ from kubetrain.platform.node_pools import EfaNodePool
 from kubetrain.state import diagnostics
 from platform_support import P5, cluster, codes
 from pydantic import ValidationError
-from training.problems import problems_from_validation_error
+from kubetrain_runtime.problems import problems_from_validation_error
 
 
 def fails(*args: str, cwd: Path = ROOT) -> str:
@@ -215,7 +215,7 @@ def delivered(tmp_path: Path, destination: dict, **job) -> list[tuple[str, str, 
     """The problems synth reports for one cluster delivered by Argo CD; nothing is written."""
     from kubetrain import ArgoCd, ArgoCdProps
     from kubetrain.output.manifests import synth
-    from training.problems import ConfigError
+    from kubetrain_runtime.problems import ConfigError
 
     app = App()
     TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job", {**SMALL_JOB, **job})

@@ -1,8 +1,9 @@
 """`python -m training --config FILE [--set key=value ...]`: what every pod runs under torchrun.
 
 Alone it trains with world size 1; under torchrun each rank reads RANK/WORLD_SIZE/LOCAL_RANK, and (on
-Linux) runs as a fork of the pod's warm process (training/warm.py), which has imported torch already.
-How it ends (training/failures.py): 0 when the run is done; a bad config, data set or fault spec is
+Linux) runs as a fork of the pod's warm process (kubetrain_runtime/warm.py), which has imported torch and the trainer
+already (PRELOADED, and `rehearse`).
+How it ends (kubetrain_runtime/failures.py): 0 when the run is done; a bad config, data set or fault spec is
 reported (by rank 0) as one line per problem, exit 2; unusable checkpoint storage exits 3 and a run that
 keeps diverging 4, each with one line naming the cause and the fix; a stop signal ends it with a
 checkpoint and exit 128 + the signal; anything else is a fault, with its traceback, to be retried.
@@ -15,7 +16,9 @@ import os
 import sys
 import time
 
-from training import failures, warm
+from kubetrain_runtime import failures, warm
+
+PRELOADED = ("training.trainer",)  # what the warm process imports for a rank of the trainer
 
 
 def parse_args(argv: list[str] | None):
@@ -54,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     earlier = failures.recorded()
     if earlier is not None:
         return earlier  # a rank of this container failed for good: spend torchrun's restarts at once
-    if warm.wanted(argv):
-        code = warm.run_in_warm_process(argv)
+    if warm.wanted() and "--check" not in argv:
+        code = warm.run_in_warm_process(argv, "training.__main__")
         if code is not None:
             return code
     return run(argv)
@@ -64,10 +67,10 @@ def main(argv: list[str] | None = None) -> int:
 def run(argv: list[str]) -> int:
     """Check the inputs, then train in this process; returns the exit code, or exits at once on a failure."""
     started = time.time()
+    from kubetrain_runtime.faults import parse_faults
+    from kubetrain_runtime.problems import ConfigError, Problem
     from training.config import DATASET_SOURCES, load_run_config
-    from training.faults import parse_faults
     from training.hf_model import check_model, offline
-    from training.problems import ConfigError, Problem
     from training.tokens import open_token_file
 
     offline()  # nothing is downloaded from a model hub, whatever the image's environment says
@@ -101,8 +104,8 @@ def run(argv: list[str]) -> int:
         return report(ConfigError(args.config, problems))
 
     # torch is imported only once the config is known to be good: bad input fails fast.
-    from training.distributed import init_world, shutdown
-    from training.preemption import StopRequest
+    from kubetrain_runtime.distributed import init_world, shutdown
+    from kubetrain_runtime.preemption import StopRequest
     from training.trainer import Trainer
 
     stop = StopRequest(int(os.environ.get("RANK", 0))).install()
@@ -114,7 +117,7 @@ def run(argv: list[str]) -> int:
         startup["process_group"] = time.time()
         trainer = Trainer(run_config, world, stop, startup)
         if args.export:
-            trainer.resume()
+            trainer.runtime.restore()
             trainer.export()
             trainer.close()
             shutdown()
@@ -135,6 +138,22 @@ def run(argv: list[str]) -> int:
     if ended["event"] == "stopped":
         return failures.stopped_exit(stop.signum or failures.STOP_SIGNALS[0])
     return 0
+
+
+def rehearse() -> None:
+    """The warm process's rehearsal of a rank's first steps, on a tiny GPT (kubetrain_runtime/warm.py)."""
+    import torch
+    import torch.nn.functional as F
+
+    from training.config import ModelConfig, OptimizerConfig
+    from training.model import GPT
+    from training.optimizer import build_optimizer
+
+    model = GPT(ModelConfig(vocab_size=64, dim=16, n_layers=1, n_heads=2))
+    optimizer = build_optimizer(model, OptimizerConfig())
+    tokens = torch.zeros((1, 8), dtype=torch.long)
+    F.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
+    warm.rehearse(model, optimizer)
 
 
 def exit_now(code: int, trainer) -> None:

@@ -1,26 +1,25 @@
 """The run config: everything a training run needs to know, validated twice.
 
-The compiler validates it when it writes the job's ConfigMap (knowing the job's world size),
+The checkpoint, resilience and metrics sections are the runtime's (kubetrain_runtime/config.py), which any
+training loop shares; the rest is kubetrain's trainer's. The compiler validates it when it writes the job's ConfigMap (knowing the job's world size),
 and `python -m training` validates the mounted file again when the pod starts. This module
 must stay importable without torch: the compiler imports it.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 import yaml
-from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_serializer, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_serializer, model_validator
 
-from training.problems import (
+from kubetrain_runtime.config import CheckpointConfig, MetricsConfig, ResilienceConfig, StrictModel
+from kubetrain_runtime.problems import (
     INVALID_VALUE,
     UNION_TAG,
     ConfigError,
     Problem,
-    ReportedLater,
     Text,
     rule_violation,
     validate_model,
@@ -28,13 +27,6 @@ from training.problems import (
 from training.yaml_text import BlockWriter
 
 _YAML = BlockWriter(getattr(yaml, "CSafeDumper", yaml.SafeDumper))
-
-
-class StrictModel(ReportedLater):
-    """Unknown fields are errors: a typo must never be silently ignored. NaN and infinity are no numbers.
-    Built with keywords in a fleet module, a mistake is reported by the job that takes the config."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ModelConfig(StrictModel):
@@ -249,100 +241,6 @@ class StrategyConfig(StrictModel):
     name: Literal["ddp", "fsdp"] = Field("ddp", description="`ddp` replicates the model; `fsdp` shards it (FSDP2).")
     activation_checkpointing: bool = Field(False, description="Recompute each block's activations in backward.")
     compile: bool = Field(False, description="torch.compile each transformer block.")
-
-
-class CheckpointConfig(StrictModel):
-    """Distributed checkpoints (torch.distributed.checkpoint) for exact resume."""
-
-    dir: Text = Field("/checkpoints", description="Folder shared by all ranks; must be on a persistent volume.")
-    interval: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(
-        100, description="Save every this many steps; `auto`: from the measured save cost and "
-                         "resilience.mtbf_s (Young/Daly), announced in a `checkpoint_interval` event.")
-    keep: int = Field(3, ge=1, description="Keep the newest this many complete checkpoints.")
-    async_save: bool = Field(False, description="Save in the background so training blocks only for the copy.")
-    local_dir: Text | None = Field(None, description="Node-local folder of the fast tier (an emptyDir or the "
-                                                    "instance store), saved often, each rank its own state; "
-                                                    "unset: only the durable tier in `dir`.")
-    local_interval: Annotated[int, Field(gt=0)] | None = Field(
-        None, description="Save to local_dir every this many steps; required with a numeric interval, "
-                          "chosen with it (and left unset) when interval is `auto`.")
-
-    @model_validator(mode="after")
-    def _tiers_agree(self) -> CheckpointConfig:
-        problem = None
-        if self.local_interval is not None and not self.local_dir:
-            problem = ("local_interval", "local_interval is set but local_dir is not: nothing would be saved",
-                       "set local_dir to a node-local folder, or remove local_interval")
-        elif self.local_dir and self.interval == "auto" and self.local_interval is not None:
-            problem = ("local_interval", "interval auto chooses local_interval too",
-                       "remove local_interval, or give interval a number of steps")
-        elif self.local_dir and self.interval != "auto" and self.local_interval is None:
-            problem = ("local_interval", "local_dir needs local_interval when interval is a number of steps",
-                       "set local_interval (below interval), or set interval: auto to choose both")
-        elif self.local_dir and os.path.normpath(self.local_dir) == os.path.normpath(self.dir):
-            problem = ("local_dir", f"local_dir is the durable dir {self.dir}",
-                       "point local_dir at node-local storage (an emptyDir), apart from dir")
-        if problem:
-            field, message, fix = problem
-            raise rule_violation("KT207", message, fix, field=field)
-        if isinstance(self.interval, int) and self.local_interval is not None and self.local_interval >= self.interval:
-            raise rule_violation("KT217", f"local_interval {self.local_interval} is not below interval "
-                                 f"{self.interval}: the node-local tier would never hold a newer checkpoint than the "
-                                 "durable one",
-                                 f"make local_interval smaller than interval (e.g. {max(1, self.interval // 5)}), or "
-                                 "use interval: auto", field="local_interval")
-        return self
-
-
-# The tracking URI schemes MLflow's client resolves (mlflow.tracking._tracking_service.utils); `+driver`
-# suffixes (postgresql+psycopg2) name a SQLAlchemy driver.
-_MLFLOW_STORES = {"http", "https", "file", "databricks", "databricks-uc", "uc", "sqlite", "postgresql", "mysql",
-                  "mssql"}
-
-
-class MetricsConfig(StrictModel):
-    """Where metrics go besides rank 0's JSON lines (which always stay)."""
-
-    port: int = Field(9400, ge=0, le=65535 - 255,
-                      description="Prometheus endpoint: each rank serves /metrics on port + its local rank "
-                                  "(a pod with 8 ranks uses 8 ports); 0 disables it.")
-    tensorboard_dir: Text | None = Field(None, pattern=r"^/", description="Rank 0 writes TensorBoard event files "
-                                                                        "here (an absolute path on a volume); needs "
-                                                                        "the `tensorboard` extra.")
-    mlflow_tracking_uri: Text | None = Field(None, description="Rank 0 logs params and metrics to this MLflow "
-                                                              "server or store (http(s)://host, databricks, or a "
-                                                              "file:, sqlite:, postgresql: ... store); needs the "
-                                                              "`mlflow` extra.")
-
-    @field_validator("mlflow_tracking_uri")
-    @classmethod
-    def _tracking_uri(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        url = urlsplit(value)
-        scheme = url.scheme.split("+")[0]
-        if value.startswith("/") or (scheme in _MLFLOW_STORES and (url.netloc or scheme not in ("http", "https"))):
-            return value
-        raise rule_violation(INVALID_VALUE, f"{value!r} is not an MLflow tracking URI",
-                             "use the server's URL (http://mlflow.mlflow:5000), databricks, or a store URI such as "
-                             "file:/mnt/mlruns or postgresql://user@host/db")
-    mlflow_experiment: Text = Field("kubetrain", min_length=1, description="MLflow experiment of the run.")
-
-
-class ResilienceConfig(StrictModel):
-    """How the run survives bad steps and hangs, and what failures cost."""
-
-    max_bad_steps: int = Field(3, ge=1, description="Consecutive non-finite steps (each skipped) before the run "
-                                                    "rolls back to the newest checkpoint and skips past those batches.")
-    max_rollbacks: int = Field(5, ge=0, description="Rollbacks before the run gives up (the data or the "
-                                                   "learning rate, not bad luck, is then the likely cause).")
-    watchdog_floor_s: float = Field(900, gt=0, description="A hang is declared no sooner than this after a step.")
-    watchdog_factor: float = Field(20, gt=1, description="...nor sooner than this many recent median step times.")
-    collective_timeout_s: float = Field(600, gt=0, le=2_000_000,  # c10d keeps it in milliseconds, a C int
-                                        description="Timeout of one collective; on NCCL the flight recorder "
-                                                    "dumps when it fires.")
-    mtbf_s: float = Field(86400, gt=0, description="Mean time between failures of the whole job, for "
-                                                   "checkpoint.interval: auto.")
 
 
 class RunConfig(StrictModel):

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from training.config import DataConfig
-from training.problems import ConfigError, Problem
+from kubetrain_runtime.problems import ConfigError, Problem
 
 ROWS_PER_READ = 256  # rows read (and tokenized) at once: bounded memory, and the fast tokenizer's batch
 SUFFIXES = {"parquet": (".parquet",), "jsonl": (".jsonl", ".json")}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from training.config import HF_SHAPE_FIELDS, HFModelConfig, RunConfig
-from training.problems import ConfigError, Problem
+from kubetrain_runtime.problems import ConfigError, Problem
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"

@@ -12,7 +12,7 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.nn.parallel import DistributedDataParallel
 
 from training.config import RunConfig
-from training.distributed import World
+from kubetrain_runtime.distributed import World
 
 
 def parallelize(model: nn.Module, run: RunConfig, world: World) -> nn.Module:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from training.config import DataConfig
-from training.problems import ConfigError, Problem
+from kubetrain_runtime.problems import ConfigError, Problem
 
 BYTE_VOCAB = 256
 HEAD_TOKENS = 1 << 20  # tokens of a file checked against the vocabulary at start

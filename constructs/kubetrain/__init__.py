@@ -56,7 +56,7 @@ _EXPORTS = {
     "PyTorchJob": "kubetrain.kinds.pytorchjob", "Target": "kubetrain.kinds.target",
     "TrainJob": "kubetrain.kinds.trainjob", "IndexedJob": "kubetrain.kinds.indexed_job",
     "RunConfig": "training.config",
-    "ConfigError": "training.problems", "Problem": "training.problems",
+    "ConfigError": "kubetrain_runtime.problems", "Problem": "kubetrain_runtime.problems",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -19,7 +19,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from training.problems import ConfigError, problems_from_validation_error
+from kubetrain_runtime.problems import ConfigError, problems_from_validation_error
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Compile typed training jobs into Kubernetes YAML, and check it.")

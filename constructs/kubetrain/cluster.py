@@ -17,7 +17,7 @@ from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_NAMES
 from kubetrain.state import ClusterState, Emitted, diagnostics
 from kubetrain.strict import StrictProps
-from training.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
+from kubetrain_runtime.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
 
 # Namespaces the control plane creates and owns; kubetrain's objects never go there.
 PLATFORM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")

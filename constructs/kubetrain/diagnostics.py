@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubetrain.rules.registry import Severity, severity
-from training.problems import ConfigError, Problem
+from kubetrain_runtime.problems import ConfigError, Problem
 
 
 @dataclass(frozen=True)

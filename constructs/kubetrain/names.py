@@ -15,7 +15,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from training.problems import INVALID_VALUE, rule_violation
+from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

@@ -16,7 +16,7 @@ from pydantic import AfterValidator
 
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION
-from training.problems import INVALID_VALUE, rule_violation
+from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
 
 _SUFFIXES = {
     "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("0.001"),

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from training.problems import ReportedLater, Unreadable, rejection_of
+from kubetrain_runtime.problems import ReportedLater, Unreadable, rejection_of
 
 REJECTED_REFERENCE = "KT011"  # registered with the platform constructs (kubetrain.platform.construct)
 

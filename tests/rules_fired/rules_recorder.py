@@ -90,14 +90,14 @@ def _patch_diagnostics(module: Any) -> None:
 
 
 def _patch_fleet(module: Any) -> None:
-    module.build_fleet = _on_synth_path(module.build_fleet, sys.modules["training.problems"].ConfigError)
+    module.build_fleet = _on_synth_path(module.build_fleet, sys.modules["kubetrain_runtime.problems"].ConfigError)
 
 
 def _patch_manifests(module: Any) -> None:
-    module.synth = _on_synth_path(module.synth, sys.modules["training.problems"].ConfigError)
+    module.synth = _on_synth_path(module.synth, sys.modules["kubetrain_runtime.problems"].ConfigError)
 
 
-PATCHES = {"training.problems": _patch_problems, "training.failures": _patch_failures,
+PATCHES = {"kubetrain_runtime.problems": _patch_problems, "kubetrain_runtime.failures": _patch_failures,
            "kubetrain.diagnostics": _patch_diagnostics,
            "kubetrain.fleet": _patch_fleet, "kubetrain.output.manifests": _patch_manifests}
 

@@ -21,7 +21,7 @@ from kubetrain.admission.objects import ClusterObjects, admission_kinds
 from kubetrain.admission.quota import CohortTree
 from kubetrain.admission.verdict import plan_cluster, plan_jobs
 from kubetrain.diagnostics import Finding
-from training.problems import Problem
+from kubetrain_runtime.problems import Problem
 
 if TYPE_CHECKING:
     from kubetrain.state import Emitted

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from kubetrain.cost.props import Estimate, PoolPricing
-from training.problems import problems_from_validation_error
+from kubetrain_runtime.problems import problems_from_validation_error
 
 ESTIMATE = "kubetrain.dev/estimate"
 PEAK_FLOPS = "kubetrain.dev/accelerator-peak-flops"

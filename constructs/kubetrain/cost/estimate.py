@@ -28,7 +28,7 @@ from kubetrain.kinds.base import RunShape
 from kubetrain.kinds.registry import group_kind, run_kind, shape_of
 from kubetrain.platform.instances import BUILTIN_CATALOG
 from training.config import RunConfig, parse_yaml
-from training.problems import problems_from_validation_error
+from kubetrain_runtime.problems import problems_from_validation_error
 from training.flops import attention_flops_per_token, flops_per_token, parameter_count
 
 JOB_LABEL = "kubetrain.dev/job"

@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 from kubetrain.rules.registry import register
 from kubetrain.strict import StrictProps
 from training.config import ModelConfig
-from training.problems import rule_violation
+from kubetrain_runtime.problems import rule_violation
 
 # Assumptions of every estimate unless a job says otherwise (Estimate.mfu / .ettr).
 # MFU: torchtitan's H100 benchmark (pytorch/torchtitan, benchmarks/llama3_h100_202412_torchtitan.md): Llama 3.1

@@ -21,7 +21,7 @@ from kubetrain.rules.registry import register
 from kubetrain.rules.sources import ARGO_APP, cite
 from kubetrain.state import diagnostics, fleet_state
 from kubetrain.strict import as_fields
-from training.problems import ConfigError, Problem, validate_model
+from kubetrain_runtime.problems import ConfigError, Problem, validate_model
 
 JOB_LABEL = "kubetrain.dev/job"
 FIXED_RUN_NAMES = register(

@@ -36,7 +36,7 @@ from kubetrain.gitops.props import ArgoCdProps
 from kubetrain.kinds.registry import group_kind, kind_of
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import ARGO_APP, ARGO_PROJECTS, ARGO_WAVES
-from training.problems import ConfigError, Problem
+from kubetrain_runtime.problems import ConfigError, Problem
 
 SYNC_OPTIONS_ANNOTATION = "argocd.argoproj.io/sync-options"
 HEALTH_PATCH = Path("_patch", "ConfigMap.argocd-cm.yaml")

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from kubetrain.names import Dns1123Label, Dns1123Subdomain
 from kubetrain.strict import StrictProps
-from training.problems import INVALID_VALUE, rule_violation
+from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
 
 # https://host/path, ssh://user@host/path or scp-like user@host:path: the forms Argo CD's repo server clones.
 _REPO_URL = re.compile(r"^(https?://[^\s/]+/\S+|ssh://\S+@[^\s/]+/\S+|[\w.-]+@[\w.-]+:\S+)$")

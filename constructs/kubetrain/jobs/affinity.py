@@ -17,7 +17,7 @@ from kubetrain.output.apiserver.pods import validate_affinity
 from kubetrain.output.apiserver.report import Report
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION
-from training.problems import INVALID_VALUE, rule_violation
+from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
 
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 _AFFINITY = "io.k8s.api.core.v1.Affinity"

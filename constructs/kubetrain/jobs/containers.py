@@ -25,7 +25,7 @@ from kubetrain.quantity import ByteQuantity, Quantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_INIT_CONTAINERS, K8S_PROBES, cite
 from kubetrain.strict import StrictProps
-from training.problems import Problem, Text, rule_violation
+from kubetrain_runtime.problems import Problem, Text, rule_violation
 
 PROBE_INVALID = register(
     "KT150", "error", "probe the API server refuses, or one that probes a port the container does not have",

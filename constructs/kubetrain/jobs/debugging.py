@@ -10,8 +10,8 @@ from __future__ import annotations
 from kubetrain.jobs.spec import JobSpec
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import NCCL_ENV, cite
-from training.faults import parse_faults
-from training.problems import Problem
+from kubetrain_runtime.faults import parse_faults
+from kubetrain_runtime.problems import Problem
 
 FAULT_ENV = "KUBETRAIN_FAULT"
 
@@ -28,9 +28,9 @@ DRILL_CANNOT_RUN = register(
     rationale="KUBETRAIN_FAULT is a drill committed to prove that the job recovers; a fault the runtime cannot "
               "parse stops every pod at start (KT006), and one at a rank the job never has or a step it never "
               "reaches passes silently without testing anything.",
-    fix="write faults as KIND:step=N[:rank=R] (training/faults.py) with a rank below the job's world size and a "
+    fix="write faults as KIND:step=N[:rank=R] (kubetrain_runtime/faults.py) with a rank below the job's world size and a "
         "step within max_steps",
-    source="training/faults.py")
+    source="kubetrain_runtime/faults.py")
 PROFILE_CANNOT_RUN = register(
     "KT173", "error", "Nsight Systems profile whose reports would be lost or never written",
     rationale="A profile is read after the run: reports written to the container's disk or an emptyDir go with "
@@ -93,7 +93,7 @@ def nccl_log_problems(job: JobSpec) -> list[Problem]:
 
 
 def fault_drill_problems(job: JobSpec) -> list[Problem]:
-    """The runtime's own parser (training/faults.py) on the job's KUBETRAIN_FAULT, then what it can reach."""
+    """The runtime's own parser (kubetrain_runtime/faults.py) on the job's KUBETRAIN_FAULT, then what it can reach."""
     text = job.props.env.get(FAULT_ENV)
     if text is None:
         return []
@@ -102,7 +102,7 @@ def fault_drill_problems(job: JobSpec) -> list[Problem]:
         faults = parse_faults(text)
     except ValueError as error:
         return [Problem("KT006", path, str(error), "write faults as KIND:step=N[:rank=R], separated by ';' "
-                                                   "(training/faults.py)")]
+                                                   "(kubetrain_runtime/faults.py)")]
     world = job.max_nodes * job.props.procs_per_node
     max_steps = job.trainer.run.max_steps if job.trainer is not None else None
     problems = []

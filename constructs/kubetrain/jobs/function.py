@@ -27,6 +27,10 @@ the listed packages are imported for it), and kwargs that do not bind to its par
 unchanged (a tuple, a non-string key, NaN, an object). A name nothing defines is KT158, torch.nn.DataParallel in a
 function of several ranks KT159 (jobs/rules.py).
 
+A function with a parameter named `run` gets the runtime from the launcher: `run` is kubetrain_runtime.Run, which the
+job's environment configures (its checkpoint_dir), so `run = run(model, optimizer, max_steps=...)` gives the loop
+verified checkpoints, exact resume, the stop with a save, rollback and metrics (the image needs kubetrain_runtime).
+
 Packages are pip requirement strings (PEP 508, checked with `packaging`); like the SDK, the pod installs them
 before torchrun starts, from `pip_index_urls` when given (the first the index, the others extra indexes, as the
 SDK's field; one held in a Secret is read from the pod's environment: credentials never go in git, KT160), with
@@ -69,8 +73,9 @@ from kubetrain.jobs.function_source import (
 from kubetrain.names import AbsolutePath, Dns1123Subdomain, config_map_key_problem
 from kubetrain.rules.registry import register
 from kubetrain.strict import StrictProps
-from training.problems import Problem, Text, rule_violation
+from kubetrain_runtime.problems import Problem, Text, rule_violation
 
+RUN_PARAMETER = "run"  # a function with a parameter of this name gets kubetrain_runtime.Run from the launcher
 FUNCTION_FILE = "function.py"
 KWARGS_FILE = "kwargs.json"
 REQUIREMENTS_FILE = "requirements.txt"
@@ -284,10 +289,20 @@ class Function(StrictProps):
         self._check_kwargs()
         return self
 
+    @property
+    def takes_run(self) -> bool:
+        """Whether the function has a parameter named `run`: the launcher passes it kubetrain_runtime.Run."""
+        parameter = inspect.signature(self.func).parameters.get(RUN_PARAMETER)
+        return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+
     def _check_kwargs(self) -> None:
         signature = inspect.signature(self.func)
         names = [n for n, p in signature.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        if self.takes_run and RUN_PARAMETER in self.kwargs:
+            raise _refuse(f"kwargs.{RUN_PARAMETER}: the launcher passes {self.func.__name__}'s parameter "
+                          f"{RUN_PARAMETER!r} (kubetrain_runtime.Run)", f"remove {RUN_PARAMETER} from kwargs",
+                          field="kwargs")
         for key in self.kwargs:
             if key not in names and not takes_any:
                 guess = difflib.get_close_matches(key, names, n=1)
@@ -295,7 +310,7 @@ class Function(StrictProps):
                               (f"did you mean {guess[0]!r}? " if guess else "") + f"use its parameters: "
                               f"{', '.join(names) or 'none'}", field="kwargs")
         try:
-            signature.bind(**self.kwargs)
+            signature.bind(**self.kwargs, **({RUN_PARAMETER: None} if self.takes_run else {}))
         except TypeError as error:
             raise _refuse(f"kwargs do not fit {self.func.__name__}{signature}: {error}",
                           "give every parameter without a default, and only its parameters", field="kwargs") from None
@@ -399,7 +414,10 @@ class Function(StrictProps):
             lines += ["", *imports]
         call = ['if __name__ == "__main__":', "    import json", "    import pathlib", "",
                 f"    kwargs = json.loads((pathlib.Path(__file__).parent / {KWARGS_FILE!r}).read_text())",
-                f"    {self.func.__name__}(**kwargs)"]
+                # The module binds no name `run` of its own: the function's code must compile as it was imported.
+                *(["    import kubetrain_runtime", "",
+                   f"    {self.func.__name__}(**kwargs, {RUN_PARAMETER}=kubetrain_runtime.Run)"] if self.takes_run else
+                  [f"    {self.func.__name__}(**kwargs)"])]
         return "\n".join([*lines, "", ""]) + "\n" + self.source.rstrip("\n") + "\n\n\n" + "\n".join(call) + "\n"
 
     def requirements(self) -> str:

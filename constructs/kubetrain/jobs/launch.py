@@ -3,7 +3,7 @@
 torchrun restarts a pod's ranks up to `max_restarts` times, then exits 1, whatever killed them.
 Under `restartPolicy: ExitCode` an exit of 1-127 fails the job for good and 128-255 restarts the
 pod, so a bare torchrun would end a job whose ranks kept crashing as if its config were bad. The
-launcher script keeps the classes apart (training/failures.py):
+launcher script keeps the classes apart (kubetrain_runtime/failures.py):
 - a bad run config (trainer jobs) is found before torchrun starts and exits 2: the job fails at once;
 - a rank that fails for good (a full or read-only checkpoint volume, a run that keeps diverging, a
   config only the ranks can judge) leaves its exit code and one line in `KUBETRAIN_FAILURE_FILE`; the
@@ -30,7 +30,7 @@ from kubetrain.jobs.function import FUNCTION_FILE, INSTALL_SCRIPT
 from kubetrain.jobs.profiling import profiled_program
 from kubetrain.jobs.spec import CONFIG_FILE, CONFIG_MOUNT, JobSpec
 from training.config import RunConfig
-from training.failures import FAILURE_FILE_ENV, stopped_exit
+from kubetrain_runtime.failures import FAILURE_FILE_ENV, stopped_exit
 from training.flops import checkpoint_bytes
 
 EXIT_RETRY = 200
@@ -95,7 +95,9 @@ def container_command(job: JobSpec) -> list[str]:
     if job.trainer:
         program, script = ["-m", "training", "--config", CONFIG_PATH], _CHECK_CONFIG + _RUN_TORCHRUN
     elif function is not None:  # the captured source; its packages first, as the Kubeflow SDK installs them
-        program = [f"{CONFIG_MOUNT}/{FUNCTION_FILE}"]
+        # A function on the runtime (its `run` parameter) starts warm: a restarted rank forks from a process that
+        # has imported torch (kubetrain_runtime/__main__.py).
+        program = [*(["-m", "kubetrain_runtime"] if function.takes_run else []), f"{CONFIG_MOUNT}/{FUNCTION_FILE}"]
         script = (INSTALL_SCRIPT if function.packages else "") + _RUN_TORCHRUN
     elif command.profile is not None:
         program, script = profiled_program(command.profile, job.name, list(command.command)), _RUN_TORCHRUN

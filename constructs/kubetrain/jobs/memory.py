@@ -22,7 +22,7 @@ from kubetrain.jobs.props import CommandModel
 from kubetrain.jobs.spec import JobSpec
 from kubetrain.rules.registry import register
 from training.memory import GIB, Architecture, Layout, MemoryEstimate, estimate, gpt_architecture, run_estimate
-from training.problems import Problem
+from kubetrain_runtime.problems import Problem
 
 WARN_WITHIN = 0.10  # an estimate within 10 % of the accelerator's memory warns: the formula's own error is ~10 %
 

@@ -33,7 +33,7 @@ from kubetrain.quantity import Quantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import NCCL_TESTS
 from kubetrain.strict import StrictProps
-from training.problems import ConfigError, Problem, validate_model
+from kubetrain_runtime.problems import ConfigError, Problem, validate_model
 
 NOT_A_GPU_POOL = register(
     "KT702", "error", "NCCL test on an instance type without GPUs or EFA",

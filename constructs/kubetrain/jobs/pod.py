@@ -14,6 +14,7 @@ from kubetrain.jobs.launch import CONFIG_ENV, container_command, grace_period_s,
 from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, TRITON_CACHE_DIR, TRITON_VOLUME, JobSpec
 from kubetrain.platform.efa import efa_environment
 from kubetrain.quantity import parse_quantity
+from kubetrain_runtime.config import CHECKPOINT_DIR_ENV, JOB_ENV
 
 # Hangs and collective failures (torch.distributed's ProcessGroupNCCL environment variables): a timed-out or failed NCCL collective
 # aborts the process instead of hanging it, and first dumps the flight recorder's trace of the
@@ -32,11 +33,14 @@ ACCELERATOR_TAINTS = {"nvidia.com/gpu": "nvidia.com/gpu", "aws.amazon.com/neuron
 
 
 def launcher_env(job: JobSpec) -> dict[str, str]:
-    """What kubetrain's launcher sets and reads itself (the run config's path, the metrics' job label, torchrun's
-    rendezvous for the target): a job's own `env` must not change it (KT105)."""
+    """What kubetrain's launcher sets and reads itself (the run config's path, the metrics' job label, a command's or
+    function's checkpoint folder for kubetrain_runtime.Run, torchrun's rendezvous for the target): a job's own `env`
+    must not change it (KT105)."""
     env: dict[str, str] = {}
     if job.trainer:
-        env |= CONFIG_ENV | {"KUBETRAIN_JOB": job.props.name}  # the metrics' job label
+        env |= CONFIG_ENV | {JOB_ENV: job.props.name}  # the metrics' job label
+    elif job.launched_by_torchrun:  # for a loop on kubetrain_runtime.Run: where to checkpoint, the metrics' label
+        env |= {JOB_ENV: job.props.name} | ({CHECKPOINT_DIR_ENV: job.checkpoint_dir} if job.checkpoint_dir else {})
     if job.function and job.function.packages:  # where the launcher installs them, and from which file
         env |= PACKAGES_ENV | {REQUIREMENTS_ENV: f"{CONFIG_MOUNT}/{REQUIREMENTS_FILE}"}
     if job.launched_by_torchrun:

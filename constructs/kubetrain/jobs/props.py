@@ -40,7 +40,7 @@ from kubetrain.platform.volcano import VolcanoQueue
 from kubetrain.quantity import ByteQuantity, HugePages2Mi, Quantity, parse_quantity
 from kubetrain.strict import StrictProps
 from training.config import RunConfig
-from training.problems import INVALID_VALUE, Text, rule_violation
+from kubetrain_runtime.problems import INVALID_VALUE, Text, rule_violation
 
 MAX_REPLICAS = 2**31 - 1  # replica counts are int32 in every operator's API
 

@@ -76,7 +76,7 @@ from kubetrain.rules.sources import (
     cite,
 )
 from training.flops import checkpoint_bytes
-from training.problems import Problem
+from kubetrain_runtime.problems import Problem
 
 Violation = tuple[str, str] | tuple[str, str, str]
 Check = Callable[[JobSpec], Iterator[Violation]]
@@ -491,7 +491,7 @@ def volumes_distinct(job: JobSpec) -> Iterator[Violation]:
           rationale="The trainer serves metrics on run.metrics.port + the local rank, one container port per rank; "
                     "the API server refuses a container port above 65535, so the pod is never created.",
           fix="lower run.metrics.port so that port + procs_per_node - 1 stays within 65535",
-          source=cite(K8S_CORE_VALIDATION, "training/telemetry.py"))
+          source=cite(K8S_CORE_VALIDATION, "kubetrain_runtime/telemetry.py"))
 def ports_in_range(job: JobSpec) -> Iterator[Violation]:
     ports = [port["containerPort"] for port in metrics_ports(job)]
     if ports and ports[-1] > 65535:
@@ -825,7 +825,7 @@ def local_tier_on_node(job: JobSpec) -> Iterator[Violation]:
                     "listens for its peers on the target's rendezvous port. In one pod both cannot bind it: the "
                     "rendezvous or the metrics endpoint fails at start.",
           fix="move metrics.port so that port .. port + procs_per_node - 1 leaves the rendezvous port free",
-          source=cite(TORCHRUN, "training/telemetry.py"))
+          source=cite(TORCHRUN, "kubetrain_runtime/telemetry.py"))
 def metrics_ports_free(job: JobSpec) -> Iterator[Violation]:
     port = job.trainer.run.metrics.port if job.trainer else 0
     rendezvous = job.props.target.rendezvous_port(job)

@@ -35,7 +35,7 @@ from kubetrain.platform.node_pools import patched_pod_problems
 from kubetrain.platform.security import check_pod_security, namespace_level
 from kubetrain.state import Emitted
 from kubetrain.strict import as_fields
-from training.problems import INVALID_VALUE, ConfigError, Problem, validate_model
+from kubetrain_runtime.problems import INVALID_VALUE, ConfigError, Problem, validate_model
 
 
 class TrainingJob(NodeOnDemand):

@@ -40,7 +40,7 @@ from kubetrain.kinds.target import (
     pod_failure_policy,
 )
 from kubetrain.output.apiserver.workloads import validate_job
-from training.problems import Problem
+from kubetrain_runtime.problems import Problem
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec

@@ -48,7 +48,7 @@ from kubetrain.kinds.target import Created, LocalPlan, LocalReplica, Target, pod
 from kubetrain.names import dns_1035_label_problem
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import cite
-from training.problems import Problem
+from kubetrain_runtime.problems import Problem
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec

@@ -20,8 +20,8 @@ from pydantic import ConfigDict
 
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import PYTORCHJOB, TRAINER, cite
-from training.failures import PERMANENT_EXITS
-from training.problems import Problem, ReportedLater
+from kubetrain_runtime.failures import PERMANENT_EXITS
+from kubetrain_runtime.problems import Problem, ReportedLater
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
@@ -92,7 +92,7 @@ class LocalPlan:
     fail_job_exit_codes: set[int] = field(default_factory=set)  # exits that fail the job at once (podFailurePolicy)
     per_pod_backoff: bool = False
     # The object whose status.trainerStatus the operator's status endpoint updates (Kubeflow Trainer's
-    # TrainJobStatus): run-local serves that endpoint and hands the pods its variables (training/progress.py).
+    # TrainJobStatus): run-local serves that endpoint and hands the pods its variables (kubetrain_runtime/progress.py).
     status_object: dict[str, Any] | None = None
 
 
@@ -175,7 +175,7 @@ def restart_after(policy: str, exit_code: int, fail_job_exit_codes: set[int] = f
 
 def pod_failure_policy(container: str) -> dict[str, Any]:
     """A batch Job's podFailurePolicy for a kubetrain workload: the launcher's permanent exits (a bad config,
-    unusable checkpoint storage, a run that keeps diverging: training/failures.py) fail the job at once; a
+    unusable checkpoint storage, a run that keeps diverging: kubetrain_runtime/failures.py) fail the job at once; a
     pod disrupted by Kubernetes (preemption, eviction, a drained node) is no failure of the job and does not
     count against its backoff limit; anything else (ranks that kept failing, a stop signal) is retried."""
     return {"rules": [

@@ -15,7 +15,7 @@ jobs, the trainer's with the TrainJob's numNodes pods; the TrainJob's `suspend` 
 records on it are Kueue's.
 With the TrainJobStatus feature gate the controller also injects its status endpoint's URL, CA and token
 (KUBEFLOW_TRAINER_SERVER_*, a projected volume at /var/run/secrets/kubeflow/trainer), where the trainer posts its
-progress into status.trainerStatus (training/progress.py); run-local serves that endpoint too.
+progress into status.trainerStatus (kubetrain_runtime/progress.py); run-local serves that endpoint too.
 (kubeflow/trainer v2.3.0: pkg/runtime/framework/plugins/torch, pkg/runtime/framework/plugins/trainjobstatus,
 pkg/webhooks.)
 
@@ -66,8 +66,8 @@ from kubetrain.kinds.target import (
 from kubetrain.names import dns_1035_label_problem
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import TRAINER_STATUS
-from training.problems import Problem
-from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
+from kubetrain_runtime.problems import Problem
+from kubetrain_runtime.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
 
 if TYPE_CHECKING:
     from kubetrain.jobs.spec import JobSpec
@@ -76,7 +76,7 @@ GROUP = "trainer.kubeflow.org"
 MASTER_PORT = 29500
 INJECTED = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 # The TrainJobStatus plugin (feature gate, Trainer >= 2.2) injects its status endpoint's three as well
-# (training/progress.py), upserted over whatever the container sets; the torch plugin's webhook refuses only its own.
+# (kubetrain_runtime/progress.py), upserted over whatever the container sets; the torch plugin's webhook refuses only its own.
 STATUS_ENV = {ENV_URL, ENV_CA_CERT, ENV_TOKEN}
 # What the TrainJobStatus plugin adds to every trainer container: upserted by volume name and by mount path, so a
 # volume of the job with either is replaced without a word.

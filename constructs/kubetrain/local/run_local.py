@@ -40,8 +40,8 @@ from kubetrain.local.summary import RunSummary
 from kubetrain.output.validate import UnreadableManifest, read_manifest
 from kubetrain.rules.registry import register
 from training.config import load_run_config
-from training.problems import ConfigError, Problem
-from training.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
+from kubetrain_runtime.problems import ConfigError, Problem
+from kubetrain_runtime.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
 
 KUBERNETES_GRACE_S = 30  # a pod's terminationGracePeriodSeconds unless its spec sets one
 

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from kubetrain.local.certificates import LOOPBACK, ServerTLS
-from training.progress import INT32_MAX, status_path
+from kubetrain_runtime.progress import INT32_MAX, status_path
 
 MAX_BODY = 1 << 16  # the Trainer's maxBodySize
 READ_TIMEOUT_S = 10.0  # the Trainer's readTimeout

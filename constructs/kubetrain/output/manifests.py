@@ -35,7 +35,7 @@ from kubetrain.rules.registry import get as rule_named
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import CRDS, KV, PRUNING, cite
 from kubetrain.state import RenderStep, fleet_state
-from training.problems import ConfigError, Problem
+from kubetrain_runtime.problems import ConfigError, Problem
 
 CLUSTER_SCOPED_FOLDER = "_cluster"
 

@@ -5,7 +5,7 @@
     TrainingAlerts(cluster, "quiet", monitor=monitor, mfu_drop=None, restarts=RestartAlert(at_least=5))
 
 Each alert is one typed setting with defaults a user tunes, or turns off with None. The rules read only what
-kubetrain's own objects make Prometheus scrape: the runtime's series (training/metric_names.py) through the
+kubetrain's own objects make Prometheus scrape: the runtime's series (kubetrain_runtime/metric_names.py) through the
 monitor's PodMonitor, and the DCGM fields kubetrain's exporter collects (DCGM_FIELDS) through its
 ServiceMonitor; synth parses every expression as PromQL and refuses a series nobody exports. Every rule
 carries a runbook link (the README's section on the alert) and the labels an operator acts on: `job` for the
@@ -27,8 +27,8 @@ from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.monitoring import DCGM_FIELDS, DcgmExporter, TrainingPodMonitor
 from kubetrain.rules.registry import register
 from kubetrain.strict import StrictProps
-from training.metric_names import RUNTIME_METRICS
-from training.problems import Problem
+from kubetrain_runtime.metric_names import RUNTIME_METRICS
+from kubetrain_runtime.problems import Problem
 
 PROMETHEUS_RULES = "https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/"
 RUNBOOKS = "https://github.com/kubetrain/kubetrain/blob/main/README.md"
@@ -43,7 +43,7 @@ UNEXPORTED_SERIES = register(
     rationale="An expression over a series no exporter writes never fires. kubetrain's own alerts read only the "
               "runtime's series and the DCGM fields its exporter collects; a rule of yours may read another "
               "exporter's (kube-state-metrics, node-exporter), which kubetrain cannot see.",
-    fix="name a series the runtime (training/metric_names.py) or kubetrain's DCGM exporter "
+    fix="name a series the runtime (kubetrain_runtime/metric_names.py) or kubetrain's DCGM exporter "
         "(kubetrain.platform.monitoring.DCGM_FIELDS) exports, or make sure another exporter writes it",
     source=PROMETHEUS_RULES)
 GPU_ALERTS_WITHOUT_EXPORTER = register(

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
-from training.problems import INVALID_VALUE, rule_violation
+from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
 
 _REGION = r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]"
 REGION = re.compile(rf"^{_REGION}$")

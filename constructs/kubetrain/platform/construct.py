@@ -22,7 +22,7 @@ from kubetrain.rules.registry import register
 from kubetrain.strict import REJECTED_REFERENCE as REJECTED_REFERENCE_CODE
 from kubetrain.strict import as_fields
 from training.config import StrictModel as RunConfigModel
-from training.problems import INVALID_VALUE, ConfigError, Problem, rejection_of, validate_model
+from kubetrain_runtime.problems import INVALID_VALUE, ConfigError, Problem, rejection_of, validate_model
 
 REJECTED_REFERENCE = register(
     REJECTED_REFERENCE_CODE, "error", "refers to a construct whose definition has errors",

@@ -38,7 +38,7 @@ from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import IAM_ARNS, IRSA, IRSA_WEBHOOK, POD_IDENTITY, cite
 from kubetrain.strict import StrictProps
-from training.problems import Problem, Text, rule_violation
+from kubetrain_runtime.problems import Problem, Text, rule_violation
 
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
 POD_IDENTITY_ANNOTATION = "kubetrain.dev/eks-pod-identity-role-arn"

@@ -14,8 +14,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from kubetrain.strict import StrictProps
-from training.flops import PEAK_BF16_FLOPS
-from training.problems import INVALID_VALUE, rule_violation
+from kubetrain_runtime.accelerators import PEAK_BF16_FLOPS
+from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
 
 GIB = 2**30
 MIB = 2**20

@@ -40,7 +40,7 @@ from kubetrain.quantity import Quantity, ResourceName, format_quantity, parse_qu
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import KARPENTER_NODECLASS, KUEUE_JOBS, KUEUE_KEP, cite
 from kubetrain.strict import StrictProps
-from training.problems import INVALID_VALUE, Problem, rule_violation
+from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 # EKS labels nodes with their place in EC2's network hierarchy, broadest first (EKS user guide, "Place

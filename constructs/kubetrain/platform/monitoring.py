@@ -29,7 +29,7 @@ from kubetrain.platform.security import (
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import DCGM
 from kubetrain.strict import StrictProps
-from training.problems import Problem
+from kubetrain_runtime.problems import Problem
 
 JOB_LABEL = "kubetrain.dev/job"  # every training pod carries it (jobs/pod.py)
 METRICS_PORT = 9400

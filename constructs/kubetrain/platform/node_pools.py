@@ -62,7 +62,7 @@ from kubetrain.quantity import HugePages2Mi, format_bytes, format_quantity, pars
 from kubetrain.rules.registry import register, severity
 from kubetrain.rules.sources import EKS_EFA, KARPENTER_GPU, KARPENTER_NODECLASS, KARPENTER_TYPES, TAINTS, cite
 from kubetrain.strict import StrictProps
-from training.problems import INVALID_VALUE, Problem, rule_violation
+from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"

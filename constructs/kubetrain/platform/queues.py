@@ -15,7 +15,7 @@ from kubetrain.names import LabelKey
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import KUEUE_JOBS, KUEUE_TAS, VOLCANO, cite
 from kubetrain.strict import StrictProps
-from training.problems import Problem
+from kubetrain_runtime.problems import Problem
 
 QueueSystem = Literal["kueue", "volcano"]
 

@@ -25,7 +25,7 @@ from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION, PRIORITY, cite
 from kubetrain.strict import StrictProps
-from training.problems import Problem, Text, rule_violation
+from kubetrain_runtime.problems import Problem, Text, rule_violation
 
 HIGHEST_USER_PRIORITY = 1_000_000_000  # k8s.io/api/scheduling/v1: HighestUserDefinablePriority
 

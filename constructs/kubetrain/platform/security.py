@@ -26,7 +26,7 @@ from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import PSS
 from kubetrain.strict import StrictProps
-from training.problems import INVALID_VALUE, Problem, rule_violation
+from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
 
 Level = Literal["privileged", "baseline", "restricted"]
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"

@@ -37,7 +37,7 @@ from kubetrain.quantity import PositiveByteQuantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import DCP, FSX_CAPACITY, FSX_CSI, FSX_PERF, MOUNTPOINT, VOLUMES, cite
 from kubetrain.strict import StrictProps
-from training.problems import INVALID_VALUE, Problem, rule_violation
+from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
 
 FSX_CAPACITY = register(
     "KT410", "error", "FSx for Lustre capacity not valid for the deployment type",

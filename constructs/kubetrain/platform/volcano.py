@@ -22,7 +22,7 @@ from kubetrain.platform.construct import PlatformConstruct
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
 from kubetrain.quantity import Quantity, ResourceName
 from kubetrain.strict import StrictProps
-from training.problems import Problem
+from kubetrain_runtime.problems import Problem
 
 API_VERSION = "scheduling.volcano.sh/v1beta1"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"

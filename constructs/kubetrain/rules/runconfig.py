@@ -35,8 +35,8 @@ register("KT005", "error", "malformed --set override",
 register("KT006", "error", "malformed KUBETRAIN_FAULT",
          rationale="Fault drills are parsed at synth (a job's env) and again before training starts (the pod's "
                    "env), so a typo does not run a drill-less job.",
-         fix="write faults as KIND:step=N[:rank=R], separated by ';' (see training/faults.py)",
-         source="training/faults.py", checked_by=("synth", "pod"))
+         fix="write faults as KIND:step=N[:rank=R], separated by ';' (see kubetrain_runtime/faults.py)",
+         source="kubetrain_runtime/faults.py", checked_by=("synth", "pod"))
 register("KT201", "error", "global batch not a multiple of micro batch x world size",
          rationale="Gradient accumulation is derived as global / (micro x world); it must be a whole number at "
                    "every world size the job can run at.",
@@ -67,7 +67,7 @@ register("KT217", "error", "fast checkpoint tier saved no more often than the du
                    "local saves only cost time. Checked on the run config itself, so `run-local --set` and the "
                    "pod's own config are held to it as synth is.",
          fix="make checkpoint.local_interval smaller than checkpoint.interval (or use interval: auto)",
-         source="training/checkpoint.py", checked_by=("synth", "run-local", "pod"))
+         source="kubetrain_runtime/checkpoint.py", checked_by=("synth", "run-local", "pod"))
 register("KT208", "error", "token file unusable",
          rationale="Checked when the pod starts, before torch is imported: a missing file, a size that is no whole "
                    "number of data.dtype tokens, fewer tokens than one sequence, or ids beyond the vocabulary (a file "
@@ -80,7 +80,7 @@ register("KT209", "error", "checkpoint storage unusable",
                    "checkpoint and fail the same way, so the rank exits 3, which every target treats as permanent, "
                    "with one line naming the folder and the cause.",
          fix="free space or grow the volume (or lower checkpoint.keep), mount it read-write and writable by the "
-             "pod's user; the run resumes from its newest checkpoint", source="training/checkpoint.py", checked_by=("pod",))
+             "pod's user; the run resumes from its newest checkpoint", source="kubetrain_runtime/checkpoint.py", checked_by=("pod",))
 register("KT210", "error", "training diverged",
          rationale="Non-finite steps are skipped, and a streak of them rolls back to the newest checkpoint past the "
                    "batches that caused them; when that happens more than resilience.max_rollbacks times, or "

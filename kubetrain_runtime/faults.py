@@ -9,7 +9,7 @@ Faults are separated by `;`, each `KIND:step=N[:rank=R]` (no rank: every rank):
 - `crash-in-save`: the rank dies while writing the checkpoint of step N, after its data files
   and before the checkpoint's metadata;
 - `sigterm`: the rank is sent SIGTERM at the start of step N, as torchrun passes on a pod's stop signal
-  (to one rank: the others learn of it from the stop agreement, see training/preemption.py).
+  (to one rank: the others learn of it from the stop agreement, see kubetrain_runtime/preemption.py).
 A fault fires only in the first attempt (TORCHELASTIC_RESTART_COUNT = 0), so a restarted run
 recovers instead of failing again.
 """

@@ -1,8 +1,8 @@
-"""Where the trainer's records go: rank 0's JSON lines, every rank's Prometheus endpoint, the optional
+"""Where a run's records go: rank 0's JSON lines, every rank's Prometheus endpoint, the optional
 TensorBoard and MLflow sinks (rank 0, each off unless configured), and the TrainJob's status where Kubeflow
-Trainer injects its endpoint (rank 0, training/progress.py).
+Trainer injects its endpoint (rank 0, kubetrain_runtime/progress.py).
 
-The trainer hands every record (the dicts of `step`, `checkpoint`, `rollback`, `resumed`, ...
+The run (kubetrain_runtime/run.py) hands every record (the dicts of `step`, `checkpoint`, `rollback`, `resumed`, ...
 events) to `Telemetry.observe`; each sink takes the fields it knows. Labels of the Prometheus series:
 `job` from KUBETRAIN_JOB, `node` from NODE_NAME (the downward API's spec.nodeName) or else the pod's
 hostname, and the global `rank`.
@@ -21,16 +21,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from training.config import RunConfig
-from training.distributed import World
-from training.metrics import emit
-from training.progress import ProgressReporter
+from kubetrain_runtime.config import JOB_ENV, MetricsConfig
+from kubetrain_runtime.distributed import World
+from kubetrain_runtime.metrics import emit
+from kubetrain_runtime.progress import ProgressReporter
 
 MLFLOW_RUN_ID_FILE = "mlflow_run_id"  # beside the durable checkpoints: restarts log to the same run
 
 
 def job_name() -> str:
-    return os.environ.get("KUBETRAIN_JOB", "local")
+    return os.environ.get(JOB_ENV, "local")
 
 
 def job_labels(world: World) -> dict[str, str]:
@@ -130,22 +130,22 @@ class TensorBoardSink:
 class MlflowSink:
     """One MLflow run per job: its id is kept beside the durable checkpoints, so restarts continue it."""
 
-    def __init__(self, run: RunConfig):
+    def __init__(self, metrics: MetricsConfig, checkpoint_dir: str, params: dict[str, Any]):
         from mlflow.entities import Metric, Param
         from mlflow.tracking import MlflowClient
 
         self._metric = Metric
         self.in_flight: Any = None  # the last log step's batch, queued for MLflow's background thread
-        self.client = MlflowClient(run.metrics.mlflow_tracking_uri)
-        id_file = Path(run.checkpoint.dir) / MLFLOW_RUN_ID_FILE
+        self.client = MlflowClient(metrics.mlflow_tracking_uri)
+        id_file = Path(checkpoint_dir) / MLFLOW_RUN_ID_FILE
         if id_file.is_file():
             self.run_id = id_file.read_text().strip()
             return
-        experiment = self.client.get_experiment_by_name(run.metrics.mlflow_experiment)
+        experiment = self.client.get_experiment_by_name(metrics.mlflow_experiment)
         experiment_id = (experiment.experiment_id if experiment
-                         else self.client.create_experiment(run.metrics.mlflow_experiment))
+                         else self.client.create_experiment(metrics.mlflow_experiment))
         self.run_id = self.client.create_run(experiment_id, tags={"kubetrain.job": job_name()}).info.run_id
-        params = [Param(key, str(value)) for key, value in flatten(run.model_dump(mode="json")).items()]
+        params = [Param(key, str(value)) for key, value in flatten(params).items()]
         for start in range(0, len(params), 100):  # MLflow takes at most 100 params a batch
             self.client.log_batch(self.run_id, params=params[start:start + 100])
         id_file.parent.mkdir(parents=True, exist_ok=True)
@@ -174,7 +174,7 @@ class MlflowSink:
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": 1}} -> {"a.b": 1}: the run config as MLflow params."""
+    """{"a": {"b": 1}} -> {"a.b": 1}: the run's parameters (kubetrain's trainer: its run config) as MLflow params."""
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         if isinstance(value, dict):
@@ -187,19 +187,20 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 class Telemetry:
     """Fans the trainer's records out: JSON lines and the sinks on rank 0, Prometheus on every rank."""
 
-    def __init__(self, run: RunConfig, world: World):
+    def __init__(self, metrics: MetricsConfig, checkpoint_dir: str, max_steps: int, params: dict[str, Any],
+                 world: World):
         self.is_main, self.rank = world.is_main, world.rank
         self.sinks: list[Any] = []
         self.mlflow: MlflowSink | None = None
-        if run.metrics.port:
-            port = run.metrics.port + world.local_rank
+        if metrics.port:
+            port = metrics.port + world.local_rank
             self._start(f"Prometheus endpoint on port {port}", lambda: PrometheusEndpoint(port, job_labels(world)))
-        if world.is_main and run.metrics.tensorboard_dir:
-            self._start("TensorBoard sink", lambda: TensorBoardSink(run.metrics.tensorboard_dir))
-        if world.is_main and run.metrics.mlflow_tracking_uri:
-            self.mlflow = self._start("MLflow sink", lambda: MlflowSink(run))
+        if world.is_main and metrics.tensorboard_dir:
+            self._start("TensorBoard sink", lambda: TensorBoardSink(metrics.tensorboard_dir))
+        if world.is_main and metrics.mlflow_tracking_uri:
+            self.mlflow = self._start("MLflow sink", lambda: MlflowSink(metrics, checkpoint_dir, params))
         if world.is_main:
-            self._start("TrainJob progress reporter", lambda: ProgressReporter.from_env(run.max_steps))
+            self._start("TrainJob progress reporter", lambda: ProgressReporter.from_env(max_steps))
 
     def _start(self, what: str, factory: Any) -> Any:
         # Metrics are not worth a run: a busy port, a missing extra or an unreachable tracking

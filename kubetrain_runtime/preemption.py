@@ -35,7 +35,7 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
-from training.failures import STOP_SIGNALS, stopped_exit
+from kubetrain_runtime.failures import STOP_SIGNALS, stopped_exit
 
 SHUTDOWN_TIMEOUT_ENV = "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"  # torchrun's, also read by its ranks
 DEFAULT_SHUTDOWN_TIMEOUT_S = 30.0  # torchrun's default

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from training.flops import chip_peak_flops
+from kubetrain_runtime.accelerators import chip_peak_flops
 
 
 def device_name(device: torch.device) -> str:
@@ -16,7 +16,7 @@ def device_name(device: torch.device) -> str:
 
 
 def peak_flops(device: torch.device) -> float | None:
-    """The accelerator's bf16 peak (training/flops.py), or None when unknown (CPUs, unlisted GPUs): then no
+    """The accelerator's bf16 peak (kubetrain_runtime/accelerators.py), or None when unknown (CPUs, unlisted GPUs): then no
     MFU is reported."""
     return chip_peak_flops(device_name(device)) if device.type == "cuda" else None
 

@@ -1,5 +1,5 @@
 """The Prometheus series the runtime exports: one owner for the names, read by the exporter
-(training/telemetry.py) and by the alert rules kubetrain synthesizes (kubetrain.platform.alerts), which may
+(kubetrain_runtime/telemetry.py) and by the alert rules kubetrain synthesizes (kubetrain.platform.alerts), which may
 name no other series of the runtime. Imports nothing: the compiler imports it.
 
 Every series carries the labels `job` (the kubetrain job), `node` and `rank`; the PodMonitor scrapes them

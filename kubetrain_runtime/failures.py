@@ -20,8 +20,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the rank's thin client (training/warm.py) imports this module: the standard library only
-    from training.problems import Problem
+if TYPE_CHECKING:  # the rank's thin client (kubetrain_runtime/warm.py) imports this module: the standard library only
+    from kubetrain_runtime.problems import Problem
 
 EXIT_BAD_INPUT = 2  # the run config, the data or KUBETRAIN_FAULT: fix the input
 EXIT_STORAGE = 3  # checkpoint storage full, read-only, missing or not writable

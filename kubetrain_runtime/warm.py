@@ -1,6 +1,6 @@
-"""Warm ranks: under torchrun, a pod's ranks are forks of one process that has imported torch and the trainer.
+"""Warm ranks: under torchrun, a pod's ranks are forks of one process that has imported torch and the program.
 
-A fresh interpreter spends about two seconds importing torch, DCP and the trainer before it can rejoin
+A fresh interpreter spends about two seconds importing torch, DCP and the program before it can rejoin
 the job, which is most of what a crashed rank costs (torchrun restarts every rank of the pod). So the
 process torchrun starts for a rank is a thin client that imports none of that: it connects to the
 pod's warm process over a Unix socket (the first client of a torchrun agent starts it), hands over its
@@ -14,6 +14,10 @@ The warm process never starts a thread or touches an accelerator, which is what 
 CUDA, NCCL, the process group and the thread pools are all set up in the child, after it has taken the
 client's environment. Besides importing, it rehearses a rank's first steps on tiny CPU tensors when torch
 runs one intra-op thread (`rehearse`), and starts no rank if that left a thread behind.
+
+The program is an entry module, named by the client: `training.__main__` (kubetrain's trainer) or
+`kubetrain_runtime.__main__` (a script or function of the user's own on kubetrain_runtime.Run). The warm process
+imports its PRELOADED modules, runs its `rehearse()`, and each rank calls its `run(argv)`.
 
 Linux only (pidfds, SCM_RIGHTS); KUBETRAIN_WARM=0 turns it off, and then each rank imports everything
 itself, as it does when no warm process can be had. This module imports only the standard library at
@@ -39,17 +43,17 @@ STARTED_ENV = "KUBETRAIN_CLIENT_STARTED"  # when torchrun's process for the rank
 # torchrun passes these on to its ranks (its --signals-to-handle default): so does the client.
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 START_TIMEOUT_S = 600.0  # the warm process's imports, on a busy node
-# What a rank imports: the trainer (torch, DCP, the model), and what torch imports only on first use: dynamo,
-# which any function torch keeps from compiling imports when first called (AdamW's constructor is one: a
-# second of a rank's start), and DCP's fsspec storage, which its save and load look for.
-PRELOADED = ("training.trainer", "torch._dynamo", "torch.distributed.checkpoint._fsspec_filesystem")
+# What every rank imports besides its program: what torch imports only on first use: dynamo, which any function
+# torch keeps from compiling imports when first called (AdamW's constructor is one: a second of a rank's start), and
+# DCP's fsspec storage, which its save and load look for.
+PRELOADED = ("torch._dynamo", "torch.distributed.checkpoint._fsspec_filesystem")
 _HEADER = struct.Struct("!I")
 
 
-def wanted(argv: list[str]) -> bool:
-    """Whether this rank should run in the warm process: under torchrun, on Linux, not a --check."""
+def wanted() -> bool:
+    """Whether this rank should run in the warm process: under torchrun, on Linux, unless turned off."""
     return (sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and "TORCHELASTIC_RUN_ID" in os.environ
-            and os.environ.get(ENABLE_ENV, "1") != "0" and "--check" not in argv)
+            and os.environ.get(ENABLE_ENV, "1") != "0")
 
 
 def socket_name(agent_pid: int) -> str:
@@ -66,11 +70,12 @@ def lock_path(agent_pid: int) -> str:
 
 # -- the client: the process torchrun started -------------------------------------------------------------
 
-def run_in_warm_process(argv: list[str]) -> int | None:
-    """Run this rank as a fork of the warm process; its exit code, or None when no warm process can be had."""
+def run_in_warm_process(argv: list[str], entry: str) -> int | None:
+    """Run this rank as a fork of the warm process of `entry` (a module name); its exit code, or None when no warm
+    process can be had."""
     started = time.time()
     agent = os.getppid()
-    conn = _connect(agent)
+    conn = _connect(agent, entry)
     if conn is None:
         return None
     with conn:
@@ -114,7 +119,7 @@ def _forward(pid: int, signum: int) -> None:
         os.kill(pid, signum)
 
 
-def _connect(agent: int) -> socket.socket | None:
+def _connect(agent: int, entry: str) -> socket.socket | None:
     name = socket_name(agent)
     conn = _try_connect(name)
     if conn is not None:
@@ -129,7 +134,8 @@ def _connect(agent: int) -> socket.socket | None:
         conn = _try_connect(name)
         if conn is not None:
             return conn
-        server = subprocess.Popen([sys.executable, "-m", "training.warm", str(agent)], stdin=subprocess.DEVNULL,
+        server = subprocess.Popen([sys.executable, "-m", "kubetrain_runtime.warm", str(agent), entry],
+                                  stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and server.poll() is None:
@@ -152,15 +158,15 @@ def _try_connect(name: str) -> socket.socket | None:
 
 # -- the warm process ---------------------------------------------------------------------------------------
 
-def serve(agent: int) -> int:
-    """Import everything a rank needs, then fork a rank for each client until the torchrun agent exits."""
-    from training import __main__ as entry
-
-    for module in PRELOADED:
+def serve(agent: int, entry_name: str) -> int:
+    """Import everything a rank of `entry_name` needs, then fork a rank for each client until the torchrun agent
+    exits."""
+    entry = importlib.import_module(entry_name)
+    for module in (*entry.PRELOADED, *PRELOADED):
         importlib.import_module(module)
     threads = _thread_count()
     if os.environ.get("OMP_NUM_THREADS") == "1":  # more, and the first tensor op would start torch's thread pool
-        rehearse()
+        entry.rehearse()
     if _thread_count() != threads:  # forking would leave the children a thread pool without its threads
         print(f"kubetrain: the warm process started threads ({threads} -> {_thread_count()}); ranks start cold",
               file=sys.stderr)
@@ -195,27 +201,17 @@ def serve(agent: int) -> int:
             os.unlink(lock_path(agent))
 
 
-def rehearse() -> None:
-    """Run once, alone and on one intra-op thread (torchrun's default for several ranks), what every rank runs
-    first: a model, an
-    optimizer step, its state dict, a DCP checkpoint saved and loaded. A process pays for the first call of
-    each (torch's dispatch, DCP's planner, the unpickler's setup): a third of a second of a restart, measured,
+def rehearse(model, optimizer) -> None:
+    """Run once, alone and on one intra-op thread (torchrun's default for several ranks), what every rank runs first
+    after its forward and backward (which the entry module's `rehearse` runs on a tiny model of its kind before it
+    calls this): an optimizer step, its state dict, a DCP checkpoint saved and loaded. A process pays for the first
+    call of each (torch's dispatch, DCP's planner, the unpickler's setup): a third of a second of a restart, measured,
     which the warm process pays once for every rank it forks."""
     import tempfile
 
-    import torch
     import torch.distributed.checkpoint as dcp
-    import torch.nn.functional as F
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-    from training.config import ModelConfig, OptimizerConfig
-    from training.model import GPT
-    from training.optimizer import build_optimizer
-
-    model = GPT(ModelConfig(vocab_size=64, dim=16, n_layers=1, n_heads=2))
-    optimizer = build_optimizer(model, OptimizerConfig())
-    tokens = torch.zeros((1, 8), dtype=torch.long)
-    F.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
     optimizer.step()
     model_state, optim_state = get_state_dict(model, optimizer)
     state = {"model": model_state, "optim": optim_state, "train": {"step": 1}, "rank0": b"rng"}
@@ -317,4 +313,4 @@ def _die_with(client: int) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(serve(int(sys.argv[1])))
+    sys.exit(serve(int(sys.argv[1]), sys.argv[2]))
