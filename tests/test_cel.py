@@ -310,11 +310,11 @@ def test_kubernetes_cel_library_errors_are_errors(expression):
 
 # -- raw objects of kinds kubetrain ships no schema for, with the user's CRDs ------------------------------
 
-def prometheus_rule(**changes: Any) -> dict[str, Any]:
+def rule_set(**changes: Any) -> dict[str, Any]:
     rule = {"alert": "TrainingStalled", "expr": "rate(kubetrain_steps_total[10m]) == 0", "for": "15m",
             "labels": {"severity": "page"}}
     rule.update(changes)
-    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+    return {"apiVersion": "rules.example.com/v1", "kind": "RuleSet",
             "metadata": {"name": "training", "namespace": "ml-prod"},
             "spec": {"groups": [{"name": "training", "rules": [rule]}]}}
 
@@ -344,35 +344,35 @@ def _synth_lines(app, tmp_path: Path, crds: list[Path] | None = None) -> list[st
 
 
 def test_a_raw_object_of_an_unknown_kind_fails_without_its_crd_and_names_the_options(tmp_path):
-    (line,) = _synth_lines(_app_with(prometheus_rule()), tmp_path)
-    assert "unknown kind monitoring.coreos.com/v1 PrometheusRule" in line and "[KT602]" in line
+    (line,) = _synth_lines(_app_with(rule_set()), tmp_path)
+    assert "unknown kind rules.example.com/v1 RuleSet" in line and "[KT602]" in line
     assert "`--crds DIR` (kubetrain synth and validate) or `kubetrain.add_crds(app, DIR)`" in line
 
 
 def test_a_raw_object_passes_with_its_crd_from_synth_crds_or_the_fleet(tmp_path):
     from kubetrain import add_crds
 
-    assert _synth_lines(_app_with(prometheus_rule()), tmp_path, crds=[FIXTURE_CRDS]) == []
-    app = _app_with(prometheus_rule())
+    assert _synth_lines(_app_with(rule_set()), tmp_path, crds=[FIXTURE_CRDS]) == []
+    app = _app_with(rule_set())
     add_crds(app, FIXTURE_CRDS)
     assert _synth_lines(app, tmp_path) == []
-    assert (tmp_path / "dist" / "prod" / "ml-prod" / "PrometheusRule.training.yaml").is_file()
+    assert (tmp_path / "dist" / "prod" / "ml-prod" / "RuleSet.training.yaml").is_file()
 
 
 def test_a_raw_object_with_a_bad_field_or_failing_a_crd_rule_fails_with_its_crd(tmp_path):
-    line, _ = _synth_lines(_app_with(prometheus_rule(exprr="up")), tmp_path, crds=[FIXTURE_CRDS])
+    line, _ = _synth_lines(_app_with(rule_set(exprr="up")), tmp_path, crds=[FIXTURE_CRDS])
     assert "spec.groups[0].rules[0]: Additional properties are not allowed ('exprr' was unexpected)" in line
     assert "[KT602]" in line and "[KT606]" in _
-    (line,) = _synth_lines(_app_with(prometheus_rule(record="job:steps:rate10m")), tmp_path, crds=[FIXTURE_CRDS])
+    (line,) = _synth_lines(_app_with(rule_set(record="job:steps:rate10m")), tmp_path, crds=[FIXTURE_CRDS])
     assert "spec.groups[0].rules[0]: a rule is either an alert or a recording rule" in line and "[KT604]" in line
-    twice = prometheus_rule()
+    twice = rule_set()
     twice["spec"]["groups"].append(copy.deepcopy(twice["spec"]["groups"][0]))
     (line,) = _synth_lines(_app_with(twice), tmp_path, crds=[FIXTURE_CRDS])
     assert "spec.groups: group names repeat: training, training" in line
 
 
 def test_a_crd_folder_that_is_not_one_is_bad_input_at_synth(tmp_path):
-    (line,) = _synth_lines(_app_with(prometheus_rule()), tmp_path, crds=[tmp_path / "missing"])
+    (line,) = _synth_lines(_app_with(rule_set()), tmp_path, crds=[tmp_path / "missing"])
     assert f"{tmp_path / 'missing'} is not a folder" in line and "[KT605]" in line
     assert not (tmp_path / "dist").exists()
 
@@ -385,9 +385,9 @@ def test_synth_crds_option(tmp_path):
     (project / "fleet" / "__init__.py").write_text(
         "import cdk8s\nfrom kubetrain import App, Cluster\n\n\ndef build():\n    app = App()\n"
         "    cluster = Cluster(app, 'prod', kubernetes_version='1.33', namespaces=['ml-prod'])\n"
-        "    cdk8s.ApiObject(cluster, 'alerts', api_version='monitoring.coreos.com/v1', kind='PrometheusRule',\n"
+        "    cdk8s.ApiObject(cluster, 'alerts', api_version='rules.example.com/v1', kind='RuleSet',\n"
         "                    metadata=cdk8s.ApiObjectMetadata(name='training', namespace='ml-prod')).add_json_patch(\n"
-        f"        cdk8s.JsonPatch.add('/spec', {prometheus_rule()['spec']!r}))\n    return app\n")
+        f"        cdk8s.JsonPatch.add('/spec', {rule_set()['spec']!r}))\n    return app\n")
     failed = kubetrain("synth", "--app", "fleet", cwd=project)
     assert failed.returncode == 2 and "--crds DIR" in failed.stderr and "Traceback" not in failed.stderr
     passed = kubetrain("synth", "--app", "fleet", "--crds", str(FIXTURE_CRDS), cwd=project)

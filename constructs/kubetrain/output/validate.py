@@ -263,7 +263,7 @@ def read_manifest(file: str, data: bytes) -> list[dict[str, Any]]:
             raise UnreadableManifest(
                 file, number, f"a git merge conflict marker ({line[:7]}) is left in the file",
                 "never resolve conflicts in dist/ by hand: resolve them in the fleet's code, run `kubetrain synth` "
-                "and commit the dist/ it writes (`git checkout --theirs dist/ && kubetrain synth` during a merge)")
+                "and commit the dist/ it writes (during a merge, take either side of dist/ and synth again)")
     try:
         documents = parse_documents(text)
     except yaml.YAMLError as exc:
