@@ -5,7 +5,7 @@
 
 Runs the real Trainer (world size 1) on synthetic data and prints the median MFU and tokens/s of the steps
 after compilation has warmed up, beside the MFU that `kubetrain cost` assumes (kubetrain/cost/props.py).
-MFU uses training/flops.py: the PaLM FLOPs per token (the estimate's formula) and the device's dense bf16
+MFU uses training/flops.py's PaLM FLOPs per token (the estimate's formula) and the device's dense bf16
 peak (H100: 989 TFLOP/s). Target: >= 40 % on one H100. Without CUDA (and without --cpu) it says so and exits 1.
 """
 

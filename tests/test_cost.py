@@ -80,8 +80,8 @@ def test_the_mfu_bench_runs_its_code_path_on_a_cpu() -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     lines = result.stdout.splitlines()
     assert lines[0].startswith("device: cpu;") and lines[1].startswith("tokens/s: ")
-    assert lines[2] == "no MFU: cpu has no known bf16 peak FLOP/s (training/flops.py); `kubetrain cost` assumes " \
-                       "MFU 0.35 on accelerators"
+    assert lines[2] == "no MFU: cpu has no known bf16 peak FLOP/s (kubetrain_runtime/accelerators.py); " \
+                       "`kubetrain cost` assumes MFU 0.35 on accelerators"
 
 
 # -- the price table ------------------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ def _cpu(family: str, sizes: dict[str, tuple[int, float]]) -> list[InstanceType]
     return [InstanceType(name=f"{family}.{size}", vcpus=v, memory_gib=m) for size, (v, m) in sizes.items()]
 
 
-# Peak dense bf16 of each chip: training/flops.py (the runtime's MFU and the cost estimate read the same).
+# Peak dense bf16 of each chip: kubetrain_runtime/accelerators.py (the runtime's MFU and the cost estimate read the same).
 BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
     _gpu("p4d.24xlarge", 96, 1152, 8, "A100", 40, 4, True, 400, PEAK_BF16_FLOPS["A100"]),
     _gpu("p4de.24xlarge", 96, 1152, 8, "A100", 80, 4, True, 400, PEAK_BF16_FLOPS["A100"]),
