@@ -75,6 +75,10 @@ def test_world_size_rule_and_accumulation(tmp_path):
     (BASE, ["model.mlp_ratio=0.001", "model.dim=16", "model.n_heads=4"], ("KT003", "model.mlp_ratio")),
     (BASE, ["resilience.collective_timeout_s=1e300"], ("KT003", "resilience.collective_timeout_s")),
     (BASE, ["metrics.port=70000"], ("KT003", "metrics.port")),
+    (BASE, ["profiling.start_step=2", "profiling.warmup=2"], ("KT003", "profiling.warmup")),
+    (BASE, ["profiling.ranks=[0, 0]"], ("KT003", "profiling.ranks")),
+    (BASE, ["profiling.activities=[gpu]"], ("KT003", "profiling.activities.0")),
+    (BASE, ["profiling.activities=[]"], ("KT003", "profiling.activities")),
 ])
 def test_config_is_strict_where_it_is_read(tmp_path, text, overrides, expected):
     with pytest.raises(ConfigError) as exc:
