@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kubetrain_runtime.config import RuntimeConfig
+    from kubetrain_runtime.config import ProfilingConfig, RuntimeConfig
     from kubetrain_runtime.run import Run
 
-__all__ = ["Run", "RuntimeConfig"]
+__all__ = ["ProfilingConfig", "Run", "RuntimeConfig"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,8 +27,8 @@ def __getattr__(name: str) -> Any:
         from kubetrain_runtime.run import Run
 
         return Run
-    if name == "RuntimeConfig":
-        from kubetrain_runtime.config import RuntimeConfig
+    if name in ("RuntimeConfig", "ProfilingConfig"):
+        from kubetrain_runtime import config
 
-        return RuntimeConfig
+        return getattr(config, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

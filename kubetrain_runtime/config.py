@@ -1,5 +1,5 @@
-"""The runtime's configuration: checkpoints, resilience and metrics, the parts of a run that any training loop
-has (kubetrain's trainer reads them from its run config, a loop of its own from the launcher's environment or from
+"""The runtime's configuration: checkpoints, resilience, metrics and profiling, the parts of a run that any training
+loop has (kubetrain's trainer reads them from its run config, a loop of its own from the launcher's environment or from
 arguments). Imports no torch and nothing of `training`: the compiler validates these with the run config.
 """
 
@@ -129,6 +129,63 @@ class ResilienceConfig(StrictModel):
                                                    "checkpoint.interval: auto.")
 
 
+class ProfilingConfig(StrictModel):
+    """The PyTorch profiler on request (kubetrain_runtime/profiling.py): a window of steps, recorded on the chosen
+    ranks and written with torch.profiler.tensorboard_trace_handler, one trace per rank and window, where TensorBoard's
+    profiler plugin reads it. Off by default: an unprofiled run has no profiler at all."""
+
+    enabled: bool = Field(False, description="Profile the window below.")
+    start_step: int = Field(10, ge=1, description="First step recorded (steps count from 1); past the first steps, "
+                                                  "which pay one-time costs (allocator, autotuning, compilation).")
+    warmup: int = Field(1, ge=0, description="Steps profiled but discarded before start_step: the profiler's own "
+                                             "start-up cost stays out of the trace.")
+    active: int = Field(3, ge=1, le=1000, description="Steps recorded in each window: a few suffice, and a trace "
+                                                      "grows with every step.")
+    repeat: int = Field(1, ge=1, le=100, description="Windows, one after the other (each warmup + active steps), "
+                                                     "each written as its own trace.")
+    activities: tuple[Literal["cpu", "cuda"], ...] = Field(
+        ("cpu", "cuda"), min_length=1, description="What the profiler records: `cpu` (operators on the host) and "
+                                                   "`cuda` (kernels on the GPU; left out on a rank without one).")
+    record_shapes: bool = Field(False, description="Record the input shapes of every operator.")
+    profile_memory: bool = Field(False, description="Record tensor allocations and frees (memory view).")
+    with_stack: bool = Field(False, description="Record the Python stack of every operator (large traces).")
+    ranks: list[Annotated[int, Field(ge=0)]] | Literal["all"] = Field(
+        [0], description="Ranks profiled: rank 0 by default, since data-parallel ranks run the same program and "
+                         "every rank's trace costs its step time and tens of MB; `all` (or a list) to find a "
+                         "straggler.")
+    dir: Text | None = Field(None, description="Folder of the traces (on a persistent volume of the job); unset: "
+                                               "<metrics.tensorboard_dir>/profile when TensorBoard is on, else "
+                                               "<checkpoint.dir>/profiles.")
+
+    @model_validator(mode="after")
+    def _window_after_start(self) -> ProfilingConfig:
+        if self.warmup >= self.start_step:
+            raise rule_violation(INVALID_VALUE, f"warmup {self.warmup} needs steps before start_step "
+                                 f"{self.start_step}, and steps begin at 1",
+                                 f"set start_step to {self.warmup + 1} or later, or lower warmup", field="warmup")
+        if isinstance(self.ranks, list) and len(set(self.ranks)) != len(self.ranks):
+            raise rule_violation(INVALID_VALUE, "a rank is listed twice", "list each rank once", field="ranks")
+        return self
+
+    @property
+    def last_step(self) -> int:
+        """The last step the windows record."""
+        return self.start_step - self.warmup - 1 + self.repeat * (self.warmup + self.active)
+
+    def profiles(self, rank: int) -> bool:
+        return self.enabled and (self.ranks == "all" or rank in self.ranks)
+
+
+def profile_dir(profiling: ProfilingConfig, metrics: MetricsConfig, checkpoint: CheckpointConfig) -> str:
+    """Where the traces go: the configured folder, else beside TensorBoard's event files (its profiler plugin
+    finds them under the same --logdir), else beside the checkpoints."""
+    if profiling.dir:
+        return profiling.dir
+    if metrics.tensorboard_dir:
+        return os.path.join(metrics.tensorboard_dir, "profile")
+    return os.path.join(checkpoint.dir, "profiles")
+
+
 class RuntimeConfig(StrictModel):
     """What the runtime needs of any run: kubetrain's trainer takes these sections from its run config; a loop of
     the user's own gets them from the launcher (`KUBETRAIN_RUNTIME_CONFIG`, a YAML file of these fields) or its
@@ -137,6 +194,7 @@ class RuntimeConfig(StrictModel):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     resilience: ResilienceConfig = Field(default_factory=ResilienceConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    profiling: ProfilingConfig = Field(default_factory=ProfilingConfig)
     log_interval: int = Field(1, gt=0, description="Write a step record every this many steps.")
 
 

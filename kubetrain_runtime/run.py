@@ -22,7 +22,9 @@ What it gives the loop, with nothing else written by the user:
 - a hang ends the process with every thread's stack (kubetrain_runtime/watchdog.py); unusable checkpoint storage
   fails for good (exit 3): the exit codes the targets' failure policies read (kubetrain_runtime/failures.py);
 - records of steps, checkpoints, rollbacks and resumes: rank 0's JSON lines, Prometheus, TensorBoard, MLflow, and the
-  TrainJob's status.trainerStatus (progress, ETA, metrics), with ETTR and, given the FLOPs per step, MFU.
+  TrainJob's status.trainerStatus (progress, ETA, metrics), with ETTR and, given the FLOPs per step, MFU;
+- on request (`profile=ProfilingConfig(enabled=True, ...)`, or the config's `profiling`), the PyTorch profiler over a
+  window of steps, its traces where TensorBoard reads them (kubetrain_runtime/profiling.py).
 
 Configuration: the arguments, else the launcher's environment (`KUBETRAIN_RUNTIME_CONFIG`: a YAML file of
 `RuntimeConfig`; `KUBETRAIN_CHECKPOINT_DIR`: the job's checkpoint folder), else the defaults: `./checkpoints`,
@@ -41,7 +43,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -57,8 +59,10 @@ from kubetrain_runtime.config import (
     RUNTIME_CONFIG_ENV,
     CheckpointConfig,
     MetricsConfig,
+    ProfilingConfig,
     RuntimeConfig,
     load_runtime_config,
+    profile_dir,
 )
 from kubetrain_runtime.distributed import World, all_gather_object, all_reduce_mean, broadcast_object, init_world
 from kubetrain_runtime.ettr import EttrClock, daly_interval_s, first_start
@@ -67,8 +71,11 @@ from kubetrain_runtime.faults import FaultInjector
 from kubetrain_runtime.metrics import device_name, peak_flops
 from kubetrain_runtime.preemption import StopRequest
 from kubetrain_runtime.problems import Problem
-from kubetrain_runtime.telemetry import Telemetry
+from kubetrain_runtime.telemetry import Telemetry, job_name
 from kubetrain_runtime.watchdog import Watchdog
+
+if TYPE_CHECKING:
+    from kubetrain_runtime.profiling import StepProfiler
 
 DEFAULT_CHECKPOINT_DIR = "checkpoints"
 # With interval "auto": saves every AUTO_FIRST_CHECKPOINT steps until AUTO_MEASURED_SAVE, whose cost decides
@@ -118,6 +125,7 @@ class Run:
     checkpoint_dir, config: see `resolve_config`.
     tokens_per_step, flops_per_step: for tokens/s and MFU in the step records (global: the whole job's step).
     params: what MLflow records as the run's parameters.
+    profile: the PyTorch profiler's window, activities and ranks (else the config's `profiling`: off by default).
     world, stop, owns_process, startup, on_reshard: for an entry point that sets the process up itself (kubetrain's
         trainer): the process group, the stop signals it installed, whether the runtime may end the process, when
         the process's start was done (reported on resume), and the data position at another world size.
@@ -127,10 +135,13 @@ class Run:
                  data: Any = None, state: dict[str, Any] | None = None, max_steps: int | None = None,
                  checkpoint_dir: str | os.PathLike | None = None, config: RuntimeConfig | None = None,
                  tokens_per_step: int | None = None, flops_per_step: float | None = None,
-                 params: dict[str, Any] | None = None, world: World | None = None, stop: StopRequest | None = None,
+                 params: dict[str, Any] | None = None, profile: ProfilingConfig | None = None,
+                 world: World | None = None, stop: StopRequest | None = None,
                  owns_process: bool = True, startup: dict[str, float] | None = None,
                  on_reshard: Callable[[int], None] | None = None):
         self.config = config = resolve_config(config, checkpoint_dir)
+        if profile is not None:
+            self.config = config = config.model_copy(update={"profiling": profile})
         self.model, self.optimizer, self.scheduler, self.data = model, optimizer, scheduler, data
         self.extra = state or {}
         self.max_steps = max_steps
@@ -158,6 +169,7 @@ class Run:
         self.ettr = EttrClock(broadcast_object(first_start(self.checkpoints.root) if world.is_main else None))
         self.watchdog = Watchdog(config.resilience.watchdog_floor_s, config.resilience.watchdog_factor, world.rank)
         self.telemetry: Telemetry | None = None  # started with the loop, once max_steps is known
+        self.profiler: StepProfiler | None = None  # only when profiling is on: an unprofiled step checks this, no more
         # Counted on the device, so that a skipped step costs no host sync; read at log steps.
         self.bad_streak = torch.zeros((), device=world.device)
         self.worst_streak = torch.zeros((), device=world.device)  # since the last log step
@@ -287,11 +299,19 @@ class Run:
         self.resume()
         self._first_step = self.step + 1
         self.report(self.mfu_basis())
+        profiling = self.config.profiling
+        if profiling.enabled:
+            from kubetrain_runtime.profiling import StepProfiler  # torch.profiler, only for a profiled run
+
+            self.profiler = StepProfiler(profiling, profile_dir(profiling, self.config.metrics, self.config.checkpoint),
+                                         self.world, job_name(), self.step, self.max_steps, self.report)
         self._mark, self._steps_since, self._saving = time.perf_counter(), 0, 0.0
 
     def step_done(self, started: float) -> None:
         """After the loop's step: logging, a rollback after a streak of bad steps, the checkpoints that are due."""
         self.watchdog.beat(time.perf_counter() - started)
+        if self.profiler is not None:
+            self.profiler.after(self.step)
         self._steps_since += 1
         final = self.step == self.max_steps
         if self.step % self.config.log_interval == 0 or final:
@@ -374,6 +394,8 @@ class Run:
         """Finish a background save (or, when the process is failing, abandon it) and release the checkpointer's,
         the watchdog's and the metrics' threads."""
         self.watchdog.stop()
+        if self.profiler is not None:
+            self.profiler.close()
         for tier in self.tiers:
             if wait:
                 self.report(tier.wait())

@@ -77,6 +77,9 @@ class PrometheusEndpoint:
         # torchrun counts the restarts of this pod's ranks; the pod's own restarts are the kubelet's.
         gauge("kubetrain_restarts", "Restarts of this pod's ranks by torchrun.").labels(**labels).set(
             int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")))
+        # 1 while the profiler records this rank (kubetrain_runtime/profiling.py): its step times are not the run's.
+        self.profiling = gauge("kubetrain_profiling", "1 while the PyTorch profiler records this rank, else 0.")
+        self.profiling.labels(**labels).set(0)
         self._skipped_seen = 0
         self.server, self._thread = start_http_server(port, registry=self.registry)
 
@@ -95,6 +98,9 @@ class PrometheusEndpoint:
                     metric.labels(**labels).set(record[field])
         elif event == "rollback":
             self.rollbacks.labels(**labels).inc()
+        elif event == "profile":
+            recording = record["phase"] == "start" and int(labels["rank"]) in record["ranks"]
+            self.profiling.labels(**labels).set(int(recording))
         elif event == "checkpoint":
             tier = record.get("tier", "durable")
             self.checkpoints.labels(**labels, tier=tier).inc()

@@ -85,6 +85,10 @@ def test_world_size_rule_and_accumulation(tmp_path):
     (BASE + "data: {source: jsonl, path: /d, tokens_field: ids}\n", [], ("KT236", "data.eos_token_id")),
     (BASE + "data: {source: parquet, tokenizer: /t}\n", [], ("KT236", "data.path")),
     (BASE + "data: {source: tokens, path: t.bin, tokenizer: /t}\n", [], ("KT236", "data.source")),
+    (BASE, ["profiling.start_step=2", "profiling.warmup=2"], ("KT003", "profiling.warmup")),
+    (BASE, ["profiling.ranks=[0, 0]"], ("KT003", "profiling.ranks")),
+    (BASE, ["profiling.activities=[gpu]"], ("KT003", "profiling.activities.0")),
+    (BASE, ["profiling.activities=[]"], ("KT003", "profiling.activities")),
 ])
 def test_config_is_strict_where_it_is_read(tmp_path, text, overrides, expected):
     with pytest.raises(ConfigError) as exc:

@@ -48,6 +48,22 @@ def test_dev_job_trains_from_dist(tmp_path):
                         rf"{saves.count('local')} local\), 0 restarts", summary), summary
 
 
+def test_a_profiled_dev_job_writes_its_trace_on_the_jobs_volume(tmp_path):
+    """The README's walk-through: the committed job, profiled by --set, leaves a Chrome trace on its checkpoint
+    claim (the default folder without TensorBoard), where `tensorboard --logdir` finds it."""
+    result = kubetrain("run-local", "dev/tiny-gpt", "--steps", "6", "--workdir", str(tmp_path),
+                       "--set", "profiling.enabled=true", "--set", "profiling.start_step=3",
+                       "--set", "profiling.active=2")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    profiles = tmp_path / "volumes" / "checkpoints" / "tiny-gpt" / "profiles"
+    written = [r for r in metrics(result.stdout) if r["event"] == "profile" and r["phase"] == "written"]
+    assert len(written) == 1 and written[0]["steps"] == [3, 4] and written[0]["ranks"] == [0]
+    (trace,) = profiles.iterdir()  # rank 0 only, the default
+    assert written[0]["traces"] == [str(trace.resolve())] and re.fullmatch(
+        r"tiny-gpt-rank0\.\d+\.pt\.trace\.json", trace.name), trace.name
+    assert any(e.get("name") == "ProfilerStep#1" for e in json.loads(trace.read_text())["traceEvents"])
+
+
 def test_dev_command_job_trains_from_dist(tmp_path):
     result = kubetrain("run-local", "dev/ddp-minimal", "--workdir", str(tmp_path))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

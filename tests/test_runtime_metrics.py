@@ -3,6 +3,7 @@ the optional TensorBoard and MLflow sinks read back from what they wrote."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import struct
@@ -131,3 +132,69 @@ def test_tensorboard_and_mlflow_sinks_keep_one_run_across_a_restart(tmp_path, mo
     history = client.get_metric_history(run.info.run_id, "loss")
     assert sorted(m.step for m in history) == [r["step"] for r in logged]  # steps 1-5, then 6-8 after resume
     assert run.data.tags["kubetrain.job"] == "local"
+
+
+# A loop of the user's own, profiled through the runtime API: steps 3-4 and 6-7 (warmup 2 and 5), both ranks.
+PROFILED_LOOP = """
+import torch
+from kubetrain_runtime import ProfilingConfig, Run
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+run = Run(model, optimizer, max_steps=8, checkpoint_dir={ckpt!r},
+          profile=ProfilingConfig(enabled=True, start_step=3, warmup=1, active=2, repeat=2, ranks="all",
+                                  record_shapes=True, profile_memory=True))
+for step in run.steps():
+    loss = model(torch.randn(4, 8)).pow(2).mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    run.log(loss=loss)
+"""
+
+
+def test_a_profiled_two_rank_run_writes_a_chrome_trace_per_rank_and_window(tmp_path):
+    script = tmp_path / "loop.py"
+    script.write_text(PROFILED_LOOP.format(ckpt=str(tmp_path / "ckpt")))
+    env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "profiled"}
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                             str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    profiles = [r for r in records if r["event"] == "profile"]
+    assert [(r["phase"], r["steps"]) for r in profiles] == [
+        ("start", [3, 4]), ("written", [3, 4]), ("start", [6, 7]), ("written", [6, 7])]
+    assert profiles[0]["ranks"] == [0, 1] and profiles[0]["dir"] == str(tmp_path / "ckpt" / "profiles")
+    traces = [Path(path) for r in profiles if r["phase"] == "written" for path in r["traces"]]
+    assert len(traces) == 4 and set(traces) == set((tmp_path / "ckpt" / "profiles").iterdir())
+    assert sorted(t.name.split(".")[0] for t in traces) == ["profiled-rank0", "profiled-rank0",
+                                                             "profiled-rank1", "profiled-rank1"]
+    for trace in traces:  # what TensorBoard's profiler plugin (and Perfetto) open: Chrome trace JSON
+        events = json.loads(trace.read_text())["traceEvents"]
+        steps = {e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")}
+        assert len(steps) == 2, steps  # the active steps only, not the warmup's
+        assert any(e.get("name") == "aten::addmm" and "Input Dims" in e.get("args", {}) for e in events)
+
+
+def test_the_profiling_gauge_follows_the_profile_events():
+    pytest.importorskip("prometheus_client")
+    from prometheus_client import generate_latest
+
+    from kubetrain_runtime.telemetry import PrometheusEndpoint
+
+    endpoint = PrometheusEndpoint(0, {"job": "j", "node": "n", "rank": "1"})
+    try:
+        def gauge() -> str:
+            return [line for line in generate_latest(endpoint.registry).decode().splitlines()
+                    if line.startswith("kubetrain_profiling{")][0].rsplit(" ", 1)[1]
+
+        assert gauge() == "0.0"
+        endpoint.observe({"event": "profile", "phase": "start", "steps": [3, 4], "ranks": [0], "dir": "/p"})
+        assert gauge() == "0.0"  # another rank is profiled
+        endpoint.observe({"event": "profile", "phase": "start", "steps": [3, 4], "ranks": [0, 1], "dir": "/p"})
+        assert gauge() == "1.0"
+        endpoint.observe({"event": "profile", "phase": "written", "steps": [3, 4], "ranks": [0, 1], "traces": []})
+        assert gauge() == "0.0"
+    finally:
+        endpoint.close()

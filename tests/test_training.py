@@ -52,6 +52,8 @@ def test_loss_falls_and_replicas_agree(tmp_path, strategy, precision):
     steps = [r for r in records if r["event"] == "step"]
     assert [r["step"] for r in steps] == list(range(1, 17))
     assert {"loss", "lr", "tokens_per_s", "step_time_s", "grad_norm"} <= set(steps[0])
+    # Profiling is off unless asked for: no profile records, no traces.
+    assert not [r for r in records if r["event"] == "profile"] and not (tmp_path / "ckpt" / "profiles").exists()
     first, last = sum(losses(records)[:3]) / 3, sum(losses(records)[-3:]) / 3
     assert last < first - 0.4, f"loss did not fall: {first:.3f} -> {last:.3f}"  # run-to-run noise is ~0.05
     finished = records[-1]

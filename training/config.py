@@ -1,6 +1,6 @@
 """The run config: everything a training run needs to know, validated twice.
 
-The checkpoint, resilience and metrics sections are the runtime's (kubetrain_runtime/config.py), which any
+The checkpoint, resilience, metrics and profiling sections are the runtime's (kubetrain_runtime/config.py), which any
 training loop shares; the rest is kubetrain's trainer's. The compiler validates it when it writes the job's ConfigMap (knowing the job's world size),
 and `python -m training` validates the mounted file again when the pod starts. This module
 must stay importable without torch: the compiler imports it.
@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import Discriminator, Field, Tag, field_validator, model_serializer, model_validator
 
-from kubetrain_runtime.config import CheckpointConfig, MetricsConfig, ResilienceConfig, StrictModel
+from kubetrain_runtime.config import CheckpointConfig, MetricsConfig, ProfilingConfig, ResilienceConfig, StrictModel
 from kubetrain_runtime.problems import (
     INVALID_VALUE,
     UNION_TAG,
@@ -254,6 +254,7 @@ class RunConfig(StrictModel):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     resilience: ResilienceConfig = Field(default_factory=ResilienceConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    profiling: ProfilingConfig = Field(default_factory=ProfilingConfig)
     precision: Literal["fp32", "bf16"] = Field("fp32", description="`bf16`: bf16 compute, fp32 master weights.")
     max_steps: int = Field(..., gt=0, description="Optimizer steps to train for.")
     seed: int = Field(0, ge=0, lt=2**31, description="Seeds model init, data and dropout; resume restores RNG "

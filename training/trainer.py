@@ -62,7 +62,7 @@ class Trainer:
         self.runtime = Run(
             self.model, self.optimizer, data=self.loader, max_steps=run.max_steps,
             config=RuntimeConfig(checkpoint=run.checkpoint, resilience=run.resilience, metrics=run.metrics,
-                                 log_interval=run.log_interval),
+                                 profiling=run.profiling, log_interval=run.log_interval),
             tokens_per_step=tokens_per_step,
             flops_per_step=flops_per_token(run.model, run.data.seq_len) * tokens_per_step,
             params=run.model_dump(mode="json"), world=world, stop=stop, owns_process=False,

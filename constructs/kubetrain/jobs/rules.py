@@ -76,6 +76,7 @@ from kubetrain.rules.sources import (
     cite,
 )
 from training.flops import checkpoint_bytes
+from kubetrain_runtime.config import profile_dir
 from kubetrain_runtime.problems import Problem
 
 Violation = tuple[str, str] | tuple[str, str, str]
@@ -467,6 +468,37 @@ def paths_on_volumes(job: JobSpec) -> Iterator[Violation]:
     elif job.trainer and job.trainer.run.data.source == "tokens" and job.volume_at(job.trainer.run.data.path) is None:
         yield ("workload.run.data.path", f"{job.trainer.run.data.path} is not on a mounted volume",
                "mount the volume holding the token file (volumes)")
+
+
+@job_rule("KT255", "error", "profiling that cannot leave a trace",
+          rationale="The profiler's traces are written at the end of each window into the profile folder; on a volume "
+                    "that goes with the pod (or none) they vanish before anyone opens them, a window that ends past "
+                    "max_steps is never written, and a rank the job does not have is never profiled.",
+          fix="put profiling.dir (or the tensorboard or checkpoint folder it defaults to) on a persistent volume, "
+              "end the window by max_steps, and list ranks below the job's world size",
+          source=cite("https://pytorch.org/docs/stable/profiler.html", "kubetrain_runtime/profiling.py"))
+def profiling_leaves_a_trace(job: JobSpec) -> Iterator[Violation]:
+    run = job.trainer.run if job.trainer else None
+    if run is None or not run.profiling.enabled:
+        return
+    profiling, field = run.profiling, "workload.run.profiling"
+    folder = profile_dir(profiling, run.metrics, run.checkpoint)
+    volume = job.volume_at(folder)
+    if volume is None or not volume.persistent or volume.mounted_read_only:
+        where = ("not on a mounted volume" if volume is None else f"on read-only volume {volume.name}"
+                 if volume.persistent else f"on {volume.name}, which is gone with the pod")
+        yield (f"{field}.dir", f"the profile folder {folder} is {where}: the traces would be lost",
+               "set profiling.dir to a folder on a writable PersistentVolumeClaim of the job (volumes)")
+    if profiling.last_step > run.max_steps:
+        yield (f"{field}.start_step", f"the profiling windows end at step {profiling.last_step}, past max_steps "
+               f"{run.max_steps}: the last window is never written",
+               f"start by step {run.max_steps - profiling.last_step + profiling.start_step}, or shorten active or "
+               "repeat")
+    world = job.max_nodes * job.props.procs_per_node
+    missing = [rank for rank in profiling.ranks if rank >= world] if profiling.ranks != "all" else []
+    if missing:
+        yield (f"{field}.ranks", f"ranks {missing} are not in the job's {world} ranks",
+               f"list ranks from 0 to {world - 1}, or `all`")
 
 
 @job_rule("KT112", "error", "volume name or mount path used twice or reserved",
