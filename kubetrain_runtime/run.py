@@ -41,6 +41,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,7 @@ from kubetrain_runtime.config import (
     load_runtime_config,
 )
 from kubetrain_runtime.distributed import World, all_gather_object, all_reduce_mean, broadcast_object, init_world
+from kubetrain_runtime.dumps import Dumps
 from kubetrain_runtime.ettr import EttrClock, daly_interval_s, first_start
 from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
 from kubetrain_runtime.faults import FaultInjector
@@ -96,11 +98,13 @@ def resolve_config(config: RuntimeConfig | None, checkpoint_dir: str | os.PathLi
     return config
 
 
-def world_of(model: torch.nn.Module, collective_timeout_s: float) -> World:
+def world_of(model: torch.nn.Module, collective_timeout_s: float, dumps: Dumps) -> World:
     """This process's place in the job: the process group the script made, or one this call makes (alone: a group of
     one); the device is the model's."""
     if not dist.is_initialized():
-        init_world(collective_timeout_s)
+        init_world(collective_timeout_s, dumps)
+    else:
+        dumps.prepare(nccl=False)  # too late for the flight recorder's settings (the launcher's then hold)
     parameter = next(iter(model.parameters()), None)
     device = parameter.device if parameter is not None else torch.device("cpu")
     return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0)), device)
@@ -136,7 +140,10 @@ class Run:
         self.max_steps = max_steps
         self.tokens_per_step, self.flops_per_step, self.params = tokens_per_step, flops_per_step, params
         self.on_reshard = on_reshard  # the data position at another world size, where `data` cannot say it
-        self.world = world = world or world_of(model, config.resilience.collective_timeout_s)
+        # Where a hang's stacks, the flight recorder and a failure note land (kubetrain_runtime/dumps.py).
+        self.dumps = Dumps(Path(config.checkpoint.dir), os.environ.get(JOB_ENV, "local"),
+                           world.rank if world else int(os.environ.get("RANK", 0)))
+        self.world = world = world or world_of(model, config.resilience.collective_timeout_s, self.dumps)
         # A script of the user's own is this process: the runtime installs the stop signals and ends the process on
         # a stop or a failure for good. kubetrain's trainer passes the stop its entry point installed (or none: not
         # watched), and its entry point ends the process.
@@ -156,7 +163,8 @@ class Run:
         self.interval = AUTO_FIRST_CHECKPOINT if self.choosing_interval else config.checkpoint.interval
         self.local_interval = config.checkpoint.local_interval or self.interval
         self.ettr = EttrClock(broadcast_object(first_start(self.checkpoints.root) if world.is_main else None))
-        self.watchdog = Watchdog(config.resilience.watchdog_floor_s, config.resilience.watchdog_factor, world.rank)
+        self.watchdog = Watchdog(config.resilience.watchdog_floor_s, config.resilience.watchdog_factor, world.rank,
+                                 self.dumps)
         self.telemetry: Telemetry | None = None  # started with the loop, once max_steps is known
         # Counted on the device, so that a skipped step costs no host sync; read at log steps.
         self.bad_streak = torch.zeros((), device=world.device)
