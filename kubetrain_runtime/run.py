@@ -63,7 +63,7 @@ from kubetrain_runtime.config import (
 )
 from kubetrain_runtime.distributed import World, all_gather_object, all_reduce_mean, broadcast_object, init_world
 from kubetrain_runtime.dumps import Dumps
-from kubetrain_runtime.ettr import EttrClock, daly_interval_s, first_start
+from kubetrain_runtime.ettr import EttrClock, daly_interval_s, record_start
 from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
 from kubetrain_runtime.faults import FaultInjector
 from kubetrain_runtime.metrics import device_name, peak_flops
@@ -162,7 +162,8 @@ class Run:
         self.auto_saves = 0
         self.interval = AUTO_FIRST_CHECKPOINT if self.choosing_interval else config.checkpoint.interval
         self.local_interval = config.checkpoint.local_interval or self.interval
-        self.ettr = EttrClock(broadcast_object(first_start(self.checkpoints.root) if world.is_main else None))
+        first_start, self.job_starts = broadcast_object(record_start(self.checkpoints.root) if world.is_main else None)
+        self.ettr = EttrClock(first_start)
         self.watchdog = Watchdog(config.resilience.watchdog_floor_s, config.resilience.watchdog_factor, world.rank,
                                  self.dumps)
         self.telemetry: Telemetry | None = None  # started with the loop, once max_steps is known
@@ -276,8 +277,10 @@ class Run:
         self.logged.update(values)
 
     def begin(self) -> None:
-        self.telemetry = self.telemetry or Telemetry(self.config.metrics, self.config.checkpoint.dir, self.max_steps,
-                                                     self.params or {}, self.world)
+        self.telemetry = self.telemetry or Telemetry(
+            self.config.metrics, self.config.checkpoint.dir, self.max_steps, self.params or {}, self.world,
+            {"log_interval_steps": self.config.log_interval, "job_starts": self.job_starts,
+             "ettr_target": self.config.resilience.ettr_target})
         self.watchdog.start()
         self.resume()
         self.report(self.mfu_basis())
@@ -333,7 +336,15 @@ class Run:
             record["mfu"] = self.flops_per_step / step_time / self.world.world_size / self.peak_flops
         record |= {key: float(value) if isinstance(value, torch.Tensor) else value for key, value in values.items()}
         self.report(record)
+        self.telemetry.checkpoint_intervals({"durable": self.interval * step_time,
+                                             **({"local": self.local_interval * step_time} if self.local else {})})
         return record
+
+    def failed(self, exit_code: int) -> None:
+        """This rank fails for good (exit_code: one of failures.PERMANENT_EXITS): kubetrain_permanent_failure says
+        why, on an endpoint held open for metrics.failure_linger_s so that Prometheus scrapes it."""
+        if self.telemetry is not None:
+            self.telemetry.failed(failures.REASONS.get(exit_code, str(exit_code)))
 
     def finish(self) -> None:
         """max_steps reached: every save complete, and the `finished` record (with every rank's weights' hash)."""
@@ -389,6 +400,7 @@ class Run:
         except PermanentFailure as failure:
             failures.record(failure.exit_code, failure.line)
             try:
+                self.failed(failure.exit_code)
                 self.close(wait=False)
             finally:
                 sys.stdout.flush()

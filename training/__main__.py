@@ -110,6 +110,8 @@ def run(argv: list[str]) -> int:
         shutdown()
     except failures.PermanentFailure as failure:
         failures.record(failure.exit_code, failure.line)
+        if trainer is not None:
+            trainer.runtime.failed(failure.exit_code)
         exit_now(failure.exit_code, trainer)
     except ConfigError as error:  # the token file, read again by every rank
         exit_now(report(error), trainer)
