@@ -139,6 +139,10 @@ def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp
     assert sorted(failed) == [0, 1], stderr[-3000:]
     for rank, samples in failed.items():
         assert [(s.labels["reason"], s.labels["rank"], s.value) for s in samples] == [("diverged", str(rank), 1.0)]
+    # Each rank's failure note, kept on the checkpoint volume (kubetrain_runtime/dumps.py).
+    notes = sorted((tmp_path / "ckpt" / "failures" / "diverged").glob("run-*.restart-0.rank-*.txt"))
+    assert [note.name.rsplit(".", 2)[1] for note in notes] == ["rank-0", "rank-1"]
+    assert all(note.read_text().startswith("4 ") and "KT210" in note.read_text() for note in notes)
 
 
 def read_tensorboard_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:
