@@ -29,7 +29,8 @@ EXIT_BAD_INPUT = 2  # the run config, the data or KUBETRAIN_FAULT: fix the input
 EXIT_STORAGE = 3  # checkpoint storage full, read-only, missing or not writable
 EXIT_DIVERGED = 4  # non-finite steps persist through every rollback
 PERMANENT_EXITS = (EXIT_BAD_INPUT, EXIT_STORAGE, EXIT_DIVERGED)
-REASONS = {EXIT_BAD_INPUT: "bad_input", EXIT_STORAGE: "storage", EXIT_DIVERGED: "diverged"}  # kubetrain_permanent_failure
+# The `reason` label of kubetrain_permanent_failure.
+REASONS = {EXIT_BAD_INPUT: "bad_input", EXIT_STORAGE: "storage", EXIT_DIVERGED: "diverged"}
 
 FAILURE_FILE_ENV = "KUBETRAIN_FAILURE_FILE"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)

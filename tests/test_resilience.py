@@ -340,8 +340,8 @@ def test_a_hung_run_leaves_every_ranks_stacks_and_flight_recorder_on_the_checkpo
     config = write_config(tmp_path, resilience={"watchdog_floor_s": 3})
     result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                   "--max-restarts=0", "-m", "training", "--config", str(config)],
-                 env={"KUBETRAIN_FAULT": "hang:step=7:rank=1", "KUBETRAIN_JOB": "hung", "KUBETRAIN_ATTEMPT": "attempt-1"},
-                 timeout=180)
+                 env={"KUBETRAIN_FAULT": "hang:step=7:rank=1", "KUBETRAIN_JOB": "hung",
+                      "KUBETRAIN_ATTEMPT": "attempt-1"}, timeout=180)
     assert result.returncode != 0
     folder = tmp_path / "ckpt" / "hangs" / "hung" / "attempt-1" / "restart-0"
     for rank in (0, 1):
