@@ -111,6 +111,11 @@ class MetricsConfig(StrictModel):
                              "use the server's URL (http://mlflow.mlflow:5000), databricks, or a store URI such as "
                              "file:/mnt/mlruns or postgresql://user@host/db")
     mlflow_experiment: Text = Field("kubetrain", min_length=1, description="MLflow experiment of the run.")
+    failure_linger_s: float | None = Field(
+        None, ge=0, le=600, description="A rank that fails for good keeps its endpoint (with "
+                                        "kubetrain_permanent_failure) open this long before it exits, so Prometheus "
+                                        "scrapes it; unset: 45 s (two default scrape intervals) in a Kubernetes pod "
+                                        "with the endpoint on, 0 elsewhere (no one scrapes a laptop).")
 
 
 class ResilienceConfig(StrictModel):
@@ -127,6 +132,9 @@ class ResilienceConfig(StrictModel):
                                                     "dumps when it fires.")
     mtbf_s: float = Field(86400, gt=0, description="Mean time between failures of the whole job, for "
                                                    "checkpoint.interval: auto.")
+    ettr_target: float | None = Field(None, gt=0, lt=1, description="The ETTR the job must keep, exported as "
+                                                                     "kubetrain_ettr_target for the training alerts' "
+                                                                     "ETTR alert (unset: the alert's own default).")
 
 
 class ProfilingConfig(StrictModel):

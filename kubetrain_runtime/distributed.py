@@ -11,6 +11,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from kubetrain_runtime.dumps import Dumps
+
 
 @dataclass(frozen=True)
 class World:
@@ -28,8 +30,9 @@ class World:
         return self.device.type
 
 
-def init_world(collective_timeout_s: float = 600) -> World:
-    """Join the job's process group: NCCL on CUDA, gloo on CPU; world size 1 when run alone."""
+def init_world(collective_timeout_s: float = 600, dumps: Dumps | None = None) -> World:
+    """Join the job's process group: NCCL on CUDA, gloo on CPU; world size 1 when run alone. With `dumps`, the
+    flight recorder records and dumps into the rank's folder on the checkpoint volume (set before the group)."""
     rank = int(os.environ.get("RANK", 0))
     world_size = int(os.environ.get("WORLD_SIZE", 1))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
@@ -40,6 +43,8 @@ def init_world(collective_timeout_s: float = 600) -> World:
     else:
         device = torch.device("cpu")
         backend = "gloo"
+    if dumps is not None:
+        dumps.prepare(nccl=backend == "nccl")
     dist.init_process_group(backend, store=_store(world_size, collective_timeout_s), rank=rank, world_size=world_size,
                             device_id=device if backend == "nccl" else None,
                             timeout=timedelta(seconds=collective_timeout_s))

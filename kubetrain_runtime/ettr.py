@@ -17,16 +17,16 @@ from pathlib import Path
 FILE = "ettr.json"
 
 
-def first_start(checkpoint_dir: Path) -> float:
-    """When the job first started (epoch seconds); recorded by the first attempt, read by the rest."""
+def record_start(checkpoint_dir: Path) -> tuple[float, int]:
+    """This start of the job (rank 0's, once per process): when the job first started (epoch seconds) and how many
+    times it has started, counting this one (the restarts alert's kubetrain_job_starts: it survives the pods)."""
     path = checkpoint_dir / FILE
-    if path.is_file():
-        return json.loads(path.read_text())["first_start"]
-    now = time.time()
+    record = json.loads(path.read_text()) if path.is_file() else {"first_start": time.time()}
+    record["starts"] = record.get("starts", 0) + 1
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"first_start": now}) + "\n")
+    tmp.write_text(json.dumps(record) + "\n")
     os.replace(tmp, path)
-    return now
+    return record["first_start"], record["starts"]
 
 
 class EttrClock:

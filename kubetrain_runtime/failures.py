@@ -20,6 +20,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from kubetrain_runtime.dumps import FAILURE_COPY_ENV, tell_launcher
+
 if TYPE_CHECKING:  # the rank's thin client (kubetrain_runtime/warm.py) imports this module: the standard library only
     from kubetrain_runtime.problems import Problem
 
@@ -27,6 +29,8 @@ EXIT_BAD_INPUT = 2  # the run config, the data or KUBETRAIN_FAULT: fix the input
 EXIT_STORAGE = 3  # checkpoint storage full, read-only, missing or not writable
 EXIT_DIVERGED = 4  # non-finite steps persist through every rollback
 PERMANENT_EXITS = (EXIT_BAD_INPUT, EXIT_STORAGE, EXIT_DIVERGED)
+# The `reason` label of kubetrain_permanent_failure.
+REASONS = {EXIT_BAD_INPUT: "bad_input", EXIT_STORAGE: "storage", EXIT_DIVERGED: "diverged"}
 
 FAILURE_FILE_ENV = "KUBETRAIN_FAILURE_FILE"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -52,6 +56,7 @@ def record(exit_code: int, line: str, say: bool = True) -> None:
     launcher (the first rank's note stands: later ones would only repeat or follow from it)."""
     if say:
         print(f"error: {line}", file=sys.stderr, flush=True)
+    keep_copy(exit_code, line)
     path = os.environ.get(FAILURE_FILE_ENV)
     if not path:
         return
@@ -61,6 +66,21 @@ def record(exit_code: int, line: str, say: bool = True) -> None:
         return  # already recorded (or the folder is gone, and the exit code still says it)
     with os.fdopen(fd, "w") as note:
         note.write(f"{exit_code} {line}\n")
+
+
+def keep_copy(exit_code: int, line: str) -> None:
+    """This rank's note also on the run's persistent folder (the container's goes with the pod), where the runtime
+    set one (kubetrain_runtime/dumps.py); the launcher's last lines name it."""
+    copy = os.environ.get(FAILURE_COPY_ENV)
+    if not copy:
+        return
+    try:
+        os.makedirs(os.path.dirname(copy), exist_ok=True)
+        with open(copy, "w") as note:
+            note.write(f"{exit_code} {line}\n")
+    except OSError:
+        return
+    tell_launcher(os.path.dirname(copy))
 
 
 def recorded() -> int | None:

@@ -43,6 +43,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,7 +66,8 @@ from kubetrain_runtime.config import (
     profile_dir,
 )
 from kubetrain_runtime.distributed import World, all_gather_object, all_reduce_mean, broadcast_object, init_world
-from kubetrain_runtime.ettr import EttrClock, daly_interval_s, first_start
+from kubetrain_runtime.dumps import Dumps
+from kubetrain_runtime.ettr import EttrClock, daly_interval_s, record_start
 from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
 from kubetrain_runtime.faults import FaultInjector
 from kubetrain_runtime.metrics import device_name, peak_flops
@@ -103,11 +105,13 @@ def resolve_config(config: RuntimeConfig | None, checkpoint_dir: str | os.PathLi
     return config
 
 
-def world_of(model: torch.nn.Module, collective_timeout_s: float) -> World:
+def world_of(model: torch.nn.Module, collective_timeout_s: float, dumps: Dumps) -> World:
     """This process's place in the job: the process group the script made, or one this call makes (alone: a group of
     one); the device is the model's."""
     if not dist.is_initialized():
-        init_world(collective_timeout_s)
+        init_world(collective_timeout_s, dumps)
+    else:
+        dumps.prepare(nccl=False)  # too late for the flight recorder's settings (the launcher's then hold)
     parameter = next(iter(model.parameters()), None)
     device = parameter.device if parameter is not None else torch.device("cpu")
     return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0)), device)
@@ -147,7 +151,10 @@ class Run:
         self.max_steps = max_steps
         self.tokens_per_step, self.flops_per_step, self.params = tokens_per_step, flops_per_step, params
         self.on_reshard = on_reshard  # the data position at another world size, where `data` cannot say it
-        self.world = world = world or world_of(model, config.resilience.collective_timeout_s)
+        # Where a hang's stacks, the flight recorder and a failure note land (kubetrain_runtime/dumps.py).
+        self.dumps = Dumps(Path(config.checkpoint.dir), os.environ.get(JOB_ENV, "local"),
+                           world.rank if world else int(os.environ.get("RANK", 0)))
+        self.world = world = world or world_of(model, config.resilience.collective_timeout_s, self.dumps)
         # A script of the user's own is this process: the runtime installs the stop signals and ends the process on
         # a stop or a failure for good. kubetrain's trainer passes the stop its entry point installed (or none: not
         # watched), and its entry point ends the process.
@@ -166,8 +173,10 @@ class Run:
         self.auto_saves = 0
         self.interval = AUTO_FIRST_CHECKPOINT if self.choosing_interval else config.checkpoint.interval
         self.local_interval = config.checkpoint.local_interval or self.interval
-        self.ettr = EttrClock(broadcast_object(first_start(self.checkpoints.root) if world.is_main else None))
-        self.watchdog = Watchdog(config.resilience.watchdog_floor_s, config.resilience.watchdog_factor, world.rank)
+        first_start, self.job_starts = broadcast_object(record_start(self.checkpoints.root) if world.is_main else None)
+        self.ettr = EttrClock(first_start)
+        self.watchdog = Watchdog(config.resilience.watchdog_floor_s, config.resilience.watchdog_factor, world.rank,
+                                 self.dumps)
         self.telemetry: Telemetry | None = None  # started with the loop, once max_steps is known
         self.profiler: StepProfiler | None = None  # only when profiling is on: an unprofiled step checks this, no more
         # Counted on the device, so that a skipped step costs no host sync; read at log steps.
@@ -293,8 +302,10 @@ class Run:
         self.resume()
 
     def begin(self) -> None:
-        self.telemetry = self.telemetry or Telemetry(self.config.metrics, self.config.checkpoint.dir, self.max_steps,
-                                                     self.params or {}, self.world)
+        self.telemetry = self.telemetry or Telemetry(
+            self.config.metrics, self.config.checkpoint.dir, self.max_steps, self.params or {}, self.world,
+            {"log_interval_steps": self.config.log_interval, "job_starts": self.job_starts,
+             "ettr_target": self.config.resilience.ettr_target})
         self.watchdog.start()
         self.resume()
         self._first_step = self.step + 1
@@ -359,7 +370,15 @@ class Run:
             record["mfu"] = self.flops_per_step / step_time / self.world.world_size / self.peak_flops
         record |= {key: float(value) if isinstance(value, torch.Tensor) else value for key, value in values.items()}
         self.report(record)
+        self.telemetry.checkpoint_intervals({"durable": self.interval * step_time,
+                                             **({"local": self.local_interval * step_time} if self.local else {})})
         return record
+
+    def failed(self, exit_code: int) -> None:
+        """This rank fails for good (exit_code: one of failures.PERMANENT_EXITS): kubetrain_permanent_failure says
+        why, on an endpoint held open for metrics.failure_linger_s so that Prometheus scrapes it."""
+        if self.telemetry is not None:
+            self.telemetry.failed(failures.REASONS.get(exit_code, str(exit_code)))
 
     def finish(self) -> None:
         """max_steps reached: every save complete, and the `finished` record (with every rank's weights' hash)."""
@@ -417,6 +436,7 @@ class Run:
         except PermanentFailure as failure:
             failures.record(failure.exit_code, failure.line)
             try:
+                self.failed(failure.exit_code)
                 self.close(wait=False)
             finally:
                 sys.stdout.flush()

@@ -23,6 +23,7 @@ from typing import Any
 
 from kubetrain_runtime.config import JOB_ENV, MetricsConfig
 from kubetrain_runtime.distributed import World
+from kubetrain_runtime.metric_names import RUNTIME_METRICS
 from kubetrain_runtime.metrics import emit
 from kubetrain_runtime.progress import ProgressReporter
 
@@ -41,16 +42,22 @@ def job_labels(world: World) -> dict[str, str]:
 class PrometheusEndpoint:
     """This rank's /metrics: gauges of the latest values, counters of events since the process started."""
 
-    def __init__(self, port: int, labels: dict[str, str]):
-        from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+    def __init__(self, port: int, labels: dict[str, str], run_info: dict[str, Any] | None = None):
+        from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, start_http_server
 
+        disable_created_metrics()  # no `_created` series beside each counter: names metric_names.py does not list
         self.registry = CollectorRegistry()
         names = list(labels)
 
+        # Only series kubetrain_runtime/metric_names.py lists: the alerts kubetrain synthesizes read no others.
         def gauge(name: str, doc: str, extra: tuple[str, ...] = ()) -> Any:
+            if RUNTIME_METRICS.get(name) != "gauge":
+                raise ValueError(f"{name} is no gauge of kubetrain_runtime/metric_names.py")
             return Gauge(name, doc, names + list(extra), registry=self.registry)
 
         def counter(name: str, doc: str, extra: tuple[str, ...] = ()) -> Any:
+            if RUNTIME_METRICS.get(f"{name}_total") != "counter":
+                raise ValueError(f"{name} is no counter of kubetrain_runtime/metric_names.py")
             return Counter(name, doc, names + list(extra), registry=self.registry)
 
         self.labels = labels
@@ -80,6 +87,25 @@ class PrometheusEndpoint:
         # 1 while the profiler records this rank (kubetrain_runtime/profiling.py): its step times are not the run's.
         self.profiling = gauge("kubetrain_profiling", "1 while the PyTorch profiler records this rank, else 0.")
         self.profiling.labels(**labels).set(0)
+        # What the training alerts compare against: when the last log step was, how far apart log steps are, when
+        # each tier's last checkpoint completed and how far apart checkpoints should be.
+        self.last_step = gauge("kubetrain_last_step_timestamp_seconds", "When the last log step was recorded.")
+        self.last_checkpoint = gauge("kubetrain_last_checkpoint_timestamp_seconds",
+                                     "When the last complete checkpoint of the tier was recorded.", ("tier",))
+        self.checkpoint_interval = gauge("kubetrain_checkpoint_interval_seconds",
+                                         "Seconds between checkpoints of the tier the run aims at: its interval in "
+                                         "steps times the recent step time.", ("tier",))
+        self.permanent_failure = gauge("kubetrain_permanent_failure", "1 once this rank has failed for good "
+                                       "(a failure its launch target does not retry), by reason.", ("reason",))
+        info = run_info or {}
+        gauge("kubetrain_log_interval_steps", "Optimizer steps between log steps.").labels(**labels).set(
+            info.get("log_interval_steps", 1))
+        if info.get("job_starts") is not None:
+            gauge("kubetrain_job_starts", "Starts of the job, kept beside its checkpoints (ettr.json).").labels(
+                **labels).set(info["job_starts"])
+        if info.get("ettr_target") is not None:  # unset: the alert's own default applies, and no series is written
+            gauge("kubetrain_ettr_target", "The ETTR the run config asks for (resilience.ettr_target).").labels(
+                **labels).set(info["ettr_target"])
         self._skipped_seen = 0
         self.server, self._thread = start_http_server(port, registry=self.registry)
 
@@ -92,6 +118,7 @@ class PrometheusEndpoint:
             # The trainer's count restarts with the process, like a counter's value.
             self.skipped.labels(**labels).inc(record["skipped_steps"] - self._skipped_seen)
             self._skipped_seen = record["skipped_steps"]
+            self.last_step.labels(**labels).set(time.time())
         elif event == "mfu_basis":
             for field, metric in self.basis.items():
                 if record.get(field):
@@ -106,6 +133,14 @@ class PrometheusEndpoint:
             self.checkpoints.labels(**labels, tier=tier).inc()
             self.blocked.labels(**labels, tier=tier).set(record["blocked_s"])
             self.complete.labels(**labels, tier=tier).set(record["complete_after_s"])
+            self.last_checkpoint.labels(**labels, tier=tier).set(time.time())
+
+    def checkpoint_intervals(self, seconds: dict[str, float]) -> None:
+        for tier, interval_s in seconds.items():
+            self.checkpoint_interval.labels(**self.labels, tier=tier).set(interval_s)
+
+    def failed(self, reason: str) -> None:
+        self.permanent_failure.labels(**self.labels, reason=reason).set(1)
 
     def close(self) -> None:
         self.server.shutdown()
@@ -190,17 +225,31 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+FAILURE_LINGER_S = 45  # two of Prometheus's usual 15-30 s scrape intervals
+
+
+def failure_linger_s(metrics: MetricsConfig) -> float:
+    """metrics.failure_linger_s, else FAILURE_LINGER_S in a Kubernetes pod with the endpoint on, else 0."""
+    if metrics.failure_linger_s is not None:
+        return metrics.failure_linger_s
+    return FAILURE_LINGER_S if metrics.port and os.environ.get("KUBERNETES_SERVICE_HOST") else 0.0
+
+
 class Telemetry:
     """Fans the trainer's records out: JSON lines and the sinks on rank 0, Prometheus on every rank."""
 
     def __init__(self, metrics: MetricsConfig, checkpoint_dir: str, max_steps: int, params: dict[str, Any],
-                 world: World):
+                 world: World, run_info: dict[str, Any] | None = None):
+        """run_info: what the Prometheus endpoint says once (log_interval_steps, job_starts, ettr_target)."""
         self.is_main, self.rank = world.is_main, world.rank
         self.sinks: list[Any] = []
         self.mlflow: MlflowSink | None = None
+        self.prometheus: PrometheusEndpoint | None = None
+        self.linger_s = failure_linger_s(metrics)
         if metrics.port:
             port = metrics.port + world.local_rank
-            self._start(f"Prometheus endpoint on port {port}", lambda: PrometheusEndpoint(port, job_labels(world)))
+            self.prometheus = self._start(f"Prometheus endpoint on port {port}",
+                                          lambda: PrometheusEndpoint(port, job_labels(world), run_info))
         if world.is_main and metrics.tensorboard_dir:
             self._start("TensorBoard sink", lambda: TensorBoardSink(metrics.tensorboard_dir))
         if world.is_main and metrics.mlflow_tracking_uri:
@@ -227,6 +276,17 @@ class Telemetry:
             emit(record)
         for sink in self.sinks:
             sink.observe(record)
+
+    def checkpoint_intervals(self, seconds: dict[str, float]) -> None:
+        """The seconds between checkpoints each tier aims at, for the stale-checkpoint alert."""
+        if self.prometheus:
+            self.prometheus.checkpoint_intervals(seconds)
+
+    def failed(self, reason: str) -> None:
+        """This rank fails for good: say so on the endpoint, and keep it open until Prometheus has scraped it."""
+        if self.prometheus:
+            self.prometheus.failed(reason)
+            time.sleep(self.linger_s)
 
     def finish(self) -> None:
         """The run reached max_steps (not an interruption)."""

@@ -330,3 +330,29 @@ def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
     assert (resumed["step"], resumed["saved_world_size"], resumed["world_size"]) == (10, 2, 1)
     assert records[-1]["event"] == "finished" and records[-1]["step"] == 24
     assert len(records[-1]["weights_sha256_per_rank"]) == 1 and math.isfinite(records[-1]["loss"])
+
+
+def test_a_hung_run_leaves_every_ranks_stacks_and_flight_recorder_on_the_checkpoint_volume(tmp_path):
+    """Rank 1 hangs; rank 0 waits in its next collective. Each rank's watchdog writes its threads' stacks and the
+    flight recorder (gloo records one in torch 2.13) under checkpoint.dir/hangs/<job>/<attempt>/restart-<N>/."""
+    import pickle
+
+    config = write_config(tmp_path, resilience={"watchdog_floor_s": 3})
+    result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                  "--max-restarts=0", "-m", "training", "--config", str(config)],
+                 env={"KUBETRAIN_FAULT": "hang:step=7:rank=1", "KUBETRAIN_JOB": "hung",
+                      "KUBETRAIN_ATTEMPT": "attempt-1"}, timeout=180)
+    assert result.returncode != 0
+    folder = tmp_path / "ckpt" / "hangs" / "hung" / "attempt-1" / "restart-0"
+    for rank in (0, 1):
+        stacks = (folder / f"rank-{rank}.stacks.txt").read_text()
+        assert "Thread 0x" in stacks and "Current thread" in stacks
+        # The watchdog's message names the files.
+        assert f"kubetrain watchdog: rank {rank} made no progress" in result.stderr
+        recorder = pickle.loads((folder / f"rank-{rank}.flight_recorder.pkl").read_bytes())
+        assert recorder["entries"] and all(e["profiling_name"].startswith("gloo:") for e in recorder["entries"])
+    assert f"its stacks are in {folder / 'rank-1.stacks.txt'}" in result.stderr
+    assert "kubetrain_runtime/faults.py" in (folder / "rank-1.stacks.txt").read_text()  # where rank 1 hangs
+    # Rank 0 waits for rank 1 in a collective: its recorder's last entry has not completed.
+    last = pickle.loads((folder / "rank-0.flight_recorder.pkl").read_bytes())["entries"][-1]
+    assert last["state"] != "completed"

@@ -17,6 +17,7 @@ import pytest
 from conftest import ROOT, SOURCES_PATH
 from test_training import TINY, train, write_config
 
+from kubetrain_runtime.metric_names import RUNTIME_METRICS
 from training.config import ModelConfig
 from training.flops import flops_per_token
 
@@ -48,9 +49,12 @@ def scrape(port: int) -> dict[str, list]:
 def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
     pytest.importorskip("prometheus_client")
     port = two_free_ports()
-    config = write_config(tmp_path, max_steps=200, metrics={"port": port},
+    config = write_config(tmp_path, max_steps=200, metrics={"port": port}, log_interval=2,
+                          resilience={"ettr_target": 0.8},
                           checkpoint={"dir": str(tmp_path / "ckpt"), "interval": 3, "keep": 2,
                                       "local_dir": str(tmp_path / "local"), "local_interval": 1})
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "ettr.json").write_text('{"first_start": %r, "starts": 4}' % time.time())  # 4 starts before
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "scraped"}
     env.pop("NODE_NAME", None)
     agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
@@ -87,6 +91,59 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
         assert samples["kubetrain_flops_per_token"][0].value == flops_per_token(
             ModelConfig(**TINY["model"]), TINY["data"]["seq_len"])
         assert not samples.get("kubetrain_peak_flops") and not samples.get("kubetrain_mfu")
+        # Exactly the series kubetrain_runtime/metric_names.py lists, which the alerts read (kubetrain_profiling
+        # belongs to the profiler's switch).
+        assert set(samples) == {name.removesuffix("_total") for name in RUNTIME_METRICS} - {"kubetrain_profiling"}
+        value = {name: family[0].value for name, family in samples.items() if len(family) == 1}
+        assert value["kubetrain_log_interval_steps"] == 2 and value["kubetrain_ettr_target"] == 0.8
+        assert value["kubetrain_job_starts"] == 5  # this start counted once, by rank 0, beside the checkpoints
+        assert time.time() - 60 < value["kubetrain_last_step_timestamp_seconds"] <= time.time()
+        last_checkpoint = {s.labels["tier"]: s.value for s in samples["kubetrain_last_checkpoint_timestamp_seconds"]}
+        assert set(last_checkpoint) == {"local", "durable"}
+        assert all(time.time() - 60 < stamp <= time.time() for stamp in last_checkpoint.values())
+        interval = {s.labels["tier"]: s.value for s in samples["kubetrain_checkpoint_interval_seconds"]}
+        # Three steps a durable save, one a local one, at the recent step time.
+        assert interval["durable"] == pytest.approx(3 * value["kubetrain_step_time_seconds"])
+        assert interval["local"] == pytest.approx(value["kubetrain_step_time_seconds"])
+        assert not samples["kubetrain_permanent_failure"]  # declared, not set: nothing failed
+
+
+def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp_path):
+    """A run that keeps diverging (exit 4) sets kubetrain_permanent_failure{reason="diverged"} and holds its endpoint
+    open for metrics.failure_linger_s, so Prometheus scrapes the failure the alert reads."""
+    pytest.importorskip("prometheus_client")
+    port = two_free_ports()
+    config = write_config(tmp_path, max_steps=200, metrics={"port": port, "failure_linger_s": 30},
+                          resilience={"max_bad_steps": 1, "max_rollbacks": 0})
+    env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "diverged", "KUBETRAIN_FAULT": "nan:step=3"}
+    agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                              "-m", "training", "--config", str(config)], cwd=ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    failed: dict[int, list] = {}
+    try:
+        deadline = time.monotonic() + 120
+        while len(failed) < 2 and time.monotonic() < deadline and agent.poll() is None:
+            for rank in (0, 1):
+                try:
+                    samples = scrape(port + rank).get("kubetrain_permanent_failure")
+                except OSError:
+                    continue
+                if samples:
+                    failed[rank] = samples
+            time.sleep(0.2)
+        code = agent.wait(timeout=120)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+        stderr = agent.communicate()[1]
+    assert code != 0, stderr[-3000:]
+    assert sorted(failed) == [0, 1], stderr[-3000:]
+    for rank, samples in failed.items():
+        assert [(s.labels["reason"], s.labels["rank"], s.value) for s in samples] == [("diverged", str(rank), 1.0)]
+    # Each rank's failure note, kept on the checkpoint volume (kubetrain_runtime/dumps.py).
+    notes = sorted((tmp_path / "ckpt" / "failures" / "diverged").glob("run-*.restart-0.rank-*.txt"))
+    assert [note.name.rsplit(".", 2)[1] for note in notes] == ["rank-0", "rank-1"]
+    assert all(note.read_text().startswith("4 ") and "KT210" in note.read_text() for note in notes)
 
 
 def read_tensorboard_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:

@@ -181,3 +181,23 @@ def test_the_runtime_never_imports_the_training_package():
     probe = run([sys.executable, "-c", "import sys, kubetrain_runtime.config, kubetrain_runtime.problems, "
                  "kubetrain_runtime; assert 'torch' not in sys.modules"])
     assert probe.returncode == 0, probe.stderr
+
+
+def test_run_local_names_where_a_hang_left_its_dumps(uninterrupted, tmp_path):
+    """The command job hangs on rank 1 at step 7: its watchdog writes the rank's stacks and flight recorder on the
+    checkpoint volume, the restarted ranks finish the run, and the launcher's last lines name the folder."""
+    config = tmp_path / "runtime.yaml"
+    config.write_text("resilience: {watchdog_floor_s: 3}\nmetrics: {port: 0}\ncheckpoint: {interval: 5}\n")
+    workdir = tmp_path / "work"
+    result = kubetrain("run-local", "dev/ddp-minimal", "--workdir", str(workdir),
+                       env={"KUBETRAIN_FAULT": "hang:step=7:rank=1", "KUBETRAIN_RUNTIME_CONFIG": str(config)})
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    hangs = workdir.resolve() / "volumes" / "checkpoints" / "ddp-minimal" / "hangs" / "ddp-minimal"
+    [stacks] = hangs.glob("attempt-*/restart-0/rank-1.stacks.txt")
+    assert "kubetrain_runtime/faults.py" in stacks.read_text()  # where rank 1 hung
+    assert (stacks.parent / "rank-1.flight_recorder.pkl").is_file()
+    output = result.stdout + result.stderr
+    assert f"kubetrain: the ranks left dumps (stacks, flight recorder, failure note) in {stacks.parent}" in output
+    assert f"its stacks are in {stacks}" in output  # the watchdog's message
+    assert digests([json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines()
+                    if line.split("] ", 1)[-1].startswith("{")]) == uninterrupted[20]

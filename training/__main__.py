@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 from kubetrain_runtime import failures, warm
 
@@ -104,7 +105,9 @@ def run(argv: list[str]) -> int:
         return report(ConfigError(args.config, problems))
 
     # torch is imported only once the config is known to be good: bad input fails fast.
+    from kubetrain_runtime.config import JOB_ENV
     from kubetrain_runtime.distributed import init_world, shutdown
+    from kubetrain_runtime.dumps import Dumps
     from kubetrain_runtime.preemption import StopRequest
     from training.trainer import Trainer
 
@@ -113,7 +116,10 @@ def run(argv: list[str]) -> int:
     startup = {"client": float(os.environ.get(warm.STARTED_ENV, started)), "rank": started}
     trainer = None
     try:
-        world = init_world(run_config.resilience.collective_timeout_s)
+        # The flight recorder's settings and the rank's dump folder, on the checkpoint volume, before the group.
+        dumps = Dumps(Path(run_config.checkpoint.dir), os.environ.get(JOB_ENV, "local"),
+                      int(os.environ.get("RANK", 0)))
+        world = init_world(run_config.resilience.collective_timeout_s, dumps)
         startup["process_group"] = time.time()
         trainer = Trainer(run_config, world, stop, startup)
         if args.export:
@@ -127,6 +133,8 @@ def run(argv: list[str]) -> int:
         shutdown()
     except failures.PermanentFailure as failure:
         failures.record(failure.exit_code, failure.line)
+        if trainer is not None:
+            trainer.runtime.failed(failure.exit_code)
         exit_now(failure.exit_code, trainer)
     except ConfigError as error:  # the data and the model's files, read again by every rank
         exit_now(report(error), trainer)

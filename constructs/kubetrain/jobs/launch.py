@@ -15,6 +15,12 @@ launcher script keeps the classes apart (kubetrain_runtime/failures.py):
   the pod (a fresh node, perhaps) up to the job's `backoff_limit`.
 The script stays in the foreground as the container's first process.
 
+What a hung or failed rank leaves (its stacks, torch's flight recorder, a copy of its failure note) lands on the
+checkpoint volume, named by job, attempt (this pod's start: KUBETRAIN_ATTEMPT), restart and rank
+(kubetrain_runtime/dumps.py); the ranks list the folders in `KUBETRAIN_DUMPS_NOTE` and the launcher's last lines
+name them. For a command or function that does not use the runtime, the launcher points the flight recorder at
+`$KUBETRAIN_CHECKPOINT_DIR/hangs/<job>/<attempt>/` itself, when the job declares a checkpoint folder.
+
 The stop's time: Kubernetes kills the pod `terminationGracePeriodSeconds` after its stop signal. A
 trainer job derives that grace period from its expected save time (`grace_period_s`) unless the pod
 settings give one, and torchrun's shutdown timeout (`TORCH_ELASTIC_SHUTDOWN_TIMEOUT`, read by torchrun
@@ -30,6 +36,16 @@ from kubetrain.jobs.function import FUNCTION_FILE, INSTALL_SCRIPT
 from kubetrain.jobs.profiling import profiled_program
 from kubetrain.jobs.spec import CONFIG_FILE, CONFIG_MOUNT, JobSpec
 from training.config import RunConfig
+from kubetrain_runtime.dumps import (
+    ATTEMPT_ENV,
+    DUMPS_NOTE_ENV,
+    FR_BUFFER_ENTRIES,
+    FR_BUFFER_ENV,
+    FR_FILE_ENV,
+    FR_PREFIX,
+    HANGS,
+    POD_FR_FILE,
+)
 from kubetrain_runtime.failures import FAILURE_FILE_ENV, stopped_exit
 from training.flops import checkpoint_bytes
 
@@ -54,7 +70,17 @@ SHUTDOWN_MARGIN_S = 5  # torchrun kills its ranks this long before Kubernetes ki
 
 # `$$` and `$(` are Kubernetes' variable syntax in a container's command: the script uses neither.
 _RUN_TORCHRUN = f"""export {FAILURE_FILE_ENV}="${{TMPDIR:-/tmp}}/kubetrain-failure"
-rm -f "${FAILURE_FILE_ENV}"
+dumps=
+export {DUMPS_NOTE_ENV}="${{TMPDIR:-/tmp}}/kubetrain-dumps"
+rm -f "${FAILURE_FILE_ENV}" "${DUMPS_NOTE_ENV}"
+export {ATTEMPT_ENV}="attempt-`date -u +%Y%m%dT%H%M%SZ`"
+export {FR_BUFFER_ENV}="${{{FR_BUFFER_ENV}:-{FR_BUFFER_ENTRIES}}}"
+if [ -n "$KUBETRAIN_CHECKPOINT_DIR" ]; then
+  case "${FR_FILE_ENV}" in ""|{POD_FR_FILE})
+    dumps="$KUBETRAIN_CHECKPOINT_DIR/{HANGS}/${{KUBETRAIN_JOB:-local}}/${ATTEMPT_ENV}"
+    mkdir -p "$dumps" && echo "$dumps" >> "${DUMPS_NOTE_ENV}" && export {FR_FILE_ENV}="$dumps/{FR_PREFIX}";;
+  esac
+fi
 torchrun "$@" &
 pid=$!
 stopped=0
@@ -62,6 +88,14 @@ trap 'stopped={stopped_exit(signal.SIGTERM)}; kill -TERM $pid 2>/dev/null' TERM
 trap 'stopped={stopped_exit(signal.SIGINT)}; kill -INT $pid 2>/dev/null' INT
 wait $pid; code=$?
 while kill -0 $pid 2>/dev/null; do wait $pid; code=$?; done
+[ -n "$dumps" ] && find "$dumps" -depth -type d -empty -delete 2>/dev/null
+if [ -s "${DUMPS_NOTE_ENV}" ]; then
+  sort -u "${DUMPS_NOTE_ENV}" | while read -r folder; do
+    if ls -A "$folder" 2>/dev/null | grep -q .; then
+      echo "kubetrain: the ranks left dumps (stacks, flight recorder, failure note) in $folder" >&2
+    fi
+  done
+fi
 [ $code -eq 0 ] && exit 0
 if [ -s "${FAILURE_FILE_ENV}" ]; then
   read -r failed reason < "${FAILURE_FILE_ENV}"

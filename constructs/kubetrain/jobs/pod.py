@@ -15,6 +15,7 @@ from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, TRIT
 from kubetrain.platform.efa import efa_environment
 from kubetrain.quantity import parse_quantity
 from kubetrain_runtime.config import CHECKPOINT_DIR_ENV, JOB_ENV
+from kubetrain_runtime.dumps import FR_BUFFER_ENTRIES, FR_BUFFER_ENV, FR_FILE_ENV, POD_FR_FILE
 
 # Hangs and collective failures (torch.distributed's ProcessGroupNCCL environment variables): a timed-out or failed NCCL collective
 # aborts the process instead of hanging it, and first dumps the flight recorder's trace of the
@@ -24,8 +25,10 @@ from kubetrain_runtime.config import CHECKPOINT_DIR_ENV, JOB_ENV
 NCCL_FAULT_ENV: dict[str, str] = {
     "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3",
     "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
-    "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
-    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "/tmp/nccl_trace_rank_",
+    FR_BUFFER_ENV: FR_BUFFER_ENTRIES,
+    # A job without a checkpoint folder keeps them in the container; otherwise the launcher and the runtime point
+    # them at the checkpoint volume (kubetrain_runtime/dumps.py).
+    FR_FILE_ENV: POD_FR_FILE,
 }
 CONFIG_HASH_ANNOTATION = "kubetrain.dev/config-sha256"
 # The taint each accelerator's node pools carry, so only pods that need the accelerator land there.
