@@ -152,8 +152,8 @@ def problems_from_validation_error(
                 problems.append(Problem(INVALID_VALUE, f"{path}.{tag}", f"{ctx['tag']!r} is not a {tag} here",
                                         f"{f'did you mean {guess[0]!r}? ' if guess else ''}use {choices}"))
             else:
-                problems.append(Problem(MISSING_FIELD, f"{path}.{tag}", f"required field is missing (it says which "
-                                        f"of the forms this section is)", f"add '{tag}': {choices}"))
+                problems.append(Problem(MISSING_FIELD, f"{path}.{tag}", "required field is missing (it says which "
+                                        "of the forms this section is)", f"add '{tag}': {choices}"))
         elif kind == "missing":
             problems.append(Problem(MISSING_FIELD, path, "required field is missing", f"add '{loc[-1]}'"))
         elif kind == "is_instance_of" and isinstance(detail["input"], str):  # a construct's name for the construct
