@@ -130,9 +130,10 @@ class Run:
     tokens_per_step, flops_per_step: for tokens/s and MFU in the step records (global: the whole job's step).
     params: what MLflow records as the run's parameters.
     profile: the PyTorch profiler's window, activities and ranks (else the config's `profiling`: off by default).
-    world, stop, owns_process, startup, on_reshard: for an entry point that sets the process up itself (kubetrain's
-        trainer): the process group, the stop signals it installed, whether the runtime may end the process, when
-        the process's start was done (reported on resume), and the data position at another world size.
+    world, stop, owns_process, startup, on_reshard, on_finish: for an entry point that sets the process up itself
+        (kubetrain's trainer): the process group, the stop signals it installed, whether the runtime may end the
+        process, when the process's start was done (reported on resume), the data position at another world size,
+        and what to do once max_steps is reached, before the `finished` record (an export of the weights).
     """
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, scheduler: Any = None,
@@ -142,7 +143,7 @@ class Run:
                  params: dict[str, Any] | None = None, profile: ProfilingConfig | None = None,
                  world: World | None = None, stop: StopRequest | None = None,
                  owns_process: bool = True, startup: dict[str, float] | None = None,
-                 on_reshard: Callable[[int], None] | None = None):
+                 on_reshard: Callable[[int], None] | None = None, on_finish: Callable[[], None] | None = None):
         self.config = config = resolve_config(config, checkpoint_dir)
         if profile is not None:
             self.config = config = config.model_copy(update={"profiling": profile})
@@ -151,6 +152,7 @@ class Run:
         self.max_steps = max_steps
         self.tokens_per_step, self.flops_per_step, self.params = tokens_per_step, flops_per_step, params
         self.on_reshard = on_reshard  # the data position at another world size, where `data` cannot say it
+        self.on_finish = on_finish
         # Where a hang's stacks, the flight recorder and a failure note land (kubetrain_runtime/dumps.py).
         self.dumps = Dumps(Path(config.checkpoint.dir), os.environ.get(JOB_ENV, "local"),
                            world.rank if world else int(os.environ.get("RANK", 0)))
@@ -381,8 +383,11 @@ class Run:
             self.telemetry.failed(failures.REASONS.get(exit_code, str(exit_code)))
 
     def finish(self) -> None:
-        """max_steps reached: every save complete, and the `finished` record (with every rank's weights' hash)."""
+        """max_steps reached: every save complete, the loop's own last work (`on_finish`: the trainer's export),
+        and the `finished` record (with every rank's weights' hash), the run's last."""
         self.wait_for_saves()
+        if self.step == self.max_steps and self.on_finish is not None:
+            self.on_finish()
         self.watchdog.stop()
         if self.stop is not None:
             self.stop.close()

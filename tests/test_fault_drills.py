@@ -122,7 +122,7 @@ def test_a_config_only_the_ranks_can_judge_fails_the_job(tmp_path):
 def test_run_local_fails_the_job_as_the_operator_would(tmp_path):
     with tmpfs(tmp_path / "volumes" / "checkpoints", "size=256k"):
         result = kubetrain("run-local", "dev/tiny-gpt-pytorchjob", "--steps", "12", "--workdir", str(tmp_path),
-                           "--set", "checkpoint.interval=5")
+                           "--set", "checkpoint.interval=5", "--set", "checkpoint.local_interval=2")
     assert result.returncode == EXIT_STORAGE, result.stdout[-3000:]
     assert f"exited {EXIT_STORAGE} and restartPolicy ExitCode does not retry it: the job failed" in result.stdout
     assert "restarts it" not in result.stdout and "[KT209]" in result.stdout

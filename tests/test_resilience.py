@@ -267,7 +267,8 @@ def test_auto_interval_is_chosen_and_announced(tmp_path):
 
 def run_local(job: str, workdir: Path, fault: str) -> list[dict]:
     result = kubetrain("run-local", f"dev/{job}", "--steps", "20", "--workdir", str(workdir),
-                       "--set", "checkpoint.interval=5", env={"KUBETRAIN_FAULT": fault})
+                       "--set", "checkpoint.interval=5", "--set", "checkpoint.local_interval=2",
+                       env={"KUBETRAIN_FAULT": fault})
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     # Rank 0 writes the metrics, from whichever pod it landed in.
     return [json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines()

@@ -238,7 +238,9 @@ def test_grace_period_leaves_room_for_the_stop_checkpoint():
 
     pod, env = pod_and_env()  # the default model: 162M parameters, 1.9 GB with AdamW, on 2 nodes
     assert pod["terminationGracePeriodSeconds"] == 30 and env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "25"
-    big = {**RUN, "model": {"dim": 4096, "n_layers": 32, "n_heads": 32}}  # 6.9B parameters, 82 GB
+    # 6.9B parameters, 82 GB with AdamW: sharded, bf16 and checkpointed so that it fits its GPUs (KT240)
+    big = {**RUN, "model": {"dim": 4096, "n_layers": 32, "n_heads": 32}, "precision": "bf16",
+           "strategy": {"name": "fsdp", "activation_checkpointing": True}}
     pod, env = pod_and_env(workload={"kind": "trainer", "run": big})
     seconds = checkpoint_bytes(RunConfig.model_validate(big).model) / (2 * 250e6)
     assert pod["terminationGracePeriodSeconds"] == math.ceil(15 + 2 * seconds) == 345

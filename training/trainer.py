@@ -66,7 +66,8 @@ class Trainer:
             tokens_per_step=tokens_per_step,
             flops_per_step=flops_per_token(run.model, run.data.seq_len) * tokens_per_step,
             params=run.model_dump(mode="json"), world=world, stop=stop, owns_process=False,
-            startup=startup if startup is not None else {}, on_reshard=self.reshard)
+            startup=startup if startup is not None else {}, on_reshard=self.reshard,
+            on_finish=self.export if run.model.kind == "hf" else None)
         self.runtime.startup["trainer"] = time.time()
 
     # -- the loop ---------------------------------------------------------------------------------
@@ -81,8 +82,6 @@ class Trainer:
             runtime.log(loss=loss, grad_norm=grad_norm)
             self.optimizer.step()  # skipped on the device when the norm is not finite (the runtime's guard)
             self.optimizer.zero_grad(set_to_none=True)
-        if runtime.step == self.run.max_steps and self.run.model.kind == "hf":
-            self.export()
         return runtime.ended
 
     def export(self) -> None:
