@@ -91,10 +91,10 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
         assert samples["kubetrain_flops_per_token"][0].value == flops_per_token(
             ModelConfig(**TINY["model"]), TINY["data"]["seq_len"])
         assert not samples.get("kubetrain_peak_flops") and not samples.get("kubetrain_mfu")
-        # Exactly the series kubetrain_runtime/metric_names.py lists, which the alerts read (kubetrain_profiling
-        # belongs to the profiler's switch).
-        assert set(samples) == {name.removesuffix("_total") for name in RUNTIME_METRICS} - {"kubetrain_profiling"}
+        # Exactly the series kubetrain_runtime/metric_names.py lists, which the alerts read.
+        assert set(samples) == {name.removesuffix("_total") for name in RUNTIME_METRICS}
         value = {name: family[0].value for name, family in samples.items() if len(family) == 1}
+        assert value["kubetrain_profiling"] == 0  # the profiler is off
         assert value["kubetrain_log_interval_steps"] == 2 and value["kubetrain_ettr_target"] == 0.8
         assert value["kubetrain_job_starts"] == 5  # this start counted once, by rank 0, beside the checkpoints
         assert time.time() - 60 < value["kubetrain_last_step_timestamp_seconds"] <= time.time()
