@@ -55,9 +55,7 @@ def profile_problems(job: JobSpec) -> list[Problem]:
         problems.append(Problem(PROFILE_CANNOT_RUN.code, "workload.launcher", "a profile needs launcher torchrun: "
                                 "kubetrain starts nsys on each rank through it", "set launcher='torchrun', or put "
                                 "nsys in your own command (launcher='none')"))
-    volume = job.volume_at(profile.output_dir)
-    if volume is None or not volume.persistent:
-        where = "not on a mounted volume" if volume is None else f"on {volume.name}, which is gone with the pod"
+    if (where := job.lost_with_pod(profile.output_dir)) is not None:
         problems.append(Problem(PROFILE_CANNOT_RUN.code, "workload.profile.output_dir", f"{profile.output_dir} is "
                                 f"{where}: the reports would be lost", "mount a PersistentVolumeClaim there "
                                                                        "(volumes) or move the folder"))
@@ -77,9 +75,7 @@ def nccl_log_problems(job: JobSpec) -> list[Problem]:
         path, field = debug.environment()["NCCL_DEBUG_FILE"], "nccl.debug.log_dir"
     if path is None:
         return []
-    volume = job.volume_at(path.rsplit("/", 1)[0] or "/") if path.startswith("/") else None
-    if volume is None or not volume.persistent:
-        where = "not on a mounted volume" if volume is None else f"on {volume.name}, which is gone with the pod"
+    if (where := job.lost_with_pod(path.rsplit("/", 1)[0] or "/")) is not None:
         return [Problem(NCCL_LOG_LOST.code, field, f"NCCL's log {path} is {where}: the log of a failed pod goes "
                         "with it", NCCL_LOG_LOST.fix)]
     shared_by = [what for token, what, many in (("%p", "the ranks of a pod", job.props.procs_per_node > 1),

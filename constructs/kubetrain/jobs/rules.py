@@ -450,8 +450,7 @@ def paths_on_volumes(job: JobSpec) -> Iterator[Violation]:
     field = "workload.run.checkpoint.dir" if job.trainer else "workload.checkpoint_dir"
     if checkpoint is not None:
         volume = job.volume_at(checkpoint)
-        if volume is None or not volume.persistent:
-            where = "not on a mounted volume" if volume is None else f"on {volume.name}, which is gone with the pod"
+        if (where := job.lost_with_pod(checkpoint)) is not None:
             yield (field, f"{checkpoint} is {where}: checkpoints would vanish with the pod",
                    "mount a PersistentVolumeClaim there (volumes) or move the dir")
         elif volume.mounted_read_only:
@@ -483,10 +482,10 @@ def profiling_leaves_a_trace(job: JobSpec) -> Iterator[Violation]:
         return
     profiling, field = run.profiling, "workload.run.profiling"
     folder = profile_dir(profiling, run.metrics, run.checkpoint)
-    volume = job.volume_at(folder)
-    if volume is None or not volume.persistent or volume.mounted_read_only:
-        where = ("not on a mounted volume" if volume is None else f"on read-only volume {volume.name}"
-                 if volume.persistent else f"on {volume.name}, which is gone with the pod")
+    where, volume = job.lost_with_pod(folder), job.volume_at(folder)
+    if where is None and volume.mounted_read_only:
+        where = f"on read-only volume {volume.name}"
+    if where is not None:
         yield (f"{field}.dir", f"the profile folder {folder} is {where}: the traces would be lost",
                "set profiling.dir to a folder on a writable PersistentVolumeClaim of the job (volumes)")
     if profiling.last_step > run.max_steps:

@@ -153,3 +153,12 @@ class JobSpec:
         """The volume a path in the pod lives on: the deepest mount that holds it, as the kernel resolves it."""
         holding = [v for v in self.props.volumes if PurePosixPath(path).is_relative_to(v.mount_path)]
         return max(holding, key=lambda v: len(PurePosixPath(v.mount_path).parts), default=None)
+
+    def lost_with_pod(self, path: str) -> str | None:
+        """Why what is written at `path` would not outlive the pod ("not on a mounted volume", "on <volume>, which
+        is gone with the pod"), or None when a persistent volume holds it: the checks of every folder a run
+        writes for later (checkpoints, logs, profiles) say it alike."""
+        volume = self.volume_at(path)
+        if volume is None:
+            return "not on a mounted volume"
+        return None if volume.persistent else f"on {volume.name}, which is gone with the pod"
