@@ -4,7 +4,7 @@
     python bench/mfu.py --cpu        (a small model on the CPU: the same code path, no MFU)
 
 Runs the real Trainer (world size 1) on synthetic data and prints the median MFU and tokens/s of the steps
-after compilation has warmed up, beside the MFU that `kubetrain cost` assumes (kubetrain/cost/props.py).
+after compilation has warmed up, beside the MFU that `kubetrain cost` assumes (kubetrain/cost/cost_props.py).
 MFU uses training/flops.py's PaLM FLOPs per token (the estimate's formula) and the device's dense bf16
 peak (H100: 989 TFLOP/s). Target: >= 40 % on one H100. Without CUDA (and without --cpu) it says so and exits 1.
 """
@@ -21,7 +21,7 @@ import tempfile
 
 import torch
 import torch.distributed as dist
-from kubetrain.cost.props import DEFAULT_MFU
+from kubetrain.cost.cost_props import DEFAULT_MFU
 
 from training.config import RunConfig
 from kubetrain_runtime.distributed import init_world

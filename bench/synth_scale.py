@@ -30,7 +30,7 @@ from pathlib import Path
 
 from kubetrain import App, ClaimVolume, Cluster, NodeResources, RunConfig, Trainer, TrainingJob, TrainingJobProps
 from kubetrain.output.manifests import render_objects, synth
-from kubetrain.output.validate import Manifest, Schemas, validate_manifests, validate_objects
+from kubetrain.validation.validate import Manifest, Schemas, validate_manifests, validate_objects
 
 RUN = RunConfig.model_validate({"model": {"vocab_size": 512, "dim": 64, "n_layers": 2, "n_heads": 4},
                                 "batch": {"global_size": 16, "micro_size": 4}, "max_steps": 100,
@@ -52,7 +52,7 @@ def fleet(jobs: int) -> App:
 
 
 class PhaseTimes:
-    """A kubetrain.output.progress.Progress that records when each phase of synth starts."""
+    """A kubetrain.model.phases.Progress that records when each phase of synth starts."""
 
     def __init__(self) -> None:
         self.starts: list[tuple[str, float]] = [("building", time.perf_counter())]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kubetrain.cost.price_sources import build_table, render
 from kubetrain.cost.prices import PRICES_FILE
-from kubetrain.platform.instances import BUILTIN_CATALOG
+from kubetrain.model.instances import BUILTIN_CATALOG
 
 ROOT = Path(__file__).resolve().parents[1]
 

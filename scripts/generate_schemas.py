@@ -4,7 +4,7 @@
 
 The CRD files are the operators' own, at the versions their kinds name (kubetrain.kinds: `Kind.crd`; download
 them from each project's release); the folders are searched in order, and a kind whose CRD none of them holds
-keeps the schema already shipped. The output is constructs/kubetrain/output/schemas/.
+keeps the schema already shipped. The output is constructs/kubetrain/validation/schemas/.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kubetrain.output.schemas import crd_sources, generate
+from kubetrain.validation.schemas import crd_sources, generate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,4 +28,4 @@ if __name__ == "__main__":
         written = generate(folders, ROOT / "constructs" / "kubetrain" / "output" / "schemas")
     except FileNotFoundError as error:
         sys.exit(f"error: {error}")
-    print(f"wrote {len(written)} files into constructs/kubetrain/output/schemas/")
+    print(f"wrote {len(written)} files into constructs/kubetrain/validation/schemas/")

@@ -9,7 +9,7 @@ from typing import Any
 
 from kubetrain import App, Cluster
 from kubetrain.output.manifests import render_objects
-from kubetrain.output.validate import Manifest, Schemas, validate_objects
+from kubetrain.validation.validate import Manifest, Schemas, validate_objects
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 
 from kubetrain_runtime.problems import Problem

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.platform.instances import BUILTIN_CATALOG
+from kubetrain.model.instances import BUILTIN_CATALOG
 from kubetrain_runtime.accelerators import PEAK_BF16_FLOPS, chip_peak_flops, device_chip
 
 # Device names as torch.cuda.get_device_name() returns them (nvidia-smi's product names), and the chip each is.

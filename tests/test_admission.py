@@ -31,7 +31,7 @@ from kubetrain import (
     TrainingJob,
 )
 from cdk8s import JsonPatch
-from kubetrain.admission.plan import plan_files
+from kubetrain.admission.plan_command import plan_files
 from kubetrain.output.manifests import render
 from kubetrain.state import diagnostics
 from platform_support import rejected

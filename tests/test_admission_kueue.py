@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubetrain.admission.flavors import FlavorAssigner
-from kubetrain.admission.objects import ClusterObjects
+from kubetrain.admission.cluster_objects import ClusterObjects
 from kubetrain.admission.quota import CohortTree
-from kubetrain.admission.requests import pod_requests, pod_set
+from kubetrain.model.pod_sets import pod_requests, pod_set
 from kubetrain.admission.verdict import plan_cluster
 
 KUEUE = "kueue.x-k8s.io/v1beta2"

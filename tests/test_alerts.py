@@ -24,7 +24,7 @@ from kubetrain.platform.alerts import (
     TrainingAlerts,
     expression_problems,
 )
-from kubetrain.platform.monitoring import DcgmExporter, TrainingPodMonitor
+from kubetrain.platform.gpu_monitoring import DcgmExporter, TrainingPodMonitor
 from platform_support import cluster, codes, emitted, pools
 from kubetrain_runtime.metric_names import RUNTIME_METRICS
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT, dist_file, kubetrain
-from kubetrain.output.validate import Manifest, Schemas, validate_objects
+from kubetrain.validation.validate import Manifest, Schemas, validate_objects
 
 DELETE = object()
 

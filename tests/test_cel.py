@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT, dist_file
-from kubetrain.output.cel_rules import RulePlan, uses_old_self
-from kubetrain.output.schemas import PROVENANCE, SHIPPED
-from kubetrain.output.validate import Manifest, Schemas, validate_objects
+from kubetrain.validation.cel_rules import RulePlan, uses_old_self
+from kubetrain.validation.schemas import PROVENANCE, SHIPPED
+from kubetrain.validation.validate import Manifest, Schemas, validate_objects
 
 FIXTURE_CRDS = ROOT / "tests" / "fixtures" / "crds"
 
@@ -292,7 +292,7 @@ LIBRARY = {
 
 @pytest.mark.parametrize("expression", list(LIBRARY))
 def test_kubernetes_cel_library(expression):
-    from kubetrain.output.cel_library import environment
+    from kubetrain.validation.cel_library import environment
 
     result = environment().compile(expression).eval()
     value = result.plain_value()
@@ -303,7 +303,7 @@ def test_kubernetes_cel_library(expression):
                                         "quantity('1e40').asInteger()", "[9223372036854775807, 1].sum()"])
 def test_kubernetes_cel_library_errors_are_errors(expression):
     from cel_expr_python import cel
-    from kubetrain.output.cel_library import environment
+    from kubetrain.validation.cel_library import environment
 
     assert environment().compile(expression).eval().type() == cel.Type.ERROR
 

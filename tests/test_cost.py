@@ -33,9 +33,9 @@ from kubetrain import (
 from kubetrain.cli import app as cli
 from kubetrain.cost.price_sources import build_table
 from kubetrain.cost.prices import PRICES_FILE, price_table
-from kubetrain.cost.report import number, usd
+from kubetrain.cost.cost_report import number, usd
 from kubetrain.output.manifests import synth
-from kubetrain.platform.instances import BUILTIN_CATALOG
+from kubetrain.model.instances import BUILTIN_CATALOG
 from platform_support import rejected
 from typer.testing import CliRunner
 

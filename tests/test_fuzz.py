@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubetrain import App, ArgoCd, Cluster, ConfigError, EfaNodePool, NcclTest, TrainingJob
 from kubetrain.output.manifests import render
-from kubetrain.output.validate import Schemas, validate_manifests
+from kubetrain.validation.validate import Schemas, validate_manifests
 from kubetrain.state import diagnostics
 
 SCHEMAS = Schemas()  # the shipped ones, compiled once for every example

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, dist_file
 from gitops_platform import platform_objects
-from kubetrain.gitops import plan, waves
-from kubetrain.gitops.construct import ArgoCd, delivery_props
+from kubetrain.gitops import sync_check, waves
+from kubetrain.gitops.argocd_construct import ArgoCd, delivery_props
 from kubetrain.gitops.delivery import SYNC_OPTIONS_ANNOTATION, finalize, finalize_paths
-from kubetrain.gitops.props import ArgoCdProps
-from kubetrain.kinds import registry
+from kubetrain.gitops.argocd_props import ArgoCdProps
+from kubetrain.kinds import kind_registry
 from kubetrain.kinds.base import PLATFORM, Kind
-from kubetrain.kinds.registry import all_kinds, group_kind
+from kubetrain.kinds.kind_registry import all_kinds, group_kind
 from kubetrain.output.manifests import MARKER, dump_manifest, manifest_path, render_objects, replaceable, write_tree
-from kubetrain.output.validate import Manifest, Schemas, validate_objects
+from kubetrain.validation.validate import Manifest, Schemas, validate_objects
 from kubetrain.state import diagnostics
 
 import apps
@@ -149,7 +149,7 @@ def _write(delivered: dict[Path, dict], repo: Path) -> Path:
 
 def test_offline_sync_check_passes(delivered: dict[Path, dict], tmp_path: Path) -> None:
     dist = _write(delivered, tmp_path)
-    assert plan.check(tmp_path, dist) == []
+    assert sync_check.check(tmp_path, dist) == []
     (dist / MARKER).unlink()
     assert replaceable(dist) is None  # every file, the Argo CD ones too, is in synth's own layout
 
@@ -167,7 +167,7 @@ def test_offline_sync_check_finds_what_argo_cd_would_refuse(delivered: dict[Path
         extra["metadata"]["name"] = name
         extra["spec"]["source"]["path"] = path
         broken[Path(f"argocd/argocd/Application.{name}.yaml")] = extra
-    problems = "\n".join(plan.check(tmp_path, _write(broken, tmp_path)))
+    problems = "\n".join(sync_check.check(tmp_path, _write(broken, tmp_path)))
     assert "TrainJob ml-dev/llama (wave 5) needs kubetrain-dev: LocalQueue ml-dev/training (wave 9)" in problems
     assert "namespaced kind apps/DaemonSet is not allowed" in problems
     megatron = dist_file("prod", "TrainJob", "megatron-gpt").name
@@ -182,7 +182,7 @@ def test_a_fleet_describes_a_kind_of_its_own(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(ConfigError) as caught:
         finalize({"dev": [widget]}, props)
     assert [p.code for p in caught.value.problems] == ["KT502"]
-    monkeypatch.setattr(registry, "_KINDS", dict(registry._KINDS))  # the registration ends with the test
-    registry.register(Kind("example.com/v1", "Widget", PLATFORM))
+    monkeypatch.setattr(kind_registry, "_KINDS", dict(kind_registry._KINDS))  # the registration ends with the test
+    kind_registry.register(Kind("example.com/v1", "Widget", PLATFORM))
     (delivered,) = finalize({"dev": [widget]}, props).objects_by_cluster["dev"]
     assert delivered["metadata"]["annotations"][waves.WAVE_ANNOTATION] == str(PLATFORM)

@@ -141,6 +141,6 @@ def test_kinds_and_offline_commands_start_no_node() -> None:
     module they import imports cdk8s (or the construct modules that do)."""
     cdk8s_modules = {name for name, path in modules().items()
                      if {"cdk8s", "constructs"} & {n.split(".")[0] for n in _imported_names(ast.parse(path.read_text()))}}
-    for command in ("kubetrain.kinds.registry", "kubetrain.output.validate", "kubetrain.gitops.diff",
-                    "kubetrain.admission.plan", "kubetrain.gitops.plan"):
+    for command in ("kubetrain.kinds.kind_registry", "kubetrain.validation.validate", "kubetrain.gitops.diff",
+                    "kubetrain.admission.plan_command", "kubetrain.gitops.sync_check"):
         assert not reachable(command) & cdk8s_modules, command

@@ -28,8 +28,8 @@ from kubetrain import (
     Toleration,
     TrainingJob,
 )
-from kubetrain.admission.plan import plan_dist, plan_files
-from kubetrain.diagnostics import DefinitionError
+from kubetrain.admission.plan_command import plan_dist, plan_files
+from kubetrain.model.diagnostics import DefinitionError
 from kubetrain.output.manifests import add_render_step, render, synth
 from kubetrain.state import diagnostics
 from platform_support import emitted, rejected

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 from conformance.kueue_flavor_assigner import ROWS, Row
-from kubetrain.admission.plan import plan_files
+from kubetrain.admission.plan_command import plan_files
 
 
 def workload(pod_sets: list[dict[str, Any]], namespace: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from cdk8s_plus_33 import k8s
 from conftest import ROOT
 from kubetrain import App, Cluster, JsonPatch, PodSecurity, TrainingJob
-from kubetrain.objects import written
+from kubetrain.output.render import written
 from kubetrain.output.manifests import render, render_objects
 from kubetrain.state import FleetState, diagnostics, fleet_state
 

@@ -15,7 +15,7 @@ from kubetrain import (
     TrainingJob,
 )
 from kubetrain.output.manifests import check_objects, render_objects
-from kubetrain.platform.instances import BUILTIN_CATALOG
+from kubetrain.model.instances import BUILTIN_CATALOG
 from kubetrain.state import diagnostics
 from platform_support import cluster, codes, emitted, pools
 

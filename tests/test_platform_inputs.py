@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 from kubetrain import App, ArgoCd, Cluster, NcclTest, TrainingJob
-from kubetrain.platform.kueue import ClusterQueue, ResourceFlavor
-from kubetrain.platform.monitoring import DcgmExporter, TrainingPodMonitor
+from kubetrain.platform.kueue_queues import ClusterQueue, ResourceFlavor
+from kubetrain.platform.gpu_monitoring import DcgmExporter, TrainingPodMonitor
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.security import PodSecurity
 from kubetrain.platform.storage import Efs, FsxLustre, S3Bucket
-from kubetrain.platform.volcano import VolcanoQueue
+from kubetrain.platform.volcano_queues import VolcanoQueue
 from kubetrain.state import diagnostics
 from platform_support import CPU, P5
 

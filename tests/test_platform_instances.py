@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from kubetrain.platform.instances import BUILTIN_CATALOG, BUILTIN_INSTANCE_TYPES, GIB, InstanceCatalog, InstanceType
+from kubetrain.model.instances import BUILTIN_CATALOG, BUILTIN_INSTANCE_TYPES, GIB, InstanceCatalog, InstanceType
 from pydantic import ValidationError
 
 from kubetrain_runtime.problems import ConfigError, validate_model

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubetrain.platform.monitoring import DcgmExporter, TrainingPodMonitor
+from kubetrain.platform.gpu_monitoring import DcgmExporter, TrainingPodMonitor
 from kubetrain.platform.security import PodSecurity, namespace_level, pod_security_problems
 from platform_support import cluster, codes, emitted, pools, rejected
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from kubetrain.platform.kueue import ResourceFlavor
+from kubetrain.platform.kueue_queues import ResourceFlavor
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool, pool_placement_problems
 from platform_support import CPU, P5, cluster, codes, emitted, pools, rejected
 
@@ -120,7 +120,7 @@ def test_bad_props_are_recorded_and_what_is_built_on_the_pool_is_not_checked(crd
 
 def test_a_fleets_own_instance_type_makes_a_pool(crds):
     from kubetrain import App, Cluster
-    from kubetrain.platform.instances import InstanceType
+    from kubetrain.model.instances import InstanceType
     mine = InstanceType(name="p5.4xlarge", vcpus=16, memory_gib=256, accelerator_resource="nvidia.com/gpu",
                         accelerators=1, accelerator="H100", accelerator_memory_gib=80, efa_interfaces=1,
                         gpudirect_rdma=True, peak_bf16_flops=989e12)

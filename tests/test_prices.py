@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from kubetrain.cost.price_sources import build_table, render
-from kubetrain.cost.props import PoolPricing
+from kubetrain.cost.cost_props import PoolPricing
 from kubetrain.cost.prices import PRICES_FILE, PriceTable, node_price, price_table, unpriced_reason
-from kubetrain.platform.instances import BUILTIN_CATALOG
+from kubetrain.model.instances import BUILTIN_CATALOG
 
 ROOT = Path(__file__).resolve().parents[1]
 REGIONS = ("us-east-1", "us-west-2")

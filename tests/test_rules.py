@@ -223,7 +223,7 @@ CASES = [
     ("KT703", {**CPU, "target": PyTorchJob(), "queue": "KUEUE"}, "target", {**CPU, "queue": "KUEUE"}),
     ("KT144", {**P5, "pod": {"node_selector": {"node.kubernetes.io/instance-type": "p4d.24xlarge"}}},
      "pod.node_selector.node.kubernetes.io/instance-type", {**P5, "pod": {"node_selector": {"team": "llm"}}}),
-    # The API server's rules, refused at the input (kubetrain.output.apiserver is the backstop: test_apiserver.py).
+    # The API server's rules, refused at the input (kubetrain.apiserver is the backstop: test_apiserver.py).
     ("KT130", pod(CPU, tolerations=[{"key": "a", "operator": "Exists", "value": "x"}]), "pod.tolerations.0.operator",
      pod(CPU, tolerations=[{"key": "a", "operator": "Exists"}])),
     ("KT130", pod(CPU, tolerations=[{"value": "x"}]), "pod.tolerations.0.operator",

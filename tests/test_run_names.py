@@ -23,8 +23,8 @@ from kubetrain import (
     TrainingJobProps,
 )
 from kubetrain.cli import app as cli
-from kubetrain.cost.props import Estimate
-from kubetrain.gitops.construct import ArgoCd
+from kubetrain.cost.cost_props import Estimate
+from kubetrain.gitops.argocd_construct import ArgoCd
 from kubetrain.jobs.run_names import HASH_PLACEHOLDER
 from kubetrain.output.manifests import render_objects, synth
 from kubetrain.state import diagnostics

@@ -73,7 +73,7 @@ def test_validate_never_starts_jsii():
     result = run([sys.executable, "-X", "importtime", "-m", "kubetrain", "validate", "dist"])
     assert result.returncode == 0, result.stdout + result.stderr
     imported = result.stderr
-    assert "kubetrain.output.validate" in imported
+    assert "kubetrain.validation.validate" in imported
     assert " cdk8s" not in imported and " jsii" not in imported and "kubetrain.output.manifests" not in imported
 
 

@@ -9,7 +9,7 @@ from conftest import kubetrain
 from kubetrain import App, Cluster, IndexedJob, TrainingJob, TrainJob
 from kubetrain.gitops.waves import references
 from kubetrain.kinds.base import Reference
-from kubetrain.kinds.registry import kind_of
+from kubetrain.kinds.kind_registry import kind_of
 from kubetrain.output.manifests import check_objects, render_objects
 from kubetrain.state import diagnostics
 

@@ -24,7 +24,7 @@ from kubetrain import (
     TrainingJobProps,
 )
 from kubetrain.output.manifests import render
-from kubetrain.output.validate import Schemas, validate_manifests
+from kubetrain.validation.validate import Schemas, validate_manifests
 from kubetrain.state import diagnostics
 
 from training.config import RunConfig, load_run_config

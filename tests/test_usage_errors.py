@@ -12,10 +12,10 @@ import pytest
 from conftest import ROOT, kubetrain, read_tree
 
 from kubetrain import App, Cluster, TrainingJob
-from kubetrain.jobs.props import TrainingJobProps
+from kubetrain.jobs.job_props import TrainingJobProps
 from kubetrain.kinds.pytorchjob import PyTorchJob
 from kubetrain.kinds.trainjob import TrainJob
-from kubetrain.platform.kueue import ClusterQueue, Cohort, ResourceFlavor
+from kubetrain.platform.kueue_queues import ClusterQueue, Cohort, ResourceFlavor
 from kubetrain.platform.node_pools import EfaNodePool
 from kubetrain.state import diagnostics
 from platform_support import P5, cluster, codes
@@ -196,7 +196,7 @@ def test_an_unknown_field_under_a_tagged_union_gets_did_you_mean(field, near):
     ("https://github.com/org/fleet/tree/main/dist", "https://github.com/org/fleet.git"),
     ("https://gitlab.com/org/fleet/-/blob/main/dist/a.yaml", "https://gitlab.com/org/fleet.git")])
 def test_a_browser_link_as_argo_cds_repository_gets_the_clone_url(url, clone):
-    from kubetrain.gitops.props import ArgoCdProps
+    from kubetrain.gitops.argocd_props import ArgoCdProps
 
     with pytest.raises(ValidationError) as error:
         ArgoCdProps.model_validate({"repo_url": url})

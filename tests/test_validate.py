@@ -24,7 +24,7 @@ def test_committed_dist_is_valid_with_the_shipped_schemas_and_the_upstream_crds(
 
 
 def test_shipped_schemas_are_what_the_generator_writes(crds, tmp_path):
-    from kubetrain.output.schemas import PROVENANCE, SHIPPED, generate
+    from kubetrain.validation.schemas import PROVENANCE, SHIPPED, generate
 
     # A kind whose CRD the upstream folder lacks keeps its shipped schema; every other one is regenerated.
     for path in SHIPPED.iterdir():

@@ -68,7 +68,7 @@ def run_synth(app_module: str = "apps", outdir: Path | None = None, strict: bool
 
 
 class _TerminalProgress:
-    """kubetrain.output.progress.Progress as one rich bar whose description follows the phase."""
+    """kubetrain.model.phases.Progress as one rich bar whose description follows the phase."""
 
     def __init__(self, bar: Any) -> None:
         self.bar = bar
@@ -122,7 +122,7 @@ def validate(
         help="Validate against this Kubernetes version. Default: each cluster's declared version.")] = None,
 ) -> None:
     """Strictly validate manifests offline: unknown fields, wrong types, bad names and unknown kinds are errors."""
-    from kubetrain.output.validate import Schemas, supported_kubernetes_versions, validate_manifests
+    from kubetrain.validation.validate import Schemas, supported_kubernetes_versions, validate_manifests
 
     paths = paths or [Path("dist")]
     problems = [f"{path} does not exist fix: give files or folders of manifests (run `kubetrain synth` to write dist)"
@@ -234,7 +234,7 @@ def plan(
 ) -> None:
     """Whether each job's queue can ever admit it and its pool can ever hold it: one row per job, then the pools.
     Exit 1 when a job can never start."""
-    from kubetrain.admission.plan import PlanInputError, exit_code, plan_dist, render_json, render_text
+    from kubetrain.admission.plan_command import PlanInputError, exit_code, plan_dist, render_json, render_text
 
     try:
         jobs, pools = plan_dist(dist)
@@ -253,9 +253,9 @@ def cost(
     """What every job's run costs: tokens, FLOPs, hours, GPU-hours and dollars, from dist/ and the price table."""
     from kubetrain.cost.annotations import CostInputError
     from kubetrain.cost.estimate import fleet_costs, pools
-    from kubetrain.cost.report import json_rows, render_text
+    from kubetrain.cost.cost_report import json_rows, render_text
     from kubetrain.gitops.diff import DiffInputError, load_objects
-    from kubetrain.output.validate import yaml_files
+    from kubetrain.validation.validate import yaml_files
 
     if not dist.is_dir():
         _print_errors([f"{dist} is not a folder: run kubetrain synth, or give --dist"])

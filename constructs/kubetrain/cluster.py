@@ -9,14 +9,14 @@ from pydantic import Field, field_validator
 
 from constructs import Construct
 from kubetrain.admission.synth import AdmissionRecord
-from kubetrain.diagnostics import DefinitionError
-from kubetrain.names import Dns1123Label
-from kubetrain.output.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
-from kubetrain.platform.instances import BUILTIN_CATALOG, InstanceType
+from kubetrain.model.diagnostics import DefinitionError
+from kubetrain.model.names import Dns1123Label
+from kubetrain.validation.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
+from kubetrain.model.instances import BUILTIN_CATALOG, InstanceType
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_NAMES
 from kubetrain.state import ClusterState, Emitted, diagnostics
-from kubetrain.strict import StrictProps
+from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
 
 # Namespaces the control plane creates and owns; kubetrain's objects never go there.

@@ -17,7 +17,7 @@ import traceback
 import cdk8s
 from pydantic import ValidationError
 
-from kubetrain.diagnostics import Diagnostics
+from kubetrain.model.diagnostics import Diagnostics
 from kubetrain.rules.registry import register
 from kubetrain.state import diagnostics
 from kubetrain_runtime.problems import ConfigError, Problem, model_named, problems_from_validation_error, unclaimed_rejections

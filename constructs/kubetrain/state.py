@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from constructs import Construct
-from kubetrain.diagnostics import Diagnostics
+from kubetrain.model.diagnostics import Diagnostics
 
 if TYPE_CHECKING:
     from kubetrain.admission.synth import AdmissionRecord
-    from kubetrain.gitops.props import ArgoCdProps
+    from kubetrain.gitops.argocd_props import ArgoCdProps
     from kubetrain.platform.queues import QueueSystem
     from kubetrain.platform.security import Level, PodCheck
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubetrain.output.apiserver.check import api_server_problems
-from kubetrain.output.validate import Manifest
+from kubetrain.validation.api_checks import api_server_problems
+from kubetrain.validation.validate import Manifest
 
 K8S = "kubernetes/kubernetes"
 
@@ -125,7 +125,7 @@ class CelRow:
 def check_cel(row: CelRow) -> None:
     from cel_expr_python import cel
 
-    from kubetrain.output.cel_library import environment
+    from kubetrain.validation.cel_library import environment
 
     where = f"{row.source} {row.id}: {row.expression}"
     expect = row.expect if row.kubetrain is None else row.kubetrain

@@ -98,7 +98,7 @@ def _patch_manifests(module: Any) -> None:
 
 
 PATCHES = {"kubetrain_runtime.problems": _patch_problems, "kubetrain_runtime.failures": _patch_failures,
-           "kubetrain.diagnostics": _patch_diagnostics,
+           "kubetrain.model.diagnostics": _patch_diagnostics,
            "kubetrain.fleet": _patch_fleet, "kubetrain.output.manifests": _patch_manifests}
 
 

@@ -5,7 +5,7 @@ fleet's objects as it builds them), `kubetrain plan` and `kubetrain diff` (on di
 Nothing here imports cdk8s: `kubetrain plan` starts no Node.js.
 
     requests.py   what Kueue counts for a job: its pod sets and each pod's requests, in Kueue's units
-    objects.py    one cluster's queues, cohorts, flavors, topologies, pools and namespaces, read from manifests
+    output/render.py    one cluster's queues, cohorts, flavors, topologies, pools and namespaces, read from manifests
     quota.py      Kueue's cohort tree: nominal quota, borrowing and lending limits, potentialAvailable
     flavors.py    Kueue's flavor assigner on an idle cluster: flavor matching, fitsResourceQuota, fungibility
     capacity.py   what a Karpenter pool can ever hold, in nodes and in one topology domain

@@ -4,7 +4,7 @@ The pool's node count (objects.Pool.capacity_nodes) is its static `replicas` (Ka
 many nodes, whatever is pending: karpenter.sh v1.8 docs, concepts/nodepools#specreplicas), else the smaller
 of max_nodes and the instances its capacity reservations hold. What one node gives pods is the pool's
 allocatable per instance type (instance less kube-reserved and the eviction threshold,
-kubetrain.platform.instances); the roomiest type counts, so every figure here is a lower bound on the nodes
+kubetrain.model.instances); the roomiest type counts, so every figure here is a lower bound on the nodes
 a real scheduler needs: a job refused on it can never run.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from kubetrain.admission.objects import Pool
-from kubetrain.admission.requests import ACCELERATORS, PodSet
+from kubetrain.admission.cluster_objects import Pool
+from kubetrain.model.pod_sets import ACCELERATORS, PodSet
 
 HOSTNAME_LEVEL = "kubernetes.io/hostname"  # a domain of this level is one node
 # Resources a pool lists when its nodes have them: a pod asking for one a pool does not list fits no node.

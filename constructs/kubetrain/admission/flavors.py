@@ -30,9 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.admission.objects import ClusterObjects, ClusterQueue, Flavor, FlavorResource, ResourceGroup
+from kubetrain.admission.cluster_objects import ClusterObjects, ClusterQueue, Flavor, FlavorResource, ResourceGroup
 from kubetrain.admission.quota import Amount, CohortTree
-from kubetrain.admission.requests import PODS, PodSet, show
+from kubetrain.model.pod_sets import PODS, PodSet, show
 
 TAINT_EFFECTS = ("NoSchedule", "NoExecute")  # what Kueue's flavor check considers
 SEARCH_BUDGET = 200_000  # combinations `search` tries before it gives up and assumes one exists

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from kubetrain.admission.objects import ClusterQueue, FlavorResource, QuotaHolder
+from kubetrain.admission.cluster_objects import ClusterQueue, FlavorResource, QuotaHolder
 
 UNLIMITED = math.inf
 Amount = int | float

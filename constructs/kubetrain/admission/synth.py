@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kubetrain.admission.objects import ClusterObjects, admission_kinds
+from kubetrain.admission.cluster_objects import ClusterObjects, admission_kinds
 from kubetrain.admission.quota import CohortTree
 from kubetrain.admission.verdict import plan_cluster, plan_jobs
-from kubetrain.diagnostics import Finding
+from kubetrain.model.diagnostics import Finding
 from kubetrain_runtime.problems import Problem
 
 if TYPE_CHECKING:

@@ -17,13 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubetrain.admission import rules
+from kubetrain.admission import admission_rules
 from kubetrain.admission.capacity import domain_nodes, nodes_needed, pods_per_node
 from kubetrain.admission.flavors import FlavorAssigner, Mismatch, Undecided
-from kubetrain.admission.objects import ClusterObjects, FlavorResource, Pool
+from kubetrain.admission.cluster_objects import ClusterObjects, FlavorResource, Pool
 from kubetrain.admission.quota import UNLIMITED, Amount, CohortTree
-from kubetrain.admission.requests import ACCELERATORS, CPU, PodSet, Workload, show
-from kubetrain.output.apiserver.meta import selector_matches
+from kubetrain.model.pod_sets import ACCELERATORS, CPU, PodSet, Workload, show
+from kubetrain.apiserver.meta import selector_matches
 from kubetrain.rules.registry import get
 
 PLACEMENT_LEVEL_CODE = "KT421"  # kubetrain.platform.queues: topology placement the queue cannot honour
@@ -60,7 +60,7 @@ class JobPlan:
     flavor: str | None = None  # the flavor Kueue assigns on an idle cluster
     quota: str | None = None  # the queue's nominal quota of the job's main resource in that flavor
     potential: str | None = None  # with what its cohort can lend
-    memory: dict[str, Any] | None = None  # one rank's memory estimate (kubetrain.jobs.memory), when synth made one
+    memory: dict[str, Any] | None = None  # one rank's memory estimate (kubetrain.jobs.memory_fit), when synth made one
 
     @property
     def verdict(self) -> str:
@@ -170,7 +170,7 @@ def _check_pool(plan: JobPlan, pool: Pool) -> None:
             return
         field, gang = "elastic.min_nodes", fewest
     if gang > capacity:
-        rule = rules.RESERVATION_TOO_SMALL if pool.limited_by.startswith("reserved") else rules.POOL_TOO_SMALL
+        rule = admission_rules.RESERVATION_TOO_SMALL if pool.limited_by.startswith("reserved") else admission_rules.POOL_TOO_SMALL
         shapes = {tuple(sorted(p.requests.items())) for p in pod_sets}
         per_node = pods_per_node(pool, pod_sets[0].requests) if len(shapes) == 1 else None
         packing = f" ({per_node} per node)" if per_node else ""
@@ -204,9 +204,9 @@ def _check_domains(plan: JobPlan, pool: Pool, pod_sets: Sequence[PodSet]) -> Non
                               "topology_domain_nodes says it when you know)")
         elif needed > size:
             plan.reasons.append(Reason(
-                rules.DOMAIN_TOO_SMALL.code, "placement.level",
+                admission_rules.DOMAIN_TOO_SMALL.code, "placement.level",
                 f"pod set {pod_set.name} needs {needed} nodes in one {placement.level} domain; pool {pool.name} has "
-                f"at most {size} in one", rules.DOMAIN_TOO_SMALL.fix))
+                f"at most {size} in one", admission_rules.DOMAIN_TOO_SMALL.fix))
 
 
 # -- the queue --------------------------------------------------------------------------------------
@@ -217,25 +217,25 @@ def _check_queue(plan: JobPlan, objects: ClusterObjects, tree: CohortTree) -> No
     if local is None:
         elsewhere = sorted(ns for ns, name in objects.local_queues if name == workload.queue)
         where = f" (LocalQueue {workload.queue} is in {', '.join(elsewhere)})" if elsewhere else ""
-        plan.reasons.append(Reason(rules.QUEUE_ELSEWHERE.code, "queue", f"there is no LocalQueue {workload.queue} in "
-                                   f"the job's namespace {workload.namespace}{where}", rules.QUEUE_ELSEWHERE.fix))
+        plan.reasons.append(Reason(admission_rules.QUEUE_ELSEWHERE.code, "queue", f"there is no LocalQueue {workload.queue} in "
+                                   f"the job's namespace {workload.namespace}{where}", admission_rules.QUEUE_ELSEWHERE.fix))
         return
     queue = objects.cluster_queues.get(local.cluster_queue)
     if queue is None:
-        plan.reasons.append(Reason(rules.QUEUE_ELSEWHERE.code, "queue", f"LocalQueue {local.name} points at "
+        plan.reasons.append(Reason(admission_rules.QUEUE_ELSEWHERE.code, "queue", f"LocalQueue {local.name} points at "
                                    f"ClusterQueue {local.cluster_queue}, which does not exist",
                                    "create the ClusterQueue, or point the LocalQueue at one that exists"))
         return
     plan.cluster_queue = queue.name
     labels = objects.namespaces.get(workload.namespace, {"kubernetes.io/metadata.name": workload.namespace})
     if not selector_matches(queue.namespace_selector, labels):
-        plan.reasons.append(Reason(rules.NAMESPACE_EXCLUDED.code, "queue", f"ClusterQueue {queue.name} (behind "
+        plan.reasons.append(Reason(admission_rules.NAMESPACE_EXCLUDED.code, "queue", f"ClusterQueue {queue.name} (behind "
                                    f"LocalQueue {local.name}) does not admit namespace {workload.namespace}: its "
-                                   "namespaceSelector excludes it", rules.NAMESPACE_EXCLUDED.fix))
+                                   "namespaceSelector excludes it", admission_rules.NAMESPACE_EXCLUDED.fix))
         return
     cycle = tree.in_cycle(queue.name)
     if cycle:
-        plan.reasons.append(Reason(rules.QUOTA_NEVER.code, "queue", f"cohort {cycle} of ClusterQueue {queue.name} is in "
+        plan.reasons.append(Reason(admission_rules.QUOTA_NEVER.code, "queue", f"cohort {cycle} of ClusterQueue {queue.name} is in "
                                    "a cycle of parents, and Kueue disables every member of such a tree",
                                    "break the cycle of Cohort parents"))
         return
@@ -261,17 +261,17 @@ def _structure_fits(plan: JobPlan, assigner: FlavorAssigner) -> bool:
     covered = sorted({r for g in queue.groups for r in g.covered})
     # A pod set no flavor takes is the first thing to fix: its pool's resources are often what is not covered.
     for resource in uncovered if not unmatched else ():
-        plan.reasons.append(Reason(rules.UNCOVERED.code, RESOURCE_FIELDS.get(resource, "resources"),
+        plan.reasons.append(Reason(admission_rules.UNCOVERED.code, RESOURCE_FIELDS.get(resource, "resources"),
                                    f"its pods request {resource}, which ClusterQueue {queue.name} does not cover "
-                                   f"(it covers {', '.join(covered) or 'nothing'})", rules.UNCOVERED.fix))
+                                   f"(it covers {', '.join(covered) or 'nothing'})", admission_rules.UNCOVERED.fix))
     for text, (names, found) in unmatched.items():
         topology = all(m.kind == "topology" for _, m in found) and any(
             p.placement for p in workload.pod_sets if p.name in names)
         code, field = (PLACEMENT_LEVEL_CODE, "placement.level") if topology else (
-            rules.NO_FLAVOR.code, "pool" if workload.pool else "queue")
+            admission_rules.NO_FLAVOR.code, "pool" if workload.pool else "queue")
         pods = "pod set" if len(names) == 1 else "pod sets"
         plan.reasons.append(Reason(code, field, f"no flavor of ClusterQueue {queue.name} takes {pods} "
-                                   f"{', '.join(names)}: {text}", rules.NO_FLAVOR.fix if not topology else
+                                   f"{', '.join(names)}: {text}", admission_rules.NO_FLAVOR.fix if not topology else
                                    "name a level of the Topology of the flavor for the job's pool, or give that "
                                    "flavor a Topology with the level"))
     return not uncovered and not unmatched
@@ -367,7 +367,7 @@ def _never(plan: JobPlan, assigner: FlavorAssigner) -> Reason:
     room = f"lower nodes to at most {best}" if best is not None and best < workload.pods else "lower nodes"
     others = f" (and {', '.join(fields[1:])})" if fields[1:] else ""
     quotas = f"{fields[0]}{others}" if fields else "quotas"
-    return Reason(rules.QUOTA_NEVER.code, "nodes", f"ClusterQueue {queue.name} (behind LocalQueue {workload.queue}) "
+    return Reason(admission_rules.QUOTA_NEVER.code, "nodes", f"ClusterQueue {queue.name} (behind LocalQueue {workload.queue}) "
                   f"can never admit its {workload.pods} pods: they request {detail}",
                   f"{room}, or raise ClusterQueue {queue.name}'s {quotas}, what its cohort lends, or its "
                   "borrowing_limit")
@@ -377,9 +377,9 @@ def _borrowing(plan: JobPlan, assigner: FlavorAssigner, chosen: list[dict[str, s
     queue, tree, workload = assigner.queue, assigner.tree, plan.workload
     outside = tree.outside_cohort(queue.name)
     if chosen is None:  # fits only if a cohort outside the fleet lends: unknown offline
-        return Reason(rules.BORROWS.code, "queue", f"ClusterQueue {queue.name} admits it only by borrowing through "
+        return Reason(admission_rules.BORROWS.code, "queue", f"ClusterQueue {queue.name} admits it only by borrowing through "
                       f"cohort {outside}, which is defined outside the fleet: whether it can lend enough is unknown "
-                      "offline", rules.BORROWS.fix)
+                      "offline", admission_rules.BORROWS.fix)
     used: dict[FlavorResource, int] = {}
     for pod_set, flavors in zip(workload.pod_sets, chosen):
         requests = assigner.requests(pod_set)
@@ -392,8 +392,8 @@ def _borrowing(plan: JobPlan, assigner: FlavorAssigner, chosen: list[dict[str, s
             lender = tree.lender(queue.name, (flavor, resource), total)[1]
             lines.append(f"{show(resource, total)} {resource} in flavor {flavor} against a nominal quota of "
                          f"{show(resource, nominal)}, the rest lent by cohort {lender}")
-    return Reason(rules.BORROWS.code, "queue", f"ClusterQueue {queue.name} admits it only by borrowing: "
-                  f"{'; '.join(lines)}, while other queues leave it unused", rules.BORROWS.fix)
+    return Reason(admission_rules.BORROWS.code, "queue", f"ClusterQueue {queue.name} admits it only by borrowing: "
+                  f"{'; '.join(lines)}, while other queues leave it unused", admission_rules.BORROWS.fix)
 
 
 def _show_quota(plan: JobPlan, assigner: FlavorAssigner, flavors: Sequence[dict[str, str]]) -> None:

@@ -1,7 +1,7 @@
 """The cost inputs that Kubernetes fields do not carry, as annotations on the emitted objects, so that the cost
 of any revision of dist/ can be read from dist/ alone.
 
-- `kubetrain.dev/estimate` on a job's run object: its Estimate (kubetrain.cost.props) as JSON, the fields the
+- `kubetrain.dev/estimate` on a job's run object: its Estimate (kubetrain.cost.cost_props) as JSON, the fields the
   job set (assumptions; a command job's work).
 - `kubetrain.dev/accelerator-peak-flops` on a job's run object: the dense bf16 peak of its accelerators when its
   instance type is not the built-in catalog's (a fleet's own InstanceType).
@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from kubetrain.cost.props import Estimate, PoolPricing
+from kubetrain.cost.cost_props import Estimate, PoolPricing
 from kubetrain_runtime.problems import problems_from_validation_error
 
 ESTIMATE = "kubetrain.dev/estimate"

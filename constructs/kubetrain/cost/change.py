@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.cost.estimate import JOB_LABEL, NODEPOOL_LABEL, JobCost, fleet_costs
-from kubetrain.cost.report import number, usd
+from kubetrain.cost.cost_report import number, usd
 from kubetrain.kinds.base import pod_specs
-from kubetrain.kinds.registry import kind_of, run_kind, shape_of
+from kubetrain.kinds.kind_registry import kind_of, run_kind, shape_of
 
 # Reads the manifests at the given paths of one side (relative to dist/) as (cluster folder, manifest).
 Loader = Callable[[Iterable[str]], list[tuple[str, dict[str, Any]]]]

@@ -22,11 +22,11 @@ from pydantic import ValidationError
 
 from kubetrain.cost.annotations import CostInputError, estimate_of, peak_flops_of, pricing_of
 from kubetrain.cost.prices import NodePrice, node_price, price_table, region_of, unpriced_reason
-from kubetrain.cost.props import Estimate, PoolPricing
+from kubetrain.cost.cost_props import Estimate, PoolPricing
 from kubetrain.jobs.memory_annotation import read_annotation
 from kubetrain.kinds.base import RunShape
-from kubetrain.kinds.registry import group_kind, run_kind, shape_of
-from kubetrain.platform.instances import BUILTIN_CATALOG
+from kubetrain.kinds.kind_registry import group_kind, run_kind, shape_of
+from kubetrain.model.instances import BUILTIN_CATALOG
 from training.config import RunConfig, parse_yaml
 from kubetrain_runtime.problems import problems_from_validation_error
 from training.flops import attention_flops_per_token, flops_per_token, parameter_count
@@ -103,7 +103,7 @@ class JobCost:
     work: Work | None
     peak_flops: float | None
     notes: list[str] = field(default_factory=list)
-    memory: dict[str, Any] | None = None  # one rank's memory estimate (kubetrain.jobs.memory), when synth made one
+    memory: dict[str, Any] | None = None  # one rank's memory estimate (kubetrain.jobs.memory_fit), when synth made one
 
     @property
     def key(self) -> tuple[str, str, str]:

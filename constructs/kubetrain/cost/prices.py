@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from kubetrain.cost.props import PoolPricing
+from kubetrain.cost.cost_props import PoolPricing
 
 PRICES_FILE = Path(__file__).with_name("prices.json")
 _REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-\d+)")

@@ -32,8 +32,8 @@ from typing import Any
 
 from kubetrain.gitops import waves
 from kubetrain.gitops.health import argocd_cm_patch
-from kubetrain.gitops.props import ArgoCdProps
-from kubetrain.kinds.registry import group_kind, kind_of
+from kubetrain.gitops.argocd_props import ArgoCdProps
+from kubetrain.kinds.kind_registry import group_kind, kind_of
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import ARGO_APP, ARGO_PROJECTS, ARGO_WAVES
 from kubetrain_runtime.problems import ConfigError, Problem
@@ -55,7 +55,7 @@ NO_WAVE = register(
     rationale="Argo CD applies objects wave by wave and waits for each wave to be healthy; a kind kubetrain "
               "does not know could be a workload that must wait for its queue, or a definition others need "
               "first, so it is not guessed.",
-    fix="describe the kind with its wave: kubetrain.kinds.registry.register(Kind(api_version, kind, wave)), "
+    fix="describe the kind with its wave: kubetrain.kinds.kind_registry.register(Kind(api_version, kind, wave)), "
         "the waves are in kubetrain.kinds.base",
     source=ARGO_WAVES)
 FOLDER_TAKEN = register(

@@ -20,7 +20,7 @@ from importlib.resources import files
 from typing import Any
 
 from kubetrain.kinds.base import Kind
-from kubetrain.kinds.registry import all_kinds
+from kubetrain.kinds.kind_registry import all_kinds
 
 HEALTH_KEY = "resource.customizations.health.{group}_{kind}"
 

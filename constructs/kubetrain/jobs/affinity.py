@@ -1,5 +1,5 @@
 """Affinity is Kubernetes' own structure: checked against the Kubernetes schema, then as the API server checks
-it (kubetrain.output.apiserver), not re-modelled."""
+it (kubetrain.apiserver), not re-modelled."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 import jsonschema
 from referencing import Registry, Resource
 
-from kubetrain.output.apiserver.pods import validate_affinity
-from kubetrain.output.apiserver.report import Report
+from kubetrain.apiserver.pods import validate_affinity
+from kubetrain.apiserver.report import Report
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from kubetrain_runtime.problems import INVALID_VALUE, rule_violation

@@ -70,9 +70,9 @@ from kubetrain.jobs.function_source import (
     future_flags,
     read,
 )
-from kubetrain.names import AbsolutePath, Dns1123Subdomain, config_map_key_problem
+from kubetrain.model.names import AbsolutePath, Dns1123Subdomain, config_map_key_problem
 from kubetrain.rules.registry import register
-from kubetrain.strict import StrictProps
+from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import Problem, Text, rule_violation
 
 RUN_PARAMETER = "run"  # a function with a parameter of this name gets kubetrain_runtime.Run from the launcher

@@ -33,7 +33,7 @@ import math
 import signal
 
 from kubetrain.jobs.function import FUNCTION_FILE, INSTALL_SCRIPT
-from kubetrain.jobs.profiling import profiled_program
+from kubetrain.jobs.nsys_profile import profiled_program
 from kubetrain.jobs.spec import CONFIG_FILE, CONFIG_MOUNT, JobSpec
 from training.config import RunConfig
 from kubetrain_runtime.dumps import (

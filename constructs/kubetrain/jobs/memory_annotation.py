@@ -1,5 +1,5 @@
 """A job's memory estimate as dist/ carries it: the `kubetrain.dev/memory` annotation on its run object, written
-by synth (kubetrain.jobs.memory) and read by `kubetrain plan` and `kubetrain cost`, which read dist/ alone and so
+by synth (kubetrain.jobs.memory_fit) and read by `kubetrain plan` and `kubetrain cost`, which read dist/ alone and so
 import nothing that builds constructs.
 
     kubetrain.dev/memory: '{"accelerator":"H100","basis":"run config at 16 ranks","capacity_gib":80.0,

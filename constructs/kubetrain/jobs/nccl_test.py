@@ -24,15 +24,15 @@ from pydantic import Field, InstanceOf
 
 from constructs import Construct
 from kubetrain.cluster import Cluster
-from kubetrain.jobs.props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
+from kubetrain.jobs.job_props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
 from kubetrain.kinds import mpijob
 from kubetrain.kinds.mpijob import longest_names, max_name_length
-from kubetrain.platform.construct import rejected_references
-from kubetrain.platform.kueue import LocalQueue
-from kubetrain.quantity import Quantity
+from kubetrain.platform.platform_construct import rejected_references
+from kubetrain.platform.kueue_queues import LocalQueue
+from kubetrain.model.quantity import Quantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import NCCL_TESTS
-from kubetrain.strict import StrictProps
+from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import ConfigError, Problem, validate_model
 
 NOT_A_GPU_POOL = register(

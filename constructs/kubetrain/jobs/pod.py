@@ -13,7 +13,7 @@ from kubetrain.jobs.function import PACKAGES_DIR, PACKAGES_ENV, PACKAGES_VOLUME,
 from kubetrain.jobs.launch import CONFIG_ENV, container_command, grace_period_s, launch_env
 from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, TRITON_CACHE_DIR, TRITON_VOLUME, JobSpec
 from kubetrain.platform.efa import efa_environment
-from kubetrain.quantity import parse_quantity
+from kubetrain.model.quantity import parse_quantity
 from kubetrain_runtime.config import CHECKPOINT_DIR_ENV, JOB_ENV
 from kubetrain_runtime.dumps import FR_BUFFER_ENTRIES, FR_BUFFER_ENV, FR_FILE_ENV, POD_FR_FILE
 
@@ -80,7 +80,7 @@ def container_resources(job: JobSpec) -> dict[str, dict[str, str]]:
     return {"requests": requests | extended, "limits": limits | extended}
 
 
-METRICS_PORT_NAME = "metrics"  # what the PodMonitor of kubetrain.platform.monitoring scrapes
+METRICS_PORT_NAME = "metrics"  # what the PodMonitor of kubetrain.platform.gpu_monitoring scrapes
 
 
 def metrics_ports(job: JobSpec) -> list[dict[str, Any]]:

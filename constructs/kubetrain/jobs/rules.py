@@ -27,17 +27,17 @@ from kubetrain.jobs.containers import container_part_problems
 from kubetrain.jobs.debugging import debugging_problems
 from kubetrain.jobs.function import index_env_problems
 from kubetrain.jobs.launch import stop_needs_s
-from kubetrain.jobs.memory import memory_problems
+from kubetrain.jobs.memory_fit import memory_problems
 from kubetrain.jobs.pod import container_resources, launcher_env, metrics_ports, placement, pod_annotations, pod_volumes
-from kubetrain.jobs.props import ClaimVolume, EmptyDirVolume
+from kubetrain.jobs.job_props import ClaimVolume, EmptyDirVolume
 from kubetrain.jobs.ranges import counts_dividing, describe, divisors, gaps
 from kubetrain.jobs.spec import JOB_LABEL, LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.kinds.target import JOB_CONTROLLER_LABELS
-from kubetrain.names import image_digest, image_tag
-from kubetrain.output.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
+from kubetrain.model.names import image_digest, image_tag
+from kubetrain.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.platform.efa import environment_problems
 from kubetrain.platform.identity import ServiceAccount, identity_problems
-from kubetrain.platform.instances import BUILTIN_CATALOG
+from kubetrain.model.instances import BUILTIN_CATALOG
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, pool_placement_problems
 from kubetrain.platform.queues import OTHER_SCHEDULER
 from kubetrain.platform.scheduling import OTHER_PLACE, PriorityClass
@@ -48,7 +48,7 @@ from kubetrain.platform.storage import (
     claim_namespace_problems,
     dataset_volume_problems,
 )
-from kubetrain.quantity import parse_quantity
+from kubetrain.model.quantity import parse_quantity
 from kubetrain.rules.registry import Rule, Severity, register
 from kubetrain.rules.sources import (
     CPU_LIMITS,
@@ -268,14 +268,14 @@ def one_process_per_accelerator(job: JobSpec) -> Iterator[Violation]:
 
 @job_rule("KT111", "error", "unknown instance type",
           rationale="The capacity rules need the instance's accelerators, EFA interfaces, CPU and memory.",
-          fix="use a type of the instance catalog (kubetrain.platform.instances), or register yours with "
+          fix="use a type of the instance catalog (kubetrain.model.instances), or register yours with "
               "Cluster(instance_types=[InstanceType(...)])",
-          source="constructs/kubetrain/platform/instances.py")
+          source="constructs/kubetrain/model/instances.py")
 def instance_type_known(job: JobSpec) -> Iterator[Violation]:
     if job.props.instance_type and job.instance is None:
         near = BUILTIN_CATALOG.near(job.props.instance_type)
         yield ("instance_type", f"unknown instance type {job.props.instance_type!r}",
-               f"{near}use a type of the instance catalog (kubetrain.platform.instances), or register yours with "
+               f"{near}use a type of the instance catalog (kubetrain.model.instances), or register yours with "
                "Cluster(instance_types=[InstanceType(...)])")
 
 

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 from kubetrain.jobs.command_flags import parallel_flags
 from kubetrain.jobs.function import PACKAGES_DIR, PACKAGES_VOLUME, Function
-from kubetrain.jobs.props import Command, NodeResources, Parallelism, Trainer, TrainingJobProps, Volume
+from kubetrain.jobs.job_props import Command, NodeResources, Parallelism, Trainer, TrainingJobProps, Volume
 from kubetrain.jobs.run_names import HASH_PLACEHOLDER
 from kubetrain.platform.efa import EFA_HUGEPAGES_DEFAULT
 
 if TYPE_CHECKING:
-    from kubetrain.platform.instances import InstanceType
+    from kubetrain.model.instances import InstanceType
 
 CONFIG_MOUNT = "/etc/kubetrain"
 CONFIG_FILE = "run.yaml"

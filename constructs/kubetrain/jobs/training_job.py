@@ -5,7 +5,7 @@
 
 Validation happens here, when the construct is created: the props' schema, the cluster's
 namespaces and names, the generic job rules and the target's own. Every problem of the job is
-recorded at once in the app's diagnostics (see kubetrain.diagnostics); a job with an error emits
+recorded at once in the app's diagnostics (see kubetrain.model.diagnostics); a job with an error emits
 nothing, and synth reports every problem of the fleet together.
 """
 
@@ -20,21 +20,21 @@ import cdk8s
 
 from kubetrain.cluster import Cluster, NodeOnDemand
 from kubetrain.cost import annotations
-from kubetrain.jobs.memory import memory_annotations
+from kubetrain.jobs.memory_fit import memory_annotations
 from kubetrain.jobs.pod import pod_template
-from kubetrain.jobs.props import TrainingJobProps
+from kubetrain.jobs.job_props import TrainingJobProps
 from kubetrain.jobs.rules import check_job, pod_security_check
 from kubetrain.jobs.run_names import rename_in_place, run_hash
 from kubetrain.jobs.spec import JobSpec
 from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION, pod_specs
-from kubetrain.objects import as_written, patch_object
-from kubetrain.platform.construct import rejected_references
-from kubetrain.platform.instances import BUILTIN_CATALOG
-from kubetrain.platform.kueue import queued_job_problems
+from kubetrain.output.render import as_written, patch_object
+from kubetrain.platform.platform_construct import rejected_references
+from kubetrain.model.instances import BUILTIN_CATALOG
+from kubetrain.platform.kueue_queues import queued_job_problems
 from kubetrain.platform.node_pools import patched_pod_problems
 from kubetrain.platform.security import check_pod_security, namespace_level
 from kubetrain.state import Emitted
-from kubetrain.strict import as_fields
+from kubetrain.model.strict import as_fields
 from kubetrain_runtime.problems import INVALID_VALUE, ConfigError, Problem, validate_model
 
 

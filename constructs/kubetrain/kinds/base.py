@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kubetrain.names import dns_1123_subdomain_problem
+from kubetrain.model.names import dns_1123_subdomain_problem
 
 if TYPE_CHECKING:
-    from kubetrain.admission.requests import PodSet
+    from kubetrain.model.pod_sets import PodSet
     from kubetrain.kinds.target import Created, Target
-    from kubetrain.output.apiserver.report import Report
+    from kubetrain.apiserver.report import Report
 
 Manifest = Mapping[str, Any]
 Sibling = Callable[[str, str], "dict[str, Any] | None"]  # (kind, name) -> another object of the same namespace

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kubetrain.admission.requests import count_of, pod_set
+from kubetrain.model.pod_sets import count_of, pod_set
 from kubetrain.kinds.base import (
     WORKLOADS,
     IgnoredFields,
@@ -39,7 +39,7 @@ from kubetrain.kinds.target import (
     fail_job_exit_codes,
     pod_failure_policy,
 )
-from kubetrain.output.apiserver.workloads import validate_job
+from kubetrain.apiserver.workloads import validate_job
 from kubetrain_runtime.problems import Problem
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ the pattern on purpose:
 - ConfigMaps, Secrets and Services come before the jobs that mount or address them, though a pod would only wait
   for them: a job then never starts against a missing config.
 
-What the API server checks beyond the schemas is each kind's `check` (kubetrain.output.apiserver: a Namespace's
+What the API server checks beyond the schemas is each kind's `check` (kubetrain.apiserver: a Namespace's
 name is a DNS-1123 label, a Service's a DNS-1035 label, a Deployment's pods are checked as pods); RBAC names are
 path segments. Pods, ReplicaSets, StatefulSets and CronJobs are checked where they appear (a controller creates
 them, or a fleet adds one) and have no sync wave: Argo CD would deliver no kubetrain object of theirs. The batch Job
@@ -18,8 +18,8 @@ is the Indexed Job target's kind (indexed_job.py).
 from __future__ import annotations
 
 from kubetrain.kinds.base import DEFINITIONS, NAMESPACES, PLATFORM, WORKLOADS, Kind, Manifest, Reference
-from kubetrain.names import path_segment_problem
-from kubetrain.output.apiserver.objects import (
+from kubetrain.model.names import path_segment_problem
+from kubetrain.apiserver.core_objects import (
     validate_config_map,
     validate_namespace,
     validate_persistent_volume,
@@ -29,7 +29,7 @@ from kubetrain.output.apiserver.objects import (
     validate_service,
     validate_storage_class,
 )
-from kubetrain.output.apiserver.workloads import validate_cron_job, validate_pod, validate_workload
+from kubetrain.apiserver.workloads import validate_cron_job, validate_pod, validate_workload
 
 
 def _claim_references(obj: Manifest) -> list[Reference]:

@@ -1,5 +1,5 @@
 """Kueue's own kinds (kueue.x-k8s.io/v1beta2, Kueue v0.19.2): the platform's queues, cohorts, flavors and
-topologies, for delivery and checks (kubetrain.platform.kueue builds them).
+topologies, for delivery and checks (kubetrain.platform.kueue_queues builds them).
 
 Waves: a Topology, a Cohort and a WorkloadPriorityClass are definitions others name; a ResourceFlavor names its
 Topology; a ClusterQueue names its flavors and its cohort, a LocalQueue its ClusterQueue, and jobs name the

@@ -1,5 +1,5 @@
 """The Prometheus operator's kinds (monitoring.coreos.com/v1, v0.93.0): the DCGM exporter's ServiceMonitor, the
-training pods' PodMonitor (kubetrain.platform.monitoring builds them) and the training alerts' PrometheusRule
+training pods' PodMonitor (kubetrain.platform.gpu_monitoring builds them) and the training alerts' PrometheusRule
 (kubetrain.platform.alerts), configuration in the platform wave. The PodMonitor and ServiceMonitor CRDs are the
 project's example/prometheus-operator-crd/ files at v0.93.0; the PrometheusRule CRD is the same folder's at the
 same tag.

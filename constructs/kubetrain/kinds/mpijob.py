@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kubetrain.admission.requests import replica_pod_sets
+from kubetrain.model.pod_sets import replica_pod_sets
 from kubetrain.kinds.base import (
     WORKLOADS,
     CrdSource,
@@ -38,12 +38,12 @@ from kubetrain.kinds.base import (
     scheduling_queue,
 )
 from kubetrain.kinds.target import Created, pod_from_template
-from kubetrain.names import dns_1035_label_problem, label_value_problem
+from kubetrain.model.names import dns_1035_label_problem, label_value_problem
 from kubetrain.platform.efa import EFA_HUGEPAGES_DEFAULT, efa_environment
 
 if TYPE_CHECKING:
     from kubetrain.jobs.nccl_test import NcclTestProps
-    from kubetrain.platform.instances import InstanceType
+    from kubetrain.model.instances import InstanceType
 
 API_VERSION = "kubeflow.org/v2beta1"
 LAUNCHER_SUFFIX, WORKER_SUFFIX = "-launcher", "-worker"

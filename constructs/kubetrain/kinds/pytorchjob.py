@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from kubetrain.admission.requests import count_of, replica_pod_sets
+from kubetrain.model.pod_sets import count_of, replica_pod_sets
 from kubetrain.kinds.base import (
     WORKLOADS,
     CrdSource,
@@ -45,7 +45,7 @@ from kubetrain.kinds.base import (
     scheduling_queue,
 )
 from kubetrain.kinds.target import Created, LocalPlan, LocalReplica, Target, pod_from_template
-from kubetrain.names import dns_1035_label_problem
+from kubetrain.model.names import dns_1035_label_problem
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import cite
 from kubetrain_runtime.problems import Problem

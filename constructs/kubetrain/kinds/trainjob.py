@@ -25,7 +25,7 @@ completions to numNodes and adds containerPort 29500 to container `node` (kubefl
 pkg/runtime/framework/plugins/torch/torch.go); JobSet makes one Job per replica, `<jobset>-<replicatedJob>-<j>`,
 Indexed by default, labelled `jobset.sigs.k8s.io/*`, with the JobSet's name as its pods' subdomain, and its
 webhook refuses a JobSet whose Job names, or pod names plus the 5-character suffix, are not DNS-1035 labels
-(jobset v0.12 pkg/webhooks/jobset_webhook.go). The Job controller then makes the pods (kubetrain.output.apiserver).
+(jobset v0.12 pkg/webhooks/jobset_webhook.go). The Job controller then makes the pods (kubetrain.apiserver).
 A TrainJob's own spec.trainer (image, command, args, env, resourcesPerNode) changes container `node` of
 those pods; its problems are the TrainJob's, the rest the runtime's.
 """
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from kubetrain.admission.requests import count_of, pod_set
+from kubetrain.model.pod_sets import count_of, pod_set
 from kubetrain.kinds.base import (
     PLATFORM,
     WORKLOADS,
@@ -63,7 +63,7 @@ from kubetrain.kinds.target import (
     fail_job_exit_codes,
     pod_failure_policy,
 )
-from kubetrain.names import dns_1035_label_problem
+from kubetrain.model.names import dns_1035_label_problem
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import TRAINER_STATUS
 from kubetrain_runtime.problems import Problem

@@ -1,5 +1,5 @@
 """Volcano's kinds (scheduling.volcano.sh/v1beta1, Volcano v1.15): a Queue, a definition jobs name, and the
-PodGroup of a gang, which comes with its job and names its queue (kubetrain.platform.volcano builds them).
+PodGroup of a gang, which comes with its job and names its queue (kubetrain.platform.volcano_queues builds them).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ class StatusEndpoint:
         self.on_status, self.on_refused = on_status, on_refused
         self.received: list[dict[str, Any]] = []  # every applied trainerStatus, in order
         self.status: dict[str, Any] = {}  # the TrainJob's status.trainerStatus now
-        from kubetrain.output.validate import Schemas
+        from kubetrain.validation.validate import Schemas
         self._schemas = Schemas()
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -125,7 +125,7 @@ class StatusEndpoint:
             problems.append(f"trainerStatus.lastUpdatedTime: {stamp!r} is not an RFC 3339 time")
         if problems:
             return problems
-        from kubetrain.output.validate import Manifest, supported_kubernetes_versions, validate_objects
+        from kubetrain.validation.validate import Manifest, supported_kubernetes_versions, validate_objects
         applied = {**self.trainjob, "status": {"trainerStatus": status}}
         findings = validate_objects([Manifest("status", applied)], self._schemas, supported_kubernetes_versions()[-1])
         return [f"{finding.path}: {finding.message}" for finding in findings]

@@ -26,11 +26,11 @@ import cdk8s
 from constructs import Construct
 from kubetrain.admission.synth import rendered_findings
 from kubetrain.cluster import Cluster
-from kubetrain.diagnostics import DefinitionError
-from kubetrain.objects import as_written
+from kubetrain.model.diagnostics import DefinitionError
+from kubetrain.output.render import as_written
 from kubetrain.output.emit import dump_manifest
-from kubetrain.output.progress import Progress, phase
-from kubetrain.output.validate import Manifest, Schemas, validate_objects
+from kubetrain.model.phases import Progress, phase
+from kubetrain.validation.validate import Manifest, Schemas, validate_objects
 from kubetrain.rules.registry import get as rule_named
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import CRDS, KV, PRUNING, cite

@@ -7,15 +7,15 @@ names below are the public ones.
 """
 
 PUBLIC = {
-    "kubetrain.platform.instances": ("InstanceType", "InstanceCatalog", "BUILTIN_INSTANCE_TYPES", "BUILTIN_CATALOG"),
+    "kubetrain.model.instances": ("InstanceType", "InstanceCatalog", "BUILTIN_INSTANCE_TYPES", "BUILTIN_CATALOG"),
     "kubetrain.platform.node_pools": ("NodePool", "EfaNodePool", "GpuNodePool", "CpuNodePool", "pool_placement_problems"),
     "kubetrain.platform.efa": ("NcclProfile", "efa_environment", "environment_problems"),
     "kubetrain.platform.storage": ("Claim", "FsxLustre", "Efs", "S3Bucket", "checkpoint_volume_problems",
                                    "dataset_volume_problems"),
-    "kubetrain.platform.kueue": ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "queued_job_problems"),
-    "kubetrain.platform.volcano": ("VolcanoQueue",),
+    "kubetrain.platform.kueue_queues": ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "queued_job_problems"),
+    "kubetrain.platform.volcano_queues": ("VolcanoQueue",),
     "kubetrain.platform.queues": ("TopologyPlacement",),
-    "kubetrain.platform.monitoring": ("DcgmExporter", "TrainingPodMonitor"),
+    "kubetrain.platform.gpu_monitoring": ("DcgmExporter", "TrainingPodMonitor"),
     "kubetrain.platform.security": ("PodSecurity", "pod_security_problems", "pod_security_labels",
                                     "namespace_level"),
 }

@@ -22,11 +22,11 @@ import promql_parser
 from pydantic import Field, InstanceOf
 
 from kubetrain.cluster import Cluster
-from kubetrain.names import Dns1123Subdomain, LabelKey, LabelValue, PrometheusDuration
-from kubetrain.platform.construct import PlatformConstruct
-from kubetrain.platform.monitoring import DCGM_FIELDS, DcgmExporter, TrainingPodMonitor
+from kubetrain.model.names import Dns1123Subdomain, LabelKey, LabelValue, PrometheusDuration
+from kubetrain.platform.platform_construct import PlatformConstruct
+from kubetrain.platform.gpu_monitoring import DCGM_FIELDS, DcgmExporter, TrainingPodMonitor
 from kubetrain.rules.registry import register
-from kubetrain.strict import StrictProps
+from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.metric_names import RUNTIME_METRICS
 from kubetrain_runtime.problems import Problem
 
@@ -44,7 +44,7 @@ UNEXPORTED_SERIES = register(
               "runtime's series and the DCGM fields its exporter collects; a rule of yours may read another "
               "exporter's (kube-state-metrics, node-exporter), which kubetrain cannot see.",
     fix="name a series the runtime (kubetrain_runtime/metric_names.py) or kubetrain's DCGM exporter "
-        "(kubetrain.platform.monitoring.DCGM_FIELDS) exports, or make sure another exporter writes it",
+        "(kubetrain.platform.gpu_monitoring.DCGM_FIELDS) exports, or make sure another exporter writes it",
     source=PROMETHEUS_RULES)
 GPU_ALERTS_WITHOUT_EXPORTER = register(
     "KT476", "error", "GPU alerts without a DCGM exporter",

@@ -33,7 +33,7 @@ from pydantic import Field, field_validator
 
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import CUDA_ENV, EFA_ENV, EKS_EFA, NCCL_ENV, PG, TUNER, cite
-from kubetrain.strict import StrictProps
+from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")

@@ -33,11 +33,11 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, model_validator
 
 from kubetrain.cluster import Cluster
-from kubetrain.names import Dns1123Label, Dns1123Subdomain, LabelKey, LabelValue
-from kubetrain.platform.construct import PlatformConstruct
+from kubetrain.model.names import Dns1123Label, Dns1123Subdomain, LabelKey, LabelValue
+from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import IAM_ARNS, IRSA, IRSA_WEBHOOK, POD_IDENTITY, cite
-from kubetrain.strict import StrictProps
+from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import Problem, Text, rule_violation
 
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"

@@ -34,20 +34,20 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from kubetrain.admission.flavors import tolerated
-from kubetrain.admission.objects import (
+from kubetrain.admission.cluster_objects import (
     ALLOCATABLE_ANNOTATION,
     DOMAIN_NODES_ANNOTATION,
     MAX_NODES_ANNOTATION,
     RESERVED_NODES_ANNOTATION,
 )
-from kubetrain.admission.requests import NODEPOOL_LABEL
+from kubetrain.model.pod_sets import NODEPOOL_LABEL
 from kubetrain.cluster import Cluster
 from kubetrain.cost import annotations as cost_annotations
 from kubetrain.cost.prices import node_price, unpriced_reason
-from kubetrain.cost.props import POOL_PRICING_INVALID, PoolPricing
+from kubetrain.cost.cost_props import POOL_PRICING_INVALID, PoolPricing
 from kubetrain.kinds.base import pod_specs
-from kubetrain.names import Dns1123Label, LabelKey
-from kubetrain.platform.aws_ids import (
+from kubetrain.model.names import Dns1123Label, LabelKey
+from kubetrain.model.aws_ids import (
     AvailabilityZone,
     CapacityReservationId,
     IamRoleName,
@@ -56,12 +56,12 @@ from kubetrain.platform.aws_ids import (
     SubnetId,
     region_of_zone,
 )
-from kubetrain.platform.construct import PlatformConstruct
-from kubetrain.platform.instances import InstanceType
-from kubetrain.quantity import HugePages2Mi, format_bytes, format_quantity, parse_quantity
+from kubetrain.platform.platform_construct import PlatformConstruct
+from kubetrain.model.instances import InstanceType
+from kubetrain.model.quantity import HugePages2Mi, format_bytes, format_quantity, parse_quantity
 from kubetrain.rules.registry import register, severity
 from kubetrain.rules.sources import EKS_EFA, KARPENTER_GPU, KARPENTER_NODECLASS, KARPENTER_TYPES, TAINTS, cite
-from kubetrain.strict import StrictProps
+from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -75,7 +75,7 @@ POD_DOES_NOT_FIT = register(
               "than one node of its pool can allocate stays Pending forever: Karpenter finds no instance type "
               "for it. Allocatable is the instance less kube-reserved and the eviction threshold.",
     fix="request at most the pool's allocatable figures, or choose a larger instance type",
-    source=cite(KARPENTER_TYPES, "constructs/kubetrain/platform/instances.py"))
+    source=cite(KARPENTER_TYPES, "constructs/kubetrain/model/instances.py"))
 TAINT_NOT_TOLERATED = register(
     "KT402", "error", "pod does not tolerate the pool's taints",
     rationale="Accelerator pools are tainted (nvidia.com/gpu, aws.amazon.com/neuron) so that only pods that need "
@@ -104,7 +104,7 @@ WRONG_INSTANCE_TYPE = register(
     rationale="A pool's instance types come from the cluster's catalog: an accelerator pool needs accelerator types "
               "(and an EFA pool EFA types), a CPU pool CPU types.",
     fix="use a type of the catalog that fits the pool, or register yours with Cluster(instance_types=[...])",
-    source="constructs/kubetrain/platform/instances.py")
+    source="constructs/kubetrain/model/instances.py")
 EFA_TYPE_WITHOUT_EFA = register(
     "KT433", "warning", "GPU pool without EFA on an instance type built for it",
     rationale="p4d, p5, p6 and their kind are sold for their EFA network with GPUDirect RDMA; on a GpuNodePool no "

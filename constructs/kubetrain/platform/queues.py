@@ -11,10 +11,10 @@ from typing import Literal
 from pydantic import Field
 
 from kubetrain.cluster import Cluster
-from kubetrain.names import LabelKey
+from kubetrain.model.names import LabelKey
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import KUEUE_JOBS, KUEUE_TAS, VOLCANO, cite
-from kubetrain.strict import StrictProps
+from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import Problem
 
 QueueSystem = Literal["kueue", "volcano"]

@@ -21,11 +21,11 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from kubetrain.cluster import Cluster
-from kubetrain.names import Dns1123Label
-from kubetrain.platform.construct import PlatformConstruct
+from kubetrain.model.names import Dns1123Label
+from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import PSS
-from kubetrain.strict import StrictProps
+from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
 
 Level = Literal["privileged", "baseline", "restricted"]

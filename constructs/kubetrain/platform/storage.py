@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from kubetrain.cluster import Cluster
-from kubetrain.names import AbsolutePath, Dns1123Label
-from kubetrain.platform.aws_ids import (
+from kubetrain.model.names import AbsolutePath, Dns1123Label
+from kubetrain.model.aws_ids import (
     REGION,
     FileSystemId,
     FsxMountName,
@@ -32,11 +32,11 @@ from kubetrain.platform.aws_ids import (
     SubnetId,
     bucket_name_problem,
 )
-from kubetrain.platform.construct import PlatformConstruct
-from kubetrain.quantity import PositiveByteQuantity
+from kubetrain.platform.platform_construct import PlatformConstruct
+from kubetrain.model.quantity import PositiveByteQuantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import DCP, FSX_CAPACITY, FSX_CSI, FSX_PERF, MOUNTPOINT, VOLUMES, cite
-from kubetrain.strict import StrictProps
+from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
 
 FSX_CAPACITY = register(
