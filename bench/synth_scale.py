@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from kubetrain import App, ClaimVolume, Cluster, NodeResources, RunConfig, Trainer, TrainingJob, TrainingJobProps
-from kubetrain.output.manifests import render_objects, synth
+from kubetrain.pipeline import render_objects, synth
 from kubetrain.validation.validate import Manifest, Schemas, validate_manifests, validate_objects
 
 RUN = RunConfig.model_validate({"model": {"vocab_size": 512, "dim": 64, "n_layers": 2, "n_heads": 4},

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain import App, Cluster
-from kubetrain.output.manifests import render_objects
+from kubetrain.pipeline import fleet_findings, render_objects
 from kubetrain.validation.validate import Manifest, Schemas, validate_objects
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 
@@ -47,11 +47,11 @@ def emitted(c: Cluster, crds: Path) -> dict[str, dict[str, Any]]:
 def rejected(c: Cluster, make: Callable[[], Any]) -> list[Problem]:
     """The problems `make()` records: a platform construct whose props cannot be read is rejected (it emits
     nothing, and what is built on it is not checked) instead of stopping the fleet."""
-    before = len(c.diagnostics.findings)
+    before = len(fleet_findings(c))
     assert make().rejected
-    return [f.problem for f in c.diagnostics.findings[before:]]
+    return [f.problem for f in fleet_findings(c)[before:]]
 
 
 def codes(c: Cluster) -> list[tuple[str, str, str]]:
     """(code, path, fix) of every finding recorded in the cluster's diagnostics."""
-    return [(f.problem.code, f.problem.path, f.problem.fix) for f in c.diagnostics.findings]
+    return [(f.problem.code, f.problem.path, f.problem.fix) for f in fleet_findings(c)]

@@ -32,8 +32,7 @@ from kubetrain import (
 )
 from cdk8s import JsonPatch
 from kubetrain.admission.plan_command import plan_files
-from kubetrain.output.manifests import render
-from kubetrain.state import diagnostics
+from kubetrain.pipeline import fleet_findings, render
 from platform_support import rejected
 
 PREAMBLE = '''
@@ -163,7 +162,7 @@ def job(c: Cluster, name: str, pool: Any, nodes: int, **extra: Any) -> TrainingJ
 
 
 def found(c: Cluster) -> list[tuple[str, str, str]]:
-    return [(f.problem.code, f.problem.path, f.problem.message) for f in diagnostics(c).findings]
+    return [(f.problem.code, f.problem.path, f.problem.message) for f in fleet_findings(c)]
 
 
 def codes(c: Cluster) -> list[tuple[str, str]]:
@@ -250,7 +249,7 @@ def test_a_hierarchy_lends_its_own_quota_within_lending_limits():
     assert "8 nvidia.com/gpu in flavor p5 against a nominal quota of 0, the rest lent by cohort team" in got[0][2]
     assert "24 nvidia.com/gpu in flavor p5 against a nominal quota of 0, the rest lent by cohort root" in got[1][2]
     assert "at most 24 (nominal quota 0, plus 24 cohort team can lend)" in got[2][2]
-    assert diagnostics(c).findings[2].problem.fix.startswith("lower nodes to at most 3,")
+    assert fleet_findings(c)[2].problem.fix.startswith("lower nodes to at most 3,")
 
 
 def test_a_topology_flavor_takes_only_jobs_that_ask_for_a_placement():
@@ -362,7 +361,7 @@ def _fleet(p5: dict, topology: bool, cohort_gpus: str, queues: list[dict], jobs:
 def test_synth_and_plan_reach_one_verdict(p5, topology, cohort_gpus, queues, jobs):
     c = _fleet(p5, topology, cohort_gpus, queues, jobs)
     at_synth: dict[str, set[tuple[str, str]]] = {}
-    for f in diagnostics(c).findings:
+    for f in fleet_findings(c):
         assert f.problem.code.startswith("KT") and f.problem.fix
         at_synth.setdefault(f.where, set()).add((f.problem.code, f.problem.path))
     files = {str(path): text.encode() for path, text in render(c.node.root).items()}

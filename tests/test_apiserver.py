@@ -18,6 +18,7 @@ import pytest
 import yaml
 from conftest import ROOT, dist_file, kubetrain
 from kubetrain.validation.validate import Manifest, Schemas, validate_objects
+from kubetrain.pipeline import fleet_errors
 
 DELETE = object()
 
@@ -34,7 +35,7 @@ def gpu_pytorchjob() -> dict[str, Any]:
     """A PyTorchJob on prod's p5 pool as kubetrain renders it: GPUs, EFA, huge pages, the pool's tolerations and
     affinity (the example fleet runs its GPU jobs as TrainJobs)."""
     from kubetrain import App, Cluster, EfaNodePool, NodeResources, PyTorchJob, RunConfig, Trainer, TrainingJob
-    from kubetrain.output.manifests import render_objects
+    from kubetrain.pipeline import render_objects
 
     app = App()
     cluster = Cluster(app, "prod", kubernetes_version="1.33", namespaces=["ml-prod"])
@@ -501,7 +502,7 @@ def broken_cases() -> list[tuple[str, str, dict[str, Any]]]:
 
 def test_synth_refuses_every_broken_object_with_its_code_and_path(tmp_path):
     from kubetrain import App, Cluster
-    from kubetrain.output.manifests import synth
+    from kubetrain.pipeline import synth
 
     from kubetrain_runtime.problems import ConfigError
 
@@ -540,7 +541,7 @@ def test_a_job_patch_is_checked_as_the_pods_the_operator_creates(tmp_path):
         TrainingJob,
         TrainingJobProps,
     )
-    from kubetrain.output.manifests import synth
+    from kubetrain.pipeline import synth
 
     from kubetrain_runtime.problems import ConfigError
 
@@ -565,7 +566,7 @@ def test_a_job_patch_is_checked_as_the_pods_the_operator_creates(tmp_path):
 def test_a_job_patch_of_a_trainjob_is_checked_in_the_pods_of_its_runtime(tmp_path):
     from cdk8s import JsonPatch
     from kubetrain import App, Cluster, NodeResources, RunConfig, Trainer, TrainingJob
-    from kubetrain.output.manifests import synth
+    from kubetrain.pipeline import synth
 
     from kubetrain_runtime.problems import ConfigError
 
@@ -587,8 +588,7 @@ def test_a_job_patch_of_a_trainjob_is_checked_in_the_pods_of_its_runtime(tmp_pat
 
 def test_input_the_api_server_would_refuse_emits_nothing():
     from kubetrain import App, Cluster, RunConfig, Trainer, TrainingJob
-    from kubetrain.output.manifests import render_objects
-    from kubetrain.state import diagnostics
+    from kubetrain.pipeline import render_objects
 
     app = App()
     cluster = Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"])
@@ -601,7 +601,7 @@ def test_input_the_api_server_would_refuse_emits_nothing():
                 pod={"tolerations": [{"key": "a", "operator": "Exists", "value": "x"}]})
     TrainingJob(cluster, "pages", **common, resources={**resources, "hugepages_2mi": "3Mi"})
     TrainingJob(cluster, "labelled", **common, resources=resources, pod={"labels": {"kubetrain.dev/job": "x"}})
-    assert sorted(f.problem.code for f in diagnostics(app).errors) == ["KT130", "KT132", "KT134"]
+    assert sorted(f.problem.code for f in fleet_errors(app)) == ["KT130", "KT132", "KT134"]
     assert [path.name for path in render_objects(app)] == ["Namespace.ml.yaml"]
 
 

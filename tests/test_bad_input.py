@@ -200,7 +200,7 @@ def test_a_file_git_tracks_is_the_repositorys_not_a_users_own(tmp_path):
 
 
 def test_an_interrupted_synths_leftovers_are_removed_by_the_next(tmp_path):
-    from kubetrain.output.manifests import MARKER
+    from kubetrain.output.writer import MARKER
 
     project = fleet(tmp_path)
     assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0
@@ -221,7 +221,7 @@ def test_an_interrupted_synths_leftovers_are_removed_by_the_next(tmp_path):
 
 
 def test_the_output_folder_is_exchanged_whole_or_filled_in_place(tmp_path):
-    from kubetrain.output.manifests import MARKER, _move_in, write_tree
+    from kubetrain.output.writer import MARKER, _move_in, write_tree
 
     out = tmp_path / "dist"
     write_tree({Path("a/ns/ConfigMap.one.yaml"): "one\n", Path("a/ns/ConfigMap.two.yaml"): "two\n"}, out)

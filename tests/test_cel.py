@@ -13,6 +13,7 @@ from conftest import ROOT, dist_file
 from kubetrain.validation.cel_rules import RulePlan, uses_old_self
 from kubetrain.validation.schemas import PROVENANCE, SHIPPED
 from kubetrain.validation.validate import Manifest, Schemas, validate_objects
+from kubetrain.pipeline import fleet_errors
 
 FIXTURE_CRDS = ROOT / "tests" / "fixtures" / "crds"
 
@@ -71,7 +72,7 @@ def test_a_rule_the_runtime_cannot_compile_is_a_finding_not_a_crash():
 # -- the shipped schemas' rules on real objects ------------------------------------------------------------
 
 def test_every_object_of_the_example_fleet_passes_every_rule():
-    from kubetrain.output.manifests import render_objects
+    from kubetrain.pipeline import render_objects
 
     from apps import build
 
@@ -147,7 +148,7 @@ def _pool_problems(**changes: Any) -> list[str]:
     props = {"instance_types": ["m5.4xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc1234"],
              "security_group_ids": ["sg-0abc1234"], "role": "KarpenterNodeRole-prod", "max_nodes": 2, **changes}
     CpuNodePool(cluster, "cpu", props)  # a pool whose props fail is recorded and emits nothing
-    return [finding.format() for finding in cluster.diagnostics.errors]
+    return [finding.format() for finding in fleet_errors(cluster)]
 
 
 @pytest.mark.parametrize(("changes", "expected"), [
@@ -173,7 +174,7 @@ def test_topology_levels_are_refused_at_the_input(levels, expected):
 
     cluster = Cluster(App(), "prod", kubernetes_version="1.33", namespaces=["ml"])
     assert Topology(cluster, "t", levels=levels).rejected
-    (line,) = [finding.format() for finding in cluster.diagnostics.errors]
+    (line,) = [finding.format() for finding in fleet_errors(cluster)]
     assert line.startswith(expected) and "[KT003]" in line
 
 
@@ -332,7 +333,7 @@ def _app_with(raw: dict[str, Any]):
 
 
 def _synth_lines(app, tmp_path: Path, crds: list[Path] | None = None) -> list[str]:
-    from kubetrain.output.manifests import synth
+    from kubetrain.pipeline import synth
 
     from kubetrain_runtime.problems import ConfigError
 

@@ -34,7 +34,7 @@ from kubetrain.cli import app as cli
 from kubetrain.cost.price_sources import build_table
 from kubetrain.cost.prices import PRICES_FILE, price_table
 from kubetrain.cost.cost_report import number, usd
-from kubetrain.output.manifests import synth
+from kubetrain.pipeline import fleet_findings, synth
 from kubetrain.model.instances import BUILTIN_CATALOG
 from platform_support import rejected
 from typer.testing import CliRunner
@@ -262,8 +262,8 @@ def test_estimates_that_contradict_the_workload_are_errors() -> None:
     cases = [({"estimate": Estimate(tokens=1e9, parameters=1e8)}, "estimate"),  # a trainer job's run config says it
              ({"workload": Command(command=["x.py"]), "estimate": Estimate(mfu=0.4)}, "estimate")]
     for props, path in cases:
-        _job(cluster, f"job{len(cluster.diagnostics.findings)}", **props)
-    assert [(f.problem.code, f.problem.path) for f in cluster.diagnostics.findings] == \
+        _job(cluster, f"job{len(fleet_findings(cluster))}", **props)
+    assert [(f.problem.code, f.problem.path) for f in fleet_findings(cluster)] == \
         [("KT470", path) for _, path in cases]
     half = rejection_of(Estimate(parameters=1e9, steps=10, global_batch=8))  # the tokens are not said
     assert half is not None and [(p.code, p.path) for p in half.problems] == [("KT470", "seq_len")]
@@ -314,7 +314,7 @@ def test_a_pool_without_a_price_is_a_warning_and_still_emitted(tmp_path: Path) -
     cluster = Cluster(app, "prod", kubernetes_version="1.33", namespaces=["ml"], instance_types=[own])
     pool = EfaNodePool(cluster, "own", **{**P5_POOL, "instance_types": ["p5.custom"]})
     _job(cluster, "gpt", pool)
-    assert [(f.problem.code, f.severity) for f in cluster.diagnostics.findings] == [("KT471", "warning")]
+    assert [(f.problem.code, f.severity) for f in fleet_findings(cluster)] == [("KT471", "warning")]
     row = _costs(app, tmp_path / "dist")["gpt"]
     assert (row["price_per_node_hour"], row["usd"]) == (None, None)
     assert row["peak_flops_per_gpu"] == 900e12 and row["hours"] > 0  # the fleet's own peak, from its annotation

@@ -22,7 +22,7 @@ from conftest import ROOT, kubetrain
 from kubetrain import App, Cluster, Function, PipIndexSecret, PyTorchJob, TrainingJob
 from kubetrain.jobs.function import INSTALL_SCRIPT
 from kubetrain.rules.registry import get as rule
-from kubetrain.state import diagnostics
+from kubetrain.pipeline import fleet_findings
 from platform_support import emitted
 
 from examples.fashion_mnist import train_fashion_mnist
@@ -288,7 +288,7 @@ def problems(workload, nodes: int = 2, env: dict | None = None) -> list[tuple[st
     app = App()
     TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "fn",
                 {**JOB, "nodes": nodes, "workload": workload, "env": env or {}})
-    return [(f.problem.code, f.problem.path, f.problem.message) for f in diagnostics(app).findings]
+    return [(f.problem.code, f.problem.path, f.problem.message) for f in fleet_findings(app)]
 
 
 def test_what_cannot_be_captured_faithfully_is_refused_with_its_reason(helpers):
@@ -434,7 +434,7 @@ def test_package_indexes_are_urls_without_credentials_which_a_secret_holds(helpe
         helpers.top_level, kwargs={"steps": 1}, packages=["numpy==2.*"],
         pip_index_urls=["https://pypi.org/simple", PipIndexSecret(secret="corp-pypi", key="url"),
                         "http://devpi.tools.svc:3141/root/pypi/+simple/"])})
-    assert diagnostics(c).findings == []
+    assert fleet_findings(c) == []
     objects = emitted(c, crds)
     [config] = [o for name, o in objects.items() if name.startswith("ConfigMap/fn")]
     assert config["data"]["requirements.txt"] == (

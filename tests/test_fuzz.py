@@ -11,7 +11,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubetrain import App, ArgoCd, Cluster, ConfigError, EfaNodePool, NcclTest, TrainingJob
-from kubetrain.output.manifests import render
+from kubetrain.pipeline import fleet_errors, fleet_findings, render
 from kubetrain.validation.validate import Schemas, validate_manifests
 from kubetrain.state import diagnostics
 
@@ -99,9 +99,9 @@ def test_any_definition_builds_or_is_reported(cluster_props, jobs):
         app = build(cluster_props, [dict(j) for j in jobs])
     except ConfigError:
         return  # a bad cluster definition: reported with field paths
-    found = diagnostics(app)
-    assert all(f.problem.code.startswith("KT") and f.problem.fix for f in found.findings)
-    if not found.errors:
+    found = fleet_findings(app)
+    assert all(f.problem.code.startswith("KT") and f.problem.fix for f in found)
+    if not [f for f in found if f.severity == "error"]:
         render(app)
 
 
@@ -126,13 +126,13 @@ def test_any_construct_id_or_env_value_is_reported_not_a_crash(id, env):
     EfaNodePool(cluster, id, **P5)
     NcclTest(cluster, id, image="img:1", instance_type="p5.48xlarge")
     ArgoCd(app, id, repo_url="https://example.com/fleet.git", destinations={})
-    found = diagnostics(app)
-    assert all(f.problem.code.startswith("KT") and f.problem.fix for f in found.findings)
+    found = fleet_findings(app)
+    assert all(f.problem.code.startswith("KT") and f.problem.fix for f in found)
     if not (isinstance(id, str) and id):
-        assert any(f.problem.path == "id" for f in found.errors)
+        assert any(f.problem.path == "id" for f in [f for f in found if f.severity == "error"])
     if any("\x00" in value for value in env.values()):
-        assert any(f.problem.path.startswith("env.") for f in found.errors)
-    if not found.errors:
+        assert any(f.problem.path.startswith("env.") for f in [f for f in found if f.severity == "error"])
+    if not [f for f in found if f.severity == "error"]:
         render(app)
 
 
@@ -160,7 +160,7 @@ valid_jobs = st.fixed_dictionaries({
 @given(st.lists(valid_jobs, min_size=1, max_size=2))
 def test_what_synth_accepts_validate_accepts(tmp_path_factory, jobs):
     app = build({"kubernetes_version": "1.33", "namespaces": ["ml"]}, [dict(j) for j in jobs])
-    if diagnostics(app).errors:
+    if fleet_errors(app):
         return
     out = tmp_path_factory.mktemp("fuzz")
     for path, text in render(app).items():

@@ -16,9 +16,10 @@ from kubetrain.gitops.argocd_props import ArgoCdProps
 from kubetrain.kinds import kind_registry
 from kubetrain.kinds.base import PLATFORM, Kind
 from kubetrain.kinds.kind_registry import all_kinds, group_kind
-from kubetrain.output.manifests import MARKER, dump_manifest, manifest_path, render_objects, replaceable, write_tree
+from kubetrain.output.writer import MARKER, manifest_path, replaceable, write_tree
+from kubetrain.output.emit import dump_manifest
+from kubetrain.pipeline import fleet_errors, render_objects
 from kubetrain.validation.validate import Manifest, Schemas, validate_objects
-from kubetrain.state import diagnostics
 
 import apps
 from kubetrain_runtime.problems import ConfigError
@@ -139,7 +140,7 @@ def test_every_problem_at_once() -> None:
 def test_bad_props_are_problems(props: dict, needle: str) -> None:
     app = apps.App()
     ArgoCd(app, "argocd", props)
-    assert needle in "\n".join(f.format() for f in diagnostics(app).errors)
+    assert needle in "\n".join(f.format() for f in fleet_errors(app))
 
 
 def _write(delivered: dict[Path, dict], repo: Path) -> Path:

@@ -21,7 +21,7 @@ from kubetrain import (
 )
 from kubetrain.cli import app as cli
 from kubetrain.gitops.diff import COMMENT_MARKER, FieldChange, Key, ObjectChange, Report, render_markdown
-from kubetrain.output.manifests import synth
+from kubetrain.pipeline import synth
 from typer.testing import CliRunner
 
 from apps.dev import tiny_gpt_run

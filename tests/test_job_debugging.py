@@ -6,8 +6,7 @@ import os
 import subprocess
 
 from kubetrain import App, Cluster, IndexedJob, TrainingJob
-from kubetrain.output.manifests import check_objects, render_objects
-from kubetrain.state import diagnostics
+from kubetrain.pipeline import check_objects, fleet_errors, render_objects
 
 CKPT = {"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}
 JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge", "target": IndexedJob(),
@@ -18,7 +17,7 @@ JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.4
 def container(**overrides) -> dict:
     app = App()
     TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job", {**JOB, **overrides})
-    assert diagnostics(app).errors == []
+    assert fleet_errors(app) == []
     objects = render_objects(app)
     check_objects(objects)
     (job,) = [obj for obj in objects.values() if obj["kind"] == "Job"]
@@ -79,8 +78,8 @@ def test_a_profile_that_cannot_be_read_later_is_refused():
         "output_dir": "/tmp/profiles", "ranks": [16]}}})
     TrainingJob(cluster, "nsys-in-command", {**JOB, "workload": {"kind": "command", "command": [
         "nsys", "profile", "-o", "/ckpt/p", "train.py"]}})
-    found = sorted((f.where.rsplit("/", 1)[-1], f.problem.code, f.problem.path) for f in diagnostics(app).errors)
+    found = sorted((f.where.rsplit("/", 1)[-1], f.problem.code, f.problem.path) for f in fleet_errors(app))
     assert found == [("lost", "KT173", "workload.profile.output_dir"), ("lost", "KT173", "workload.profile.ranks.0"),
                      ("nsys-in-command", "KT140", "workload.command.0")]
-    assert "NsysProfile" in diagnostics(app).errors[-1].problem.fix
+    assert "NsysProfile" in fleet_errors(app)[-1].problem.fix
 

@@ -20,8 +20,7 @@ from kubetrain import (
     TrainingJob,
     TrainJob,
 )
-from kubetrain.output.manifests import check_objects, render_objects
-from kubetrain.state import diagnostics
+from kubetrain.pipeline import check_objects, fleet_errors, fleet_findings, render_objects
 
 RUN = {"batch": {"global_size": 16, "micro_size": 1}, "max_steps": 10, "checkpoint": {"dir": "/ckpt/run"}}
 
@@ -50,9 +49,9 @@ def queued_job(**job: Any) -> TrainingJob:
 
 def synthesized(job: TrainingJob) -> tuple[dict[str, dict], list[tuple[str, str]]]:
     app = job.node.root
-    found = diagnostics(app)
-    if found.errors:
-        return {}, [(f.problem.code, f.problem.path) for f in found.errors]
+    found = fleet_findings(app)
+    if [f for f in found if f.severity == "error"]:
+        return {}, [(f.problem.code, f.problem.path) for f in [f for f in found if f.severity == "error"]]
     objects = render_objects(app)
     check_objects(objects)
     return {str(path): obj for path, obj in objects.items()}, []
@@ -121,7 +120,7 @@ def test_pod_security_checks_jobs_whatever_the_order_of_definition():
         TrainingJob(cluster, "plain", job)
         if not security_first:
             PodSecurity(cluster, namespaces=["ml"])
-        return [(f.where, f.problem.code, f.problem.path) for f in diagnostics(app).findings]
+        return [(f.where, f.problem.code, f.problem.path) for f in fleet_findings(app)]
 
     expected = [("c/ml/seed-style", "KT430", "nccl.host_network"), ("c/ml/own-choice", "KT430", "pod.host_network")]
     assert findings(security_first=True) == expected
@@ -162,7 +161,7 @@ def test_a_volcano_queue_gangs_the_pods_through_the_operator():
     TrainingJob(cluster, "job", {"image": "img:1", "nodes": 3, "procs_per_node": 1, "queue": VolcanoQueue(
         cluster, "research"), "resources": {"cpu": "2", "memory": "4Gi"}, "target": PyTorchJob(),
         "workload": {"kind": "command", "command": ["train.py"]}})
-    assert not diagnostics(app).errors
+    assert not fleet_errors(app)
     objects = render_objects(app)
     check_objects(objects)
     job = objects[next(p for p in objects if p.name == "PyTorchJob.job.yaml")]

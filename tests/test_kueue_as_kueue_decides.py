@@ -30,8 +30,8 @@ from kubetrain import (
 )
 from kubetrain.admission.plan_command import plan_dist, plan_files
 from kubetrain.model.diagnostics import DefinitionError
-from kubetrain.output.manifests import add_render_step, render, synth
-from kubetrain.state import diagnostics
+from kubetrain.state import add_render_step
+from kubetrain.pipeline import fleet_findings, render, synth
 from platform_support import emitted, rejected
 
 P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-00000001"],
@@ -50,7 +50,7 @@ def job(c: Cluster, name: str, pool: Any, nodes: int, queue: LocalQueue, **extra
 
 
 def found(c: Cluster) -> list[tuple[str, str, str]]:
-    return [(f.problem.code, f.problem.path, f.problem.message) for f in diagnostics(c).findings]
+    return [(f.problem.code, f.problem.path, f.problem.message) for f in fleet_findings(c)]
 
 
 def planned(c: Cluster) -> dict[str, Any]:

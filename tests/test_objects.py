@@ -11,7 +11,7 @@ from cdk8s_plus_33 import k8s
 from conftest import ROOT
 from kubetrain import App, Cluster, JsonPatch, PodSecurity, TrainingJob
 from kubetrain.output.render import written
-from kubetrain.output.manifests import render, render_objects
+from kubetrain.pipeline import render, render_objects
 from kubetrain.state import FleetState, diagnostics, fleet_state
 
 import apps
@@ -98,7 +98,7 @@ def test_objects_added_with_cdk8s_are_rendered_by_cdk8s_and_validated():
     assert objects["c/ml/Secret.raw.yaml"]["metadata"]["labels"]["kubetrain.dev/cluster"] == "c"
     raw.add_json_patch(JsonPatch.add("/spec", {"bogus": 1}))  # a Secret has no spec: the API server refuses it
     with pytest.raises(ConfigError) as info:
-        from kubetrain.output.manifests import check_objects
+        from kubetrain.pipeline import check_objects
         check_objects(render_objects(app))
     assert [p.code for p in info.value.problems] == ["KT602"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, kubetrain
 from kubetrain import App, Cluster, ClusterQueue, Command, EfaNodePool, LocalQueue, ResourceFlavor, TrainingJob
-from kubetrain.output.manifests import synth
+from kubetrain.pipeline import synth
 
 P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-00000001"],
       "security_group_ids": ["sg-00000001"], "role": "NodeRole"}

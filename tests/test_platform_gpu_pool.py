@@ -14,9 +14,8 @@ from kubetrain import (
     ResourceFlavor,
     TrainingJob,
 )
-from kubetrain.output.manifests import check_objects, render_objects
+from kubetrain.pipeline import check_objects, fleet_findings, render_objects
 from kubetrain.model.instances import BUILTIN_CATALOG
-from kubetrain.state import diagnostics
 from platform_support import cluster, codes, emitted, pools
 
 G5 = {"instance_types": ["g5.12xlarge"], "zones": ["us-west-2a", "us-west-2b"],
@@ -36,9 +35,9 @@ def job_on_g5(**job: Any) -> tuple[dict[str, dict], list[tuple[str, str]]]:
              "volumes": [{"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}],
              "workload": {"kind": "trainer", "run": RUN}}
     TrainingJob(c, "job", {**props, **job})
-    found = diagnostics(app)
-    if found.errors:
-        return {}, [(f.problem.code, f.problem.path) for f in found.errors]
+    found = fleet_findings(app)
+    if [f for f in found if f.severity == "error"]:
+        return {}, [(f.problem.code, f.problem.path) for f in [f for f in found if f.severity == "error"]]
     objects = render_objects(app)
     check_objects(objects)
     return {str(path): obj for path, obj in objects.items()}, []
@@ -83,7 +82,7 @@ def test_gpu_pool_types_and_shapes_are_checked(crds):
     GpuNodePool(c, "neuron", **{**G5, "instance_types": ["trn1.32xlarge"]})
     GpuNodePool(c, "cpu", **{**G5, "instance_types": ["m5.xlarge"]})
     GpuNodePool(c, "p5", **{**G5, "instance_types": ["p5.48xlarge"]})  # works, but pays for EFA it never uses
-    found = [(f.where, f.problem.code, f.problem.path) for f in c.diagnostics.findings]
+    found = [(f.where, f.problem.code, f.problem.path) for f in fleet_findings(c)]
     assert found == [("prod/nodepool/mixed", "KT405", "instance_types"),
                      ("prod/nodepool/neuron", "KT406", "instance_types.0"),
                      ("prod/nodepool/cpu", "KT406", "instance_types.0"),
@@ -95,7 +94,7 @@ def test_gpu_pool_types_and_shapes_are_checked(crds):
     EfaNodePool(c, "g5", **{**G5, "instance_types": ["g5.xlarge"], "zones": ["us-west-2a"],
                             "subnet_ids": ["subnet-0abc1234"]})
     CpuNodePool(c, "g6", **{**G5, "instance_types": ["g6.xlarge"]})
-    assert [(f.problem.code, f.problem.message) for f in c.diagnostics.findings if f.problem.code == "KT406"] == [
+    assert [(f.problem.code, f.problem.message) for f in fleet_findings(c) if f.problem.code == "KT406"] == [
         ("KT406", "g5.xlarge has no EFA interfaces: use a GpuNodePool"),
         ("KT406", "g6.xlarge has accelerators: use a GpuNodePool (or an EfaNodePool)")]
 

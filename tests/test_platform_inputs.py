@@ -15,10 +15,10 @@ from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.security import PodSecurity
 from kubetrain.platform.storage import Efs, FsxLustre, S3Bucket
 from kubetrain.platform.volcano_queues import VolcanoQueue
-from kubetrain.state import diagnostics
 from platform_support import CPU, P5
 
 from kubetrain_runtime.problems import ConfigError, unclaimed_rejections
+from kubetrain.pipeline import fleet_errors
 
 FS = "fs-0123456789abcdef0"
 FSX = {"file_system_id": FS, "dns_name": f"{FS}.fsx.us-west-2.amazonaws.com", "mount_name": "abcdefgh"}
@@ -32,7 +32,7 @@ def problems(define: Callable[[App, Cluster], Any]) -> list[tuple[str, str]]:
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml", "other"])
     unclaimed_rejections()
     define(app, cluster)
-    found = [(f.problem.code, f.problem.path) for f in diagnostics(app).errors]
+    found = [(f.problem.code, f.problem.path) for f in fleet_errors(app)]
     return found + [(p.code, p.path) for r in unclaimed_rejections() for p in r.problems]
 
 

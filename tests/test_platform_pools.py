@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from kubetrain.platform.kueue_queues import ResourceFlavor
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool, pool_placement_problems
+from kubetrain.pipeline import fleet_errors
 from platform_support import CPU, P5, cluster, codes, emitted, pools, rejected
 
 
@@ -109,7 +110,7 @@ def test_bad_props_are_recorded_and_what_is_built_on_the_pool_is_not_checked(crd
     c = cluster()
     pool = EfaNodePool(c, "p5", **{**P5, "max_nodes": 0, "consolidate_after": "soon", "zone": "us-west-2a"})
     assert pool.rejected
-    assert {(p.code, p.path) for p in c.diagnostics.errors and [f.problem for f in c.diagnostics.errors]} == {
+    assert {(p.code, p.path) for p in fleet_errors(c) and [f.problem for f in fleet_errors(c)]} == {
         ("KT003", "max_nodes"), ("KT003", "consolidate_after"), ("KT001", "zone")}
     # A flavor on the rejected pool is rejected in turn (KT011); the cluster's other pools go on.
     [problem] = rejected(c, lambda: ResourceFlavor(c, "p5", pool=pool))

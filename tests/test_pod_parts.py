@@ -21,7 +21,7 @@ from kubetrain import (
     TrainJob,
     VolumeMount,
 )
-from kubetrain.state import diagnostics
+from kubetrain.pipeline import fleet_findings
 from platform_support import emitted
 
 ROLE = "arn:aws:iam::111122223333:role/training/checkpoints"
@@ -53,7 +53,7 @@ def test_the_seed_guides_pod_parts_without_a_patch(crds):
         TrainingJob(c, "gpt", {**JOB, "target": target,
                                "resources": NodeResources(cpu="2", memory="4Gi", cpu_limit="2"),
                                "pod": PodSettings(**the_seed_guides_parts(c))})
-        assert diagnostics(c).findings == []
+        assert fleet_findings(c) == []
         objects = emitted(c, crds)  # strict schemas of Kubernetes 1.33 and the operators' CRDs
         assert objects["PriorityClass/training-high"] == {
             "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
@@ -89,7 +89,7 @@ def test_pod_identity_and_the_defaults():
     c = Cluster(App(), "prod", kubernetes_version="1.33", namespaces=["ml"])
     ServiceAccount(c, "loader", pod_identity_role_arn="arn:aws:iam::111122223333:role/loader")
     TrainingJob(c, "plain", {**JOB, "target": PyTorchJob()})
-    from kubetrain.output.manifests import render_objects
+    from kubetrain.pipeline import render_objects
     objects = {f"{o['kind']}/{o['metadata']['name']}": o for o in render_objects(c.node.root).values()}
     assert objects["ServiceAccount/loader"]["metadata"]["annotations"] == {
         "kubetrain.dev/eks-pod-identity-role-arn": "arn:aws:iam::111122223333:role/loader"}
@@ -111,7 +111,7 @@ def test_platform_objects_are_checked_like_every_input():
     ServiceAccount(c, "both", iam_role_arn=ROLE, pod_identity_role_arn=ROLE)
     ServiceAccount(c, "short-account", iam_role_arn="arn:aws:iam::1111:role/x")
     ServiceAccount(c, "elsewhere", namespace="other")
-    found = [(f.where, f.problem.code, f.problem.path, f.problem.fix) for f in diagnostics(c).findings]
+    found = [(f.where, f.problem.code, f.problem.path, f.problem.fix) for f in fleet_findings(c)]
     assert [row[:3] for row in found] == [
         ("prod/priorityclass/too-high", "KT152", "value"),
         ("prod/priorityclass/system-training", "KT152", "name"),
@@ -122,7 +122,7 @@ def test_platform_objects_are_checked_like_every_input():
         ("prod/serviceaccount/short-account", "KT154", "iam_role_arn"),
         ("prod/serviceaccount/elsewhere", "KT109", "namespace")]
     assert "did you mean 'preemption_policy'" in found[3][3]
-    assert "that is a role's name" in [f.problem.message for f in diagnostics(c).findings][4]
+    assert "that is a role's name" in [f.problem.message for f in fleet_findings(c)][4]
 
 
 def test_typed_parts_report_mistakes_with_their_paths():
@@ -131,7 +131,7 @@ def test_typed_parts_report_mistakes_with_their_paths():
                          "pod": PodSettings(liveness_probe=Probe(period_s=0, http_get=HttpGet(port="metrics")),
                                             startup_probe=Probe(),
                                             init_containers=[InitContainer(name="Fetch", command=[])])})
-    found = [(f.problem.code, f.problem.path) for f in diagnostics(c).findings]
+    found = [(f.problem.code, f.problem.path) for f in fleet_findings(c)]
     assert ("KT001", "resources.cpu_limt") in found
     assert ("KT003", "pod.liveness_probe.period_s") in found
     assert ("KT150", "pod.startup_probe") in found
@@ -143,6 +143,6 @@ def test_init_containers_count_for_pod_security(crds):
     PodSecurity(c, level="restricted")
     TrainingJob(c, "j", {**JOB, "pod": {"security_context": {"run_as_non_root": True, "run_as_user": 1000},
                                         "init_containers": [{"name": "fetch", "command": ["true"]}]}})
-    paths = {f.problem.path for f in diagnostics(c).findings if f.problem.code == "KT430"}
+    paths = {f.problem.path for f in fleet_findings(c) if f.problem.code == "KT430"}
     assert "pod.init_containers.0.securityContext.capabilities.drop" in paths
     assert "pod.containers.0.securityContext.capabilities.drop" in paths

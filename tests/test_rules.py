@@ -21,7 +21,7 @@ from kubetrain import (
     TrainingJob,
 )
 from kubetrain.rules.catalog import every_rule, markdown_table
-from kubetrain.state import diagnostics
+from kubetrain.pipeline import fleet_findings
 
 RUN = {"batch": {"global_size": 64, "micro_size": 1}, "max_steps": 10, "optimizer": {"warmup_steps": 1},
        "checkpoint": {"dir": "/ckpt/run"}}
@@ -68,7 +68,7 @@ def findings(props: dict[str, Any], name: str = "job") -> list[tuple[str, str]]:
         queue = ClusterQueue(cluster, "q", flavors=[ResourceFlavor(cluster, "cpu", pool=pool)])
         props = {**props, "pool": pool, "queue": LocalQueue(cluster, "q", cluster_queue=queue)}
     TrainingJob(cluster, name, props)
-    return [(f.problem.code, f.problem.path) for f in diagnostics(app).findings]
+    return [(f.problem.code, f.problem.path) for f in fleet_findings(app)]
 
 
 def with_env(base: dict, **env: str) -> dict:
@@ -333,7 +333,7 @@ def test_a_range_rule_is_one_line_whatever_the_range():
     props = {**run(CPU, batch={"global_size": 16, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 2**31 - 1}}
     app = App()
     TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job", props)
-    (finding,) = [f for f in diagnostics(app).findings if f.problem.code == "KT201"]
+    (finding,) = [f for f in fleet_findings(app) if f.problem.code == "KT201"]
     assert "it is not at 3, 5-7, 9-15, 17-2147483647 nodes" in finding.problem.message
     assert "(1, 2, 4, 8, 16)" in finding.problem.fix
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 from kubetrain import App, ArgoCd, ArgoCdProps, Cluster, EfaNodePool, FsxLustre, JsonPatch, PyTorchJob, TrainingJob
-from kubetrain.output.manifests import synth
-from kubetrain.state import diagnostics
+from kubetrain.pipeline import fleet_findings, synth
 
 from kubetrain_runtime.problems import ConfigError
 
@@ -32,7 +31,7 @@ def fleet() -> tuple[App, Cluster]:
 
 
 def reported(app: App) -> list[tuple[str, str]]:
-    return [(f.problem.code, f.problem.path) for f in diagnostics(app).findings]
+    return [(f.problem.code, f.problem.path) for f in fleet_findings(app)]
 
 
 @pytest.mark.parametrize(("run", "code", "path"), [

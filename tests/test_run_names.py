@@ -26,8 +26,7 @@ from kubetrain.cli import app as cli
 from kubetrain.cost.cost_props import Estimate
 from kubetrain.gitops.argocd_construct import ArgoCd
 from kubetrain.jobs.run_names import HASH_PLACEHOLDER
-from kubetrain.output.manifests import render_objects, synth
-from kubetrain.state import diagnostics
+from kubetrain.pipeline import fleet_findings, fleet_warnings, render_objects, synth
 from typer.testing import CliRunner
 
 from apps.dev import tiny_gpt_run
@@ -146,9 +145,9 @@ def test_argo_cd_delivering_runs_under_fixed_names_is_a_warning_at_synth(tmp_pat
         return app
     fixed = fleet("fixed")
     synth(fixed, tmp_path / "fixed")  # a warning: synth writes
-    (warning,) = [f for f in diagnostics(fixed).warnings if f.problem.code == "KT504"]
+    (warning,) = [f for f in fleet_warnings(fixed) if f.problem.code == "KT504"]
     assert warning.where == "dev" and warning.problem.path == "run_names" and "(gpt)" in warning.problem.message
     assert "content-hash" in warning.problem.fix
     hashed = fleet("content-hash")
     synth(hashed, tmp_path / "hashed")
-    assert not [f for f in diagnostics(hashed).findings if f.problem.code == "KT504"]
+    assert not [f for f in fleet_findings(hashed) if f.problem.code == "KT504"]

@@ -74,11 +74,13 @@ def test_validate_never_starts_jsii():
     assert result.returncode == 0, result.stdout + result.stderr
     imported = result.stderr
     assert "kubetrain.validation.validate" in imported
-    assert " cdk8s" not in imported and " jsii" not in imported and "kubetrain.output.manifests" not in imported
+    assert " cdk8s" not in imported and " jsii" not in imported and "kubetrain.pipeline" not in imported
 
 
 def test_render_steps_run_after_every_chart_and_their_objects_are_validated(tmp_path):
-    from kubetrain.output.manifests import add_render_step, manifest_path, synth
+    from kubetrain.state import add_render_step
+    from kubetrain.output.writer import manifest_path
+    from kubetrain.pipeline import synth
 
     from apps import build
     from kubetrain_runtime.problems import ConfigError

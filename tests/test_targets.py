@@ -10,8 +10,7 @@ from kubetrain import App, Cluster, IndexedJob, TrainingJob, TrainJob
 from kubetrain.gitops.waves import references
 from kubetrain.kinds.base import Reference
 from kubetrain.kinds.kind_registry import kind_of
-from kubetrain.output.manifests import check_objects, render_objects
-from kubetrain.state import diagnostics
+from kubetrain.pipeline import check_objects, fleet_errors, fleet_findings, render_objects
 
 from kubetrain_runtime.failures import PERMANENT_EXITS
 
@@ -25,9 +24,9 @@ JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.4
 def build(**overrides) -> tuple[dict[str, dict], list[tuple[str, str]]]:
     app = App()
     TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job", {**JOB, **overrides})
-    found = diagnostics(app)
-    if found.errors:
-        return {}, [(f.problem.code, f.problem.path) for f in found.errors]
+    found = fleet_findings(app)
+    if [f for f in found if f.severity == "error"]:
+        return {}, [(f.problem.code, f.problem.path) for f in [f for f in found if f.severity == "error"]]
     objects = render_objects(app)
     check_objects(objects)  # strict validation, as synth does
     return {str(path): obj for path, obj in objects.items()}, []
@@ -95,7 +94,7 @@ def test_name_limits_are_the_targets(target, longest):
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
     TrainingJob(cluster, "j" * longest, {**JOB, "target": target})
     TrainingJob(cluster, "k" * (longest + 1), {**JOB, "target": target})
-    assert [(f.where, f.problem.code) for f in diagnostics(app).errors] == [(f"c/ml/{'k' * (longest + 1)}", "KT101")]
+    assert [(f.where, f.problem.code) for f in fleet_errors(app)] == [(f"c/ml/{'k' * (longest + 1)}", "KT101")]
 
 
 def test_the_dev_job_trains_the_same_on_every_target(tmp_path):
@@ -126,8 +125,8 @@ def test_nccl_test_measures_a_gpu_pool_over_efa():
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
     NcclTest(cluster, "nccl", image="nccl-tests:1", instance_type="p5.48xlarge", nodes=4)
     NcclTest(cluster, "cpu", image="nccl-tests:1", instance_type="c5.xlarge")
-    assert [(f.where, f.problem.code) for f in diagnostics(app).errors] == [("c/ml/cpu", "KT702")]
-    diagnostics(app).findings.clear()
+    assert [(f.where, f.problem.code) for f in fleet_errors(app)] == [("c/ml/cpu", "KT702")]
+    fleet_findings(app).clear()
     objects = render_objects(app)
     check_objects(objects)
     job = objects[next(p for p in objects if p.name == "MPIJob.nccl.yaml")]
@@ -146,8 +145,8 @@ def test_an_nccl_test_name_leaves_room_for_the_mpi_operators_names():
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
     NcclTest(cluster, "n" * 54, image="nccl-tests:1", instance_type="p5.48xlarge")  # <name>-launcher: 63
     NcclTest(cluster, "m" * 55, image="nccl-tests:1", instance_type="p5.48xlarge")
-    (error,) = diagnostics(app).errors
+    (error,) = fleet_errors(app)
     assert (error.where, error.problem.code, error.problem.path) == (f"c/ml/{'m' * 55}", "KT101", "name")
     assert f"launcher Job '{'m' * 55}-launcher'" in error.problem.message and "54" in error.problem.fix
-    diagnostics(app).findings.clear()
+    fleet_findings(app).clear()
     check_objects(render_objects(app))  # and the operator's names of the 54-character one pass the output check

@@ -23,9 +23,8 @@ from kubetrain import (
     TrainingJob,
     TrainingJobProps,
 )
-from kubetrain.output.manifests import render
+from kubetrain.pipeline import check_definitions, fleet_warnings, render
 from kubetrain.validation.validate import Schemas, validate_manifests
-from kubetrain.state import diagnostics
 
 from training.config import RunConfig, load_run_config
 from training.flops import checkpoint_bytes
@@ -48,7 +47,7 @@ def synth(*jobs: dict[str, Any], namespaces=("ml", "other")) -> dict[str, dict]:
     cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=list(namespaces))
     for job in jobs:
         TrainingJob(cluster, job.get("name", "job"), {k: v for k, v in job.items() if k != "name"})
-    diagnostics(app).raise_errors()
+    check_definitions(app)
     return {str(path): yaml.safe_load(text) for path, text in render(app).items()}
 
 
@@ -129,7 +128,7 @@ def test_typed_props_and_dicts_build_the_same_job():
 def _render(props: TrainingJobProps | dict) -> dict:
     app = App()
     TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job", props)
-    diagnostics(app).raise_errors()
+    check_definitions(app)
     return render(app)
 
 
@@ -253,7 +252,7 @@ def test_grace_period_leaves_room_for_the_stop_checkpoint():
     app = App()
     TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job",
                 {**GPU_JOB, "workload": {"kind": "trainer", "run": big}, "pod": {"termination_grace_period_s": 90}})
-    (warning,) = [f.problem for f in diagnostics(app).warnings if f.problem.code == "KT211"]
+    (warning,) = [f.problem for f in fleet_warnings(app) if f.problem.code == "KT211"]
     assert warning.path == "pod.termination_grace_period_s"
     assert "set termination_grace_period_s to at least 345" in warning.fix
 

@@ -17,10 +17,10 @@ from kubetrain.kinds.pytorchjob import PyTorchJob
 from kubetrain.kinds.trainjob import TrainJob
 from kubetrain.platform.kueue_queues import ClusterQueue, Cohort, ResourceFlavor
 from kubetrain.platform.node_pools import EfaNodePool
-from kubetrain.state import diagnostics
 from platform_support import P5, cluster, codes
 from pydantic import ValidationError
 from kubetrain_runtime.problems import problems_from_validation_error
+from kubetrain.pipeline import fleet_errors, fleet_findings
 
 
 def fails(*args: str, cwd: Path = ROOT) -> str:
@@ -145,7 +145,7 @@ def test_a_fleet_cohort_given_by_name_is_told_to_pass_the_object():
     (code, path, fix), (other, other_path, other_fix) = codes(c)
     assert (code, path) == ("KT450", "parent") and "pass the Cohort object itself (parent=<the Cohort 'org'>)" in fix
     assert (other, other_path) == ("KT450", "cohort") and "Cohort(cluster" in other_fix
-    messages = [f.problem.message for f in c.diagnostics.findings]
+    messages = [f.problem.message for f in fleet_findings(c)]
     assert "is a Cohort of this fleet given by its name" in messages[0] and "is not a Cohort" in messages[1]
 
 
@@ -159,7 +159,7 @@ JOB = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.4
 def errors(**overrides) -> dict[tuple[str, str], tuple[str, str]]:
     app = App()
     TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job", {**JOB, **overrides})
-    return {(f.problem.code, f.problem.path): (f.problem.message, f.problem.fix) for f in diagnostics(app).errors}
+    return {(f.problem.code, f.problem.path): (f.problem.message, f.problem.fix) for f in fleet_errors(app)}
 
 
 def test_the_trainers_status_variables_are_the_trainers_not_torchruns():
@@ -214,7 +214,7 @@ SMALL_JOB = {"image": "ghcr.io/kubetrain/kubetrain:0.1.0", "nodes": 2, "procs_pe
 def delivered(tmp_path: Path, destination: dict, **job) -> list[tuple[str, str, str]]:
     """The problems synth reports for one cluster delivered by Argo CD; nothing is written."""
     from kubetrain import ArgoCd, ArgoCdProps
-    from kubetrain.output.manifests import synth
+    from kubetrain.pipeline import synth
     from kubetrain_runtime.problems import ConfigError
 
     app = App()

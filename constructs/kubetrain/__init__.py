@@ -52,7 +52,7 @@ _EXPORTS = {
     "ServiceAccount": "kubetrain.platform.identity",
     **{name: "kubetrain.jobs.containers" for name in ("Exec", "HttpGet", "InitContainer", "Probe", "TcpSocket",
                                                       "VolumeMount")},
-    "synth": "kubetrain.output.manifests", "add_crds": "kubetrain.output.manifests",
+    "synth": "kubetrain.pipeline", "add_crds": "kubetrain.pipeline",
     "PyTorchJob": "kubetrain.kinds.pytorchjob", "Target": "kubetrain.kinds.target",
     "TrainJob": "kubetrain.kinds.trainjob", "IndexedJob": "kubetrain.kinds.indexed_job",
     "RunConfig": "training.config",

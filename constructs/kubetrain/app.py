@@ -11,7 +11,7 @@ from typing import Any
 
 import cdk8s
 
-from kubetrain.output.manifests import synth
+from kubetrain.pipeline import synth
 from kubetrain.state import FleetState, fleet_state
 
 
@@ -21,5 +21,4 @@ class App(cdk8s.App):
         self.fleet: FleetState = fleet_state(self)
 
     def synth(self) -> None:
-        self.fleet.diagnostics.raise_errors()
         synth(self, self.outdir)

@@ -39,8 +39,8 @@ def run_synth(app_module: str = "apps", outdir: Path | None = None, strict: bool
     """Build the fleet in `app_module` (its `build()` returns a cdk8s App), validate it (also against the CRDs
     in the `crds` folders) and write it to `outdir`."""
     from kubetrain.fleet import FleetCodeError, build_fleet
-    from kubetrain.output.manifests import refuse_unless_replaceable
-    from kubetrain.output.manifests import synth as synth_app
+    from kubetrain.output.writer import refuse_unless_replaceable
+    from kubetrain.pipeline import synth as synth_app
 
     outdir = outdir or Path(os.environ.get("CDK8S_OUTDIR") or "dist")
     try:
@@ -48,10 +48,9 @@ def run_synth(app_module: str = "apps", outdir: Path | None = None, strict: bool
         with progress_bar() as progress:
             if progress:
                 progress.phase("building the fleet")
-            fleet, found = build_fleet(app_module)
-            _print_errors([f.format() for f in found.warnings if not strict], "warning")
-            found.raise_errors(strict)
-            written = synth_app(fleet, outdir, validate=validate, progress=progress, crds=crds)
+            fleet = build_fleet(app_module)
+            written = synth_app(fleet, outdir, validate=validate, progress=progress, crds=crds, strict=strict,
+                                warn=lambda warnings: _print_errors([f.format() for f in warnings], "warning"))
     except FleetCodeError as error:
         err.print(error.report(), markup=False, end="")
         err.print(f"synth failed; {outdir}/ was not changed", markup=False)

@@ -8,14 +8,13 @@ import cdk8s
 from pydantic import Field, field_validator
 
 from constructs import Construct
-from kubetrain.admission.synth import AdmissionRecord
 from kubetrain.model.diagnostics import DefinitionError
 from kubetrain.model.names import Dns1123Label
 from kubetrain.validation.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
 from kubetrain.model.instances import BUILTIN_CATALOG, InstanceType
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_NAMES
-from kubetrain.state import ClusterState, Emitted, diagnostics
+from kubetrain.state import AdmissionRecord, ClusterState, Emitted, diagnostics, fleet_state
 from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
 
@@ -115,10 +114,10 @@ class Cluster(cdk8s.Chart):
         self.diagnostics = diagnostics(self)  # kept here: every lookup of the app through jsii costs a round trip
         self.instance_catalog = BUILTIN_CATALOG.with_types(validated.instance_types)
         self.labels_of_objects = labels  # on every object of the cluster, as cdk8s puts a chart's labels
-        # Queues, pools and jobs keep their manifests in the admission record too; their admission is judged on
-        # the whole fleet.
+        # Queues, pools and jobs keep their manifests in the admission record too; synth judges their admission
+        # once the whole fleet is defined (kubetrain.pipeline).
         self.state = ClusterState(AdmissionRecord(id, validated.namespaces))
-        self.diagnostics.defer(self.state.admission.findings)
+        fleet_state(self).admission_records.append(self.state.admission)
         self._scopes: dict[str, Construct] = {}
         # The version rides on the namespaces so `kubetrain validate` can check each cluster's folder against
         # its own Kubernetes API without importing the fleet.

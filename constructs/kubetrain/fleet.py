@@ -17,7 +17,6 @@ import traceback
 import cdk8s
 from pydantic import ValidationError
 
-from kubetrain.model.diagnostics import Diagnostics
 from kubetrain.rules.registry import register
 from kubetrain.state import diagnostics
 from kubetrain_runtime.problems import ConfigError, Problem, model_named, problems_from_validation_error, unclaimed_rejections
@@ -52,8 +51,9 @@ def _bad(module: str, message: str, fix: str = FLEET_MODULE.fix) -> ConfigError:
     return ConfigError(f"--app {module}", [Problem(FLEET_MODULE.code, "", message, fix)])
 
 
-def build_fleet(module_name: str) -> tuple[cdk8s.App, Diagnostics]:
-    """Import the fleet module, call its build(), and return the App with its diagnostics (errors raised)."""
+def build_fleet(module_name: str) -> cdk8s.App:
+    """Import the fleet module, call its build(), and return the App (its definitions are checked by synth's
+    next step, kubetrain.pipeline)."""
     if module_name.endswith(".py") or "/" in module_name or os.sep in module_name:
         dotted = module_name.removesuffix(".py").replace(os.sep, ".").replace("/", ".").strip(".")
         raise _bad(module_name, "--app takes a module name, not a file path", f"use --app {dotted}")
@@ -87,12 +87,11 @@ def build_fleet(module_name: str) -> tuple[cdk8s.App, Diagnostics]:
     if not isinstance(app, cdk8s.App):
         raise _bad(module_name, f"build() returned {type(app).__name__}, not a cdk8s App",
                    "end build() with `return app`")
-    found = diagnostics(app)
     # A typed model built with a mistake and never given to a construct (or given to one outside any
     # construct's props): its problems are reported where it was built.
     for rejection in unclaimed_rejections():
-        found.report(rejection.where, rejection.problems)
-    return app, found
+        diagnostics(app).report(rejection.where, rejection.problems)
+    return app
 
 
 def _user_frame(error: BaseException) -> str:

@@ -14,21 +14,20 @@ gets one on first use, so both work. `fleet_state(scope)` finds it from any cons
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
 from constructs import Construct
-from kubetrain.model.diagnostics import Diagnostics
+from kubetrain.model.diagnostics import Diagnostics, Finding
+from kubetrain_runtime.problems import Problem
 
-if TYPE_CHECKING:
-    from kubetrain.admission.synth import AdmissionRecord
-    from kubetrain.gitops.argocd_props import ArgoCdProps
-    from kubetrain.platform.queues import QueueSystem
-    from kubetrain.platform.security import Level, PodCheck
-
-RenderStep = Callable[[dict[Path, dict[str, Any]]], None]
+RenderStep = Callable[[dict[Path, dict[str, Any]]], None]  # rendered objects by the path they are written to
+FleetCheck = Callable[[], list[Finding]]  # a check that needs the whole fleet defined (run by the pipeline)
+QueueSystem = Literal["kueue", "volcano"]
+Level = Literal["privileged", "baseline", "restricted"]  # a Pod Security Standards level
+PodCheck = Callable[[Level], list[Problem]]  # a pod's KT430 problems at a given level
 
 
 @dataclass
@@ -36,8 +35,9 @@ class FleetState:
     """The whole fleet's: found from any construct of it with `fleet_state(scope)`."""
 
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
-    delivery: ArgoCdProps | None = None  # the ArgoCd construct's props; None when Argo CD does not deliver it
     render_steps: list[RenderStep] = field(default_factory=list)  # run over every rendered object, in order
+    fleet_checks: list[FleetCheck] = field(default_factory=list)  # run once the fleet is defined, in order
+    admission_records: list[AdmissionRecord] = field(default_factory=list)  # one per cluster, judged by synth
     crd_folders: list[Path] = field(default_factory=list)  # CRDs synth validates raw objects against
 
 
@@ -47,6 +47,34 @@ class Emitted:
 
     manifest: dict[str, Any]
     written: bool = False  # already in the form synth writes it (patched: patches apply to that form)
+
+
+class Emitting(Protocol):
+    emitted: bool
+    depends_on: tuple[Emitting, ...]
+
+
+def ready(construct: Emitting) -> bool:
+    """The construct and everything it is built on emitted their objects."""
+    return construct.emitted and all(ready(d) for d in construct.depends_on)
+
+
+class AdmissionRecord:
+    """One cluster's emitted objects, for the checks that need the whole fleet."""
+
+    def __init__(self, cluster: str, namespaces: Iterable[str]):
+        self.cluster = cluster
+        self.platform: list[Mapping[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace",
+                                                    "metadata": {"name": n}} for n in namespaces]
+        self.jobs: list[tuple[str, list[Emitted], tuple[Emitting, ...]]] = []
+
+    def add_platform(self, manifests: Iterable[Mapping[str, Any]]) -> None:
+        self.platform.extend(manifests)
+
+    def add_job(self, where: str, emitted: list[Emitted], upstream: Iterable[Emitting]) -> None:
+        """A job on a pool or a queue: `where` is its definition, `emitted` its objects' entries in the cluster
+        (read when judged: after its patches), `upstream` its pool and queue."""
+        self.jobs.append((where, emitted, tuple(upstream)))
 
 
 @dataclass
@@ -74,3 +102,11 @@ def fleet_state(scope: Construct) -> FleetState:
 def diagnostics(scope: Construct) -> Diagnostics:
     """The diagnostics of the fleet `scope` belongs to."""
     return fleet_state(scope).diagnostics
+
+
+def add_render_step(scope: Construct, step: RenderStep) -> None:
+    """Run `step` after every chart of the fleet `scope` belongs to is rendered, before validation and writing. It
+    gets the objects by the relative path they are written to, and may change them (an annotation, a sync wave)
+    or add new ones under new paths (`manifest_path(chart, obj)`); steps run in the order they were added. What a
+    step leaves is validated like every other object, so synth and validate still agree."""
+    fleet_state(scope).render_steps.append(step)

@@ -3,7 +3,7 @@
 A problem is *reported* when it is in a ConfigError (what every command prints as bad input), in a fleet's
 diagnostics (what synth prints), or in a rank's PermanentFailure (what a pod prints before it exits for good).
 It is reported *by synth* when it reaches a fleet's diagnostics, or a ConfigError leaves
-`kubetrain.fleet.build_fleet` or `kubetrain.output.manifests.synth`: the synth path, from the fleet's code to the
+`kubetrain.fleet.build_fleet` or `kubetrain.pipeline.synth`: the synth path, from the fleet's code to the
 written files. Test code that builds a Problem itself records nothing.
 
 The conftest installs the recorder in the test process; `sitecustomize.py` beside this file installs it in
@@ -93,13 +93,22 @@ def _patch_fleet(module: Any) -> None:
     module.build_fleet = _on_synth_path(module.build_fleet, sys.modules["kubetrain_runtime.problems"].ConfigError)
 
 
-def _patch_manifests(module: Any) -> None:
+def _patch_pipeline(module: Any) -> None:
     module.synth = _on_synth_path(module.synth, sys.modules["kubetrain_runtime.problems"].ConfigError)
+    fleet_findings = module.fleet_findings
+
+    @functools.wraps(fleet_findings)
+    def recorded_fleet_findings(*args: Any, **kwargs: Any) -> list[Any]:
+        found = fleet_findings(*args, **kwargs)  # what admission and the fleet checks add to the recorded
+        _record("synth", _codes(f.problem for f in found))
+        return found
+
+    module.fleet_findings = recorded_fleet_findings
 
 
 PATCHES = {"kubetrain_runtime.problems": _patch_problems, "kubetrain_runtime.failures": _patch_failures,
            "kubetrain.model.diagnostics": _patch_diagnostics,
-           "kubetrain.fleet": _patch_fleet, "kubetrain.output.manifests": _patch_manifests}
+           "kubetrain.fleet": _patch_fleet, "kubetrain.pipeline": _patch_pipeline}
 
 
 class _Patcher(importlib.abc.MetaPathFinder):

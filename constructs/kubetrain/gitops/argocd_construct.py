@@ -16,7 +16,7 @@ from kubetrain.model.diagnostics import Finding
 from kubetrain.gitops.delivery import finalize_paths
 from kubetrain.gitops.argocd_props import ArgoCdProps
 from kubetrain.kinds.kind_registry import run_kind
-from kubetrain.output.manifests import add_render_step
+from kubetrain.state import add_render_step
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import ARGO_APP, cite
 from kubetrain.state import diagnostics, fleet_state
@@ -55,10 +55,9 @@ class ArgoCd(Construct):
             diagnostics(scope).report(str(id) or "argocd", problems)
             return
         self.props = validated
-        fleet_state(scope).delivery = validated
         add_render_step(scope, lambda objects: _deliver(objects, validated))
         app = scope.node.root
-        diagnostics(scope).defer(lambda _: _fixed_run_names(app))
+        fleet_state(scope).fleet_checks.append(lambda: _fixed_run_names(app))
 
 
 def _fixed_run_names(app: Construct) -> list[Finding]:
@@ -88,4 +87,5 @@ def _deliver(objects: dict[Path, dict[str, Any]], props: ArgoCdProps) -> None:
 
 def delivery_props(app: Construct) -> ArgoCdProps | None:
     """The props of the app's ArgoCd construct; None when the fleet declares no Argo CD delivery."""
-    return fleet_state(app).delivery
+    return next((child.props for child in app.node.children if isinstance(child, ArgoCd) and hasattr(child, "props")),
+                None)

@@ -1,9 +1,10 @@
-"""Writing a cdk8s app's objects into dist/: one file per object, all or nothing.
+"""Writing synth's output into dist/: one file per object, swapped in whole or not at all.
 
 Layout: `<outdir>/<chart>/<namespace>/<Kind>.<name>.yaml`, cluster-scoped objects under
 `<outdir>/<chart>/_cluster/` (an underscore cannot start a namespace name, so they never clash).
 One file per object makes a pull request show exactly which object changed; the namespace level
 keeps same-named objects of different namespaces apart (cdk8s's own per-resource output does not).
+A folder is replaced only when it provably holds nothing but synth's output (KT601).
 """
 
 from __future__ import annotations
@@ -17,24 +18,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import cdk8s
-
-from constructs import Construct
-from kubetrain.admission.synth import rendered_findings
-from kubetrain.cluster import Cluster
-from kubetrain.model.diagnostics import DefinitionError
-from kubetrain.output.render import as_written
-from kubetrain.output.emit import dump_manifest
-from kubetrain.model.phases import Progress, phase
-from kubetrain.validation.validate import Manifest, Schemas, validate_objects
-from kubetrain.rules.registry import get as rule_named
 from kubetrain.rules.registry import register
-from kubetrain.rules.sources import CRDS, KV, PRUNING, cite
-from kubetrain.state import RenderStep, fleet_state
 from kubetrain_runtime.problems import ConfigError, Problem
 
 CLUSTER_SCOPED_FOLDER = "_cluster"
@@ -44,87 +32,6 @@ def manifest_path(chart: str, obj: dict[str, Any]) -> Path:
     metadata = obj.get("metadata", {})
     folder = metadata.get("namespace") or CLUSTER_SCOPED_FOLDER
     return Path(chart, folder, f"{obj['kind']}.{metadata['name']}.yaml")
-
-
-def add_render_step(scope: Construct, step: RenderStep) -> None:
-    """Run `step` after every chart of the fleet `scope` belongs to is rendered, before validation and writing. It
-    gets the objects by the relative path they are written to, and may change them (an annotation, a sync wave)
-    or add new ones under new paths (`manifest_path(chart, obj)`); steps run in the order they were added. What a
-    step leaves is validated like every other object, so synth and validate still agree."""
-    fleet_state(scope).render_steps.append(step)
-
-
-def add_crds(scope: Construct, *folders: str | Path) -> None:
-    """Validate the fleet's objects also against the CRDs in `folders` (their YAML files), as `kubetrain synth
-    --crds DIR` does: kinds kubetrain ships no schema for (a PrometheusRule, a VolumeSnapshot added as a raw
-    `ApiObject`), or newer versions of shipped ones. Their CEL rules are evaluated too. A relative folder
-    is relative to the working directory synth runs in."""
-    fleet_state(scope).crd_folders.extend(Path(folder) for folder in folders)
-
-
-def crd_folders(scope: Construct) -> list[Path]:
-    """The folders `add_crds` gave the fleet."""
-    return list(fleet_state(scope).crd_folders)
-
-
-def render_objects(app: cdk8s.App) -> dict[Path, dict[str, Any]]:
-    """Every object of every chart, by the relative path it is written to, after the fleet's render steps
-    (Argo CD delivery adds its objects and sync waves in one). kubetrain's objects are plain data already; what
-    a user added to a chart with cdk8s (an ApiObject, a cdk8s-plus construct) cdk8s renders, in one call per
-    chart."""
-    objects: dict[Path, dict[str, Any]] = {}
-    for chart in app.charts:
-        chart_id = chart.props.name if isinstance(chart, Cluster) else chart.node.id
-        own = [as_written(e, chart.labels_of_objects) for e in chart.state.objects] if isinstance(chart, Cluster) \
-            else []
-        for obj in [*own, *chart.to_json()]:
-            path = manifest_path(chart_id, obj)
-            if path in objects:
-                raise ConfigError(chart_id, [Problem(
-                    "KT010", str(path), "two objects of the same kind, namespace and name",
-                    "give one of them another name")])
-            objects[path] = obj
-    for step in fleet_state(app).render_steps:
-        step(objects)
-    return objects
-
-
-def render(app: cdk8s.App) -> dict[Path, str]:
-    """Every object of every chart as YAML text, by relative path."""
-    return {path: dump_manifest(obj) for path, obj in render_objects(app).items()}
-
-
-def check_objects(objects: dict[Path, dict[str, Any]], progress: Callable[[int], None] | None = None,
-                  crds: list[Path] | None = None) -> None:
-    """Validate the rendered objects in memory exactly as `kubetrain validate` validates files (KT602, and
-    KT604 for the CRDs' CEL rules), with the CRDs of the folders in `crds` besides the shipped schemas."""
-    schemas = crd_schemas(crds or [])
-    manifests = [Manifest(str(path), obj, Path("/", *path.parts[:-1])) for path, obj in objects.items()]
-    findings = validate_objects(manifests, schemas, progress=progress)
-    if findings:
-        raise ConfigError("synth", [Problem(finding.code, "", finding.format(with_code=False),
-                                            rule_named(finding.code).fix) for finding in findings])
-
-
-def check_admission(objects: dict[Path, dict[str, Any]]) -> None:
-    """Raise what admission refuses among the objects as they are written (after patches and render steps, with
-    any cdk8s object a user added): the verdict `kubetrain plan` gives dist/. The fleet's own checks report the
-    same problems earlier, on the definitions, unless a render step or an added object brings them."""
-    errors = [f for f in rendered_findings(objects) if f.severity == "error"]
-    if errors:
-        raise DefinitionError(errors)
-
-
-def crd_schemas(folders: list[Path]) -> Schemas:
-    """The shipped schemas and the CRDs of `folders`; a folder that is not one, or a file in it that is not
-    a CRD, is bad input (KT605)."""
-    problems = [Problem(UNREADABLE_CRDS.code, "", f"{folder} is not a folder", UNREADABLE_CRDS.fix)
-                for folder in folders if not folder.is_dir()]
-    schemas = Schemas([folder for folder in folders if folder.is_dir()])
-    problems += [Problem(UNREADABLE_CRDS.code, "", line, UNREADABLE_CRDS.fix) for line in schemas.unreadable]
-    if problems:
-        raise ConfigError("crds", problems)
-    return schemas
 
 
 MARKER = ".kubetrain-synth"
@@ -148,27 +55,12 @@ def written_by_synth(outdir: Path) -> set[str] | None:
     header = MARKER_TEXT.splitlines()
     return set(lines[len(header):]) if lines[:len(header)] == header else None
 
-INVALID_OBJECT = register(
-    "KT602", "error", "an emitted object fails strict validation",
-    rationale="synth validates every object against the Kubernetes and operator schemas before writing, the "
-              "same check `kubetrain validate` makes: what synth writes, the API server accepts whole.",
-    fix="fix the field the message names (a JSON patch of the escape hatch, or a raw object in the fleet); if "
-        "kubetrain's own output is wrong, report it",
-    source=cite(KV, PRUNING))
 UNWRITABLE = register(
     "KT603", "error", "the output folder cannot be written",
     rationale="synth stages its output beside the output folder and swaps it in; without write access there "
               "(or with a full disk) nothing is written and the old folder stays as it was.",
     fix="choose a folder you can write, or free space",
     source="README.md (Commands)")
-UNREADABLE_CRDS = register(
-    "KT605", "error", "a CRD folder given to synth cannot be read",
-    rationale="`kubetrain synth --crds DIR` and `kubetrain.add_crds(app, DIR)` add the CRDs in DIR's YAML files to "
-              "the schemas objects are validated against; a folder that does not exist, or a file that is not a "
-              "CustomResourceDefinition (a Helm template, a kustomization), would leave kinds unchecked.",
-    fix="name a folder that holds only CustomResourceDefinition YAML files (render Helm charts first, e.g. "
-        "`helm template` or `helm show crds`)",
-    source=CRDS)
 NOT_SYNTH_OUTPUT = register(
     "KT601", "error", "the output folder holds more than synth's output",
     rationale="synth replaces its output folder whole; a folder with anything else in it (the project root, "
@@ -318,25 +210,3 @@ def refuse_unless_replaceable(outdir: Path) -> None:
     refusal = replaceable(outdir)
     if refusal is not None:
         raise ConfigError(str(outdir), [Problem(NOT_SYNTH_OUTPUT.code, "", refusal, NOT_SYNTH_OUTPUT.fix)])
-
-
-def synth(app: cdk8s.App, outdir: str | Path, validate: bool = True,
-          progress: Progress | None = None, crds: list[Path] | None = None) -> dict[Path, str]:
-    """Render the app, judge admission on what it rendered (`check_admission`), validate every object (unless
-    told not to; against the shipped schemas, the CRDs of `crds` and those `add_crds` gave the app), and swap
-    the result into `outdir`.
-    Returns what was written. Nothing is written when anything is wrong."""
-    refuse_unless_replaceable(Path(outdir))  # before the work, so a wrong --outdir fails fast
-    phase(progress, "rendering")
-    objects = render_objects(app)
-    check_admission(objects)
-    if validate:
-        check_objects(objects, phase(progress, "validating", len(objects)), [*(crds or []), *crd_folders(app)])
-    advance = phase(progress, "writing", len(objects))
-    files = {}
-    for path, obj in objects.items():
-        files[path] = dump_manifest(obj)
-        if advance and len(files) % 256 == 0:
-            advance(256)
-    write_tree(files, Path(outdir))
-    return files
