@@ -13,22 +13,17 @@ imports `training`, so a user's package of that name cannot shadow it. Importing
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import importlib
+from typing import Any
 
-if TYPE_CHECKING:
-    from kubetrain_runtime.config import ProfilingConfig, RuntimeConfig
-    from kubetrain_runtime.run import Run
-
-__all__ = ["ProfilingConfig", "Run", "RuntimeConfig"]
+# name -> the module it lives in, imported on first use (by name, so that no submodule's import of this package
+# is an import of itself: the package sits below every module in it).
+_EXPORTS = {"Run": "kubetrain_runtime.run", "RuntimeConfig": "kubetrain_runtime.config",
+            "ProfilingConfig": "kubetrain_runtime.config"}
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Run":
-        from kubetrain_runtime.run import Run
-
-        return Run
-    if name in ("RuntimeConfig", "ProfilingConfig"):
-        from kubetrain_runtime import config
-
-        return getattr(config, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

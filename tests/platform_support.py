@@ -9,7 +9,8 @@ from typing import Any
 
 from kubetrain import App, Cluster
 from kubetrain.pipeline import fleet_findings, render_objects
-from kubetrain.validation.validate import Manifest, Schemas, validate_objects
+from kubetrain.validation.validate import Schemas, validate_objects
+from kubetrain.model.manifests import Manifest
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 
 from kubetrain_runtime.problems import Problem

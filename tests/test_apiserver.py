@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT, dist_file, kubetrain
-from kubetrain.validation.validate import Manifest, Schemas, validate_objects
+from kubetrain.validation.validate import Schemas, validate_objects
+from kubetrain.model.manifests import Manifest
 from kubetrain.pipeline import fleet_errors
 
 DELETE = object()

@@ -12,7 +12,8 @@ import yaml
 from conftest import ROOT, dist_file
 from kubetrain.validation.cel_rules import RulePlan, uses_old_self
 from kubetrain.validation.schemas import PROVENANCE, SHIPPED
-from kubetrain.validation.validate import Manifest, Schemas, validate_objects
+from kubetrain.validation.validate import Schemas, validate_objects
+from kubetrain.model.manifests import Manifest
 from kubetrain.pipeline import fleet_errors
 
 FIXTURE_CRDS = ROOT / "tests" / "fixtures" / "crds"

@@ -19,7 +19,8 @@ from kubetrain.kinds.kind_registry import all_kinds, group_kind
 from kubetrain.output.writer import MARKER, manifest_path, replaceable, write_tree
 from kubetrain.output.emit import dump_manifest
 from kubetrain.pipeline import fleet_errors, render_objects
-from kubetrain.validation.validate import Manifest, Schemas, validate_objects
+from kubetrain.validation.validate import Schemas, validate_objects
+from kubetrain.model.manifests import Manifest
 
 import apps
 from kubetrain_runtime.problems import ConfigError

@@ -1,10 +1,14 @@
-"""The shape of the package's imports, read statically from its source: no circles, and the layers at the bottom
-stay there.
+"""The shape of the project's imports, read statically from its source: the layers are held, and there is no
+circle.
 
-Every import a module can execute counts: at module level, in classes and inside functions (a lazy import is
-still an edge, and a circle held together by one is still a circle). Importing `a.b.c` also runs the packages
-`a` and `a.b`, so an import is an edge to each package on the way. Only imports under `if TYPE_CHECKING:` are
-left out: they never run.
+Every import counts: at module level, in classes, inside functions (a lazy import is still an edge, and a circle
+held together by one is still a circle) and under `if TYPE_CHECKING:` (a type-only import is still an arrow a
+reader follows, and the layering it breaks is as real). Importing `a.b.c` also runs the packages `a` and `a.b`,
+so an import is an edge to each package on the way.
+
+The layers, bottom first: a module may import only from its own layer and the layers below it (README.md,
+Layout, says what each holds). kubetrain_runtime is below training, and training below the compiler (which reads
+the run config's model); the compiler's own packages are ordered as LAYERS lists them.
 """
 
 from __future__ import annotations
@@ -16,50 +20,85 @@ from pathlib import Path
 from conftest import ROOT
 
 PACKAGE = ROOT / "constructs" / "kubetrain"
+SOURCES = {"kubetrain": PACKAGE, "training": ROOT / "training", "kubetrain_runtime": ROOT / "kubetrain_runtime"}
+
+# Bottom first. A name is a top-level package or module: "kubetrain.model" covers kubetrain/model/ and all in it.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("kubetrain_runtime",),
+    ("training",),
+    ("kubetrain", "kubetrain.node_runtime"),  # the package only points jsii at the wheel's Node; names load lazily
+    ("kubetrain.rules",),  # the rule registry and the sources rules cite
+    ("kubetrain.model",),  # plain data: names, quantities, vocabulary, manifests, what operators create
+    ("kubetrain.state",),  # what the fleet's constructs share while it is defined
+    ("kubetrain.apiserver",),  # the API server's own checks, named by the kinds
+    ("kubetrain.kinds",),  # one descriptor per API kind, and the launch targets
+    ("kubetrain.cost",),
+    ("kubetrain.admission",),
+    ("kubetrain.validation",),  # schemas, CEL, and each kind's API-server checks on every object
+    ("kubetrain.output",),  # objects as written: rendering, YAML text, the writer
+    ("kubetrain.cluster",),
+    ("kubetrain.platform",),
+    ("kubetrain.jobs",),
+    ("kubetrain.gitops",),
+    ("kubetrain.pipeline",),  # synth, step by step
+    ("kubetrain.app", "kubetrain.fleet"),
+    ("kubetrain.local",),
+    ("kubetrain.cli", "kubetrain.__main__"),
+)
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def _module_name(path: Path, package: str, root: Path) -> str:
+    parts = (package, *path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 @cache
 def modules() -> dict[str, Path]:
-    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+    return {_module_name(path, package, root): path
+            for package, root in SOURCES.items() for path in sorted(root.rglob("*.py"))}
 
 
-def _imported_names(tree: ast.AST) -> set[str]:
-    """Dotted names of what `tree` can import, TYPE_CHECKING blocks aside."""
+def _imported_names(tree: ast.AST, module: str = "", is_package: bool = False) -> set[str]:
+    """Dotted names of everything `tree` imports, lazily or for type checking included (relative imports
+    resolved against `module`)."""
     names: set[str] = set()
-    pending: list[ast.AST] = [tree]
-    while pending:
-        node = pending.pop()
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                pending.extend(child.orelse)
-                continue
-            if isinstance(child, ast.Import):
-                names.update(alias.name for alias in child.names)
-            elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
-                names.add(child.module)
-                names.update(f"{child.module}.{alias.name}" for alias in child.names)
-            pending.append(child)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".") if is_package else module.split(".")[:-1]
+                base = ".".join([*parts[:len(parts) - node.level + 1], *([base] if base else [])])
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
     return names
 
 
 @cache
 def import_graph() -> dict[str, frozenset[str]]:
-    """Module -> the package's modules that importing it can run (their packages included)."""
+    """Module -> the project's modules importing it can run (their packages included)."""
     known = modules()
     graph = {}
     for name, path in known.items():
         edges = set()
-        for imported in _imported_names(ast.parse(path.read_text())):
+        for imported in _imported_names(ast.parse(path.read_text()), name, path.name == "__init__.py"):
             parts = imported.split(".")
             edges.update(".".join(parts[:i]) for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in known)
         edges.discard(name)
         graph[name] = frozenset(edges)
     return graph
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the most specific name that covers `module`."""
+    best, found = -1, None
+    for index, names in enumerate(LAYERS):
+        for name in names:
+            if (module == name or module.startswith(f"{name}.")) and len(name) > best:
+                best, found = len(name), index
+    assert found is not None, f"{module} is in no layer: add it to LAYERS (and README.md, Layout)"
+    return found
 
 
 def circles(graph: dict[str, frozenset[str]]) -> list[list[str]]:
@@ -114,19 +153,34 @@ def reachable(start: str) -> set[str]:
     return seen
 
 
-def test_the_package_has_no_import_circles() -> None:
+def test_the_project_has_no_import_circles() -> None:
     assert circles(import_graph()) == []
 
 
-def test_the_checker_finds_a_circle_held_by_a_lazy_import() -> None:
-    """The checker itself: a lazy import inside a function closes a circle, a TYPE_CHECKING one does not."""
+def test_the_checker_finds_a_circle_held_by_a_lazy_or_type_only_import() -> None:
+    """The checker itself: a lazy import inside a function and a TYPE_CHECKING one are edges like any other."""
     eager = _imported_names(ast.parse("import kubetrain.b\n"))
     lazy = _imported_names(ast.parse("def f():\n    from kubetrain.a import x\n"))
     typing_only = _imported_names(ast.parse("if TYPE_CHECKING:\n    from kubetrain.a import x\n"))
-    assert "kubetrain.a" in lazy and "kubetrain.a" not in typing_only and "kubetrain.b" in eager
+    relative = _imported_names(ast.parse("from .a import x\n"), "kubetrain.b")
+    assert "kubetrain.a" in lazy and "kubetrain.a" in typing_only and "kubetrain.b" in eager
+    assert "kubetrain.a" in relative
     graph = {"kubetrain.a": frozenset({"kubetrain.b"}), "kubetrain.b": frozenset({"kubetrain.a"}),
              "kubetrain.c": frozenset({"kubetrain.a"})}
     assert circles(graph) == [["kubetrain.a", "kubetrain.b"]]
+
+
+def test_every_import_points_down_the_layers() -> None:
+    """No module imports one of a higher layer; every module is in a layer."""
+    upward = [f"{module} (layer {layer_of(module)}) imports {edge} (layer {layer_of(edge)})"
+              for module, edges in import_graph().items() for edge in sorted(edges)
+              if layer_of(edge) > layer_of(module)]
+    assert upward == []
+
+
+def test_the_layer_checker_sees_an_upward_arrow() -> None:
+    assert layer_of("kubetrain.model.names") < layer_of("kubetrain.kinds.trainjob") < layer_of("kubetrain.pipeline")
+    assert layer_of("kubetrain_runtime.run") < layer_of("training.trainer") < layer_of("kubetrain.model.manifests")
 
 
 def test_the_rule_registry_is_at_the_bottom() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from kubetrain.platform.efa import NcclProfile, efa_environment, environment_problems
+from kubetrain.model.efa import NcclProfile, efa_environment, environment_problems
 from kubetrain.rules.registry import severity
 
 from kubetrain_runtime.problems import ConfigError, validate_model

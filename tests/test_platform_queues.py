@@ -93,7 +93,8 @@ def test_volcano_queue_gives_jobs_its_scheduler_and_pod_group(crds):
     objects = emitted(c, crds)
     assert objects["Queue/training"]["spec"] == {"weight": 1, "reclaimable": False,
                                                   "capability": {"nvidia.com/gpu": "128"}}
-    from kubetrain.validation.validate import Manifest, Schemas, validate_objects
+    from kubetrain.validation.validate import Schemas, validate_objects
+    from kubetrain.model.manifests import Manifest
     assert validate_objects([Manifest("podgroup", group)], Schemas([crds]), "1.33") == []
     assert queue.scheduler_name == "volcano" and queue.job_labels() == {}
     assert queue.scheduling_policy(4) == {"queue": "training", "minAvailable": 4}

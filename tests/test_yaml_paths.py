@@ -7,7 +7,7 @@ import math
 import pytest
 import yaml
 from conftest import ROOT
-from kubetrain.validation.validate import _differs_in_yaml_12, parse_documents
+from kubetrain.model.manifests import _differs_in_yaml_12, parse_documents
 
 from training.config import StrictYamlLoader
 

@@ -38,7 +38,7 @@ _EXPORTS = {
     "InstanceType": "kubetrain.model.instances",
     "EfaNodePool": "kubetrain.platform.node_pools", "GpuNodePool": "kubetrain.platform.node_pools",
     "CpuNodePool": "kubetrain.platform.node_pools",
-    "NcclProfile": "kubetrain.platform.efa", "NcclDebug": "kubetrain.platform.efa",
+    "NcclProfile": "kubetrain.model.efa", "NcclDebug": "kubetrain.model.efa",
     "FsxLustre": "kubetrain.platform.storage", "Efs": "kubetrain.platform.storage", "S3Bucket": "kubetrain.platform.storage",
     **{name: "kubetrain.platform.kueue_queues" for name in ("Topology", "ResourceFlavor", "Cohort", "ClusterQueue",
                                                      "LocalQueue", "Quota", "ResourceGroup")},

@@ -254,7 +254,7 @@ def cost(
     from kubetrain.cost.estimate import fleet_costs, pools
     from kubetrain.cost.cost_report import json_rows, render_text
     from kubetrain.gitops.diff import DiffInputError, load_objects
-    from kubetrain.validation.validate import yaml_files
+    from kubetrain.model.manifests import yaml_files
 
     if not dist.is_dir():
         _print_errors([f"{dist} is not a folder: run kubetrain synth, or give --dist"])

@@ -36,7 +36,8 @@ from kubetrain.rules.registry import get as rule_named
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import CRDS, KV, PRUNING, cite
 from kubetrain.state import fleet_state
-from kubetrain.validation.validate import Manifest, Schemas, validate_objects
+from kubetrain.validation.validate import Schemas, validate_objects
+from kubetrain.model.manifests import Manifest
 from kubetrain_runtime.problems import ConfigError, Problem
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.validation.api_checks import api_server_problems
-from kubetrain.validation.validate import Manifest
+from kubetrain.model.manifests import Manifest
 
 K8S = "kubernetes/kubernetes"
 

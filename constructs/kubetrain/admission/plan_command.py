@@ -23,8 +23,8 @@ from kubetrain.admission.cluster_objects import ClusterObjects, admission_kinds
 from kubetrain.model.pod_sets import ACCELERATORS, JOB_LABEL
 from kubetrain.admission.verdict import JobPlan, PoolPlan, plan_cluster
 from kubetrain.cost.annotations import ANNOTATION_FIX
-from kubetrain.jobs.memory_annotation import describe, read_annotation
-from kubetrain.validation.validate import UnreadableManifest, read_manifest, yaml_files
+from kubetrain.model.memory_annotation import describe, read_annotation
+from kubetrain.model.manifests import UnreadableManifest, read_manifest, yaml_files
 
 EXIT_NEVER = 1
 EXIT_BAD_INPUT = 2

@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.kinds.target import Created
+from kubetrain.model.created import Created
 from kubetrain.model.names import (
     config_map_key_problem,
     dns_1035_label_problem,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.kinds.target import Created
+from kubetrain.model.created import Created
 from kubetrain.apiserver.apiserver_rules import DERIVED_NAMES
 
 KubernetesVersion = tuple[int, int]

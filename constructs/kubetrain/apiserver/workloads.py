@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.kinds.target import JOB_NAME_LABELS, JOB_UID_LABELS, Created, pod_from_template
+from kubetrain.model.created import JOB_NAME_LABELS, JOB_UID_LABELS, Created, pod_from_template
 from kubetrain.model.names import (
     dns_1123_label_problem,
     dns_1123_subdomain_problem,

@@ -8,7 +8,7 @@ from typing import Any
 from kubetrain.cost.estimate import JobCost, Pool
 from kubetrain.cost.prices import node_price, price_table, region_of
 from kubetrain.cost.cost_props import DEFAULT_ETTR, DEFAULT_MFU
-from kubetrain.jobs.memory_annotation import describe
+from kubetrain.model.memory_annotation import describe
 
 
 def usd(value: float | None, signed: bool = False) -> str:

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from kubetrain.cost.annotations import CostInputError, estimate_of, peak_flops_of, pricing_of
 from kubetrain.cost.prices import NodePrice, node_price, price_table, region_of, unpriced_reason
 from kubetrain.cost.cost_props import Estimate, PoolPricing
-from kubetrain.jobs.memory_annotation import read_annotation
+from kubetrain.model.memory_annotation import read_annotation
 from kubetrain.kinds.base import RunShape
 from kubetrain.kinds.kind_registry import group_kind, run_kind, shape_of
 from kubetrain.model.instances import BUILTIN_CATALOG

@@ -28,7 +28,7 @@ from kubetrain.cost.annotations import CostInputError
 from kubetrain.cost.change import CostChange, markdown_lines, price_change, text_lines
 from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION, RunShape
 from kubetrain.kinds.kind_registry import group_kind, run_kind, shape_of
-from kubetrain.validation.validate import UnreadableManifest, read_manifest, yaml_files
+from kubetrain.model.manifests import UnreadableManifest, read_manifest, yaml_files
 
 JOB_LABEL = "kubetrain.dev/job"
 COMMENT_MARKER = "<!-- kubetrain-diff -->"

@@ -29,7 +29,7 @@ from kubetrain.model.names import (
     LabelKey,
     LabelValue,
 )
-from kubetrain.platform.efa import NcclProfile
+from kubetrain.model.efa import NcclProfile
 from kubetrain.platform.identity import ServiceAccount
 from kubetrain.platform.kueue_queues import LocalQueue
 from kubetrain.platform.node_pools import NodePool
@@ -408,7 +408,7 @@ class TrainingJobProps(StrictProps):
     nccl: NcclProfile | None = Field(None, description="The image's aws-ofi-nccl and NCCL versions: an EFA job's "
                                                        "environment is derived from them. Default: an unnamed "
                                                        "stack, given what is right for every aws-ofi-nccl "
-                                                       "(kubetrain.platform.efa).")
+                                                       "(kubetrain.model.efa).")
     restart_policy: Literal["ExitCode", "OnFailure", "Never"] = Field(
         "ExitCode", description="`ExitCode`: a permanent failure (exit 1-127: a bad config, unusable checkpoint "
                                 "storage, a run that keeps diverging) fails the job at once; a job whose ranks keep "

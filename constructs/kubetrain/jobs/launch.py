@@ -118,7 +118,7 @@ def torchrun_args(job: JobSpec) -> list[str]:
     """torchrun's flags: the restart budget, c10d rendezvous (the only backend with which the other
     pods notice a restart and restart theirs), and the target's way of finding the peers."""
     return [f"--max-restarts={job.props.max_restarts}", "--rdzv-backend=c10d",
-            *job.props.target.rendezvous_args(job), f"--rdzv-id={job.name}"]
+            *job.props.target.rendezvous_args(job.request), f"--rdzv-id={job.name}"]
 
 
 def container_command(job: JobSpec) -> list[str]:

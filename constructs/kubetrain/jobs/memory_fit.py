@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.jobs.command_flags import megatron_flags
-from kubetrain.jobs.memory_annotation import MEMORY_ANNOTATION
+from kubetrain.model.memory_annotation import MEMORY_ANNOTATION
 from kubetrain.jobs.job_props import CommandModel
 from kubetrain.jobs.spec import JobSpec
 from kubetrain.rules.registry import register

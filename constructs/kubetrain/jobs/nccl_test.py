@@ -103,7 +103,7 @@ class NcclTest(Construct):
         problems += scope.attach(self, namespace, id)
         if scope.diagnostics.report(f"{scope.props.name}/{namespace}/{spec.name}", problems):
             return
-        emitted = scope.add_object(mpijob.render(spec, namespace, instance))
+        emitted = scope.add_object(mpijob.render(spec, namespace, instance, spec.queue.job_labels() if spec.queue is not None else {}))
         self.manifest: dict[str, Any] = emitted.manifest
         if spec.queue is not None:  # whether the queue admits both pod sets is judged on the whole fleet
             scope.state.admission.add_job(f"{scope.props.name}/{namespace}/{spec.name}", [emitted], [spec.queue])

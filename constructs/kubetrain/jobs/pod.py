@@ -12,7 +12,7 @@ from typing import Any
 from kubetrain.jobs.function import PACKAGES_DIR, PACKAGES_ENV, PACKAGES_VOLUME, REQUIREMENTS_ENV, REQUIREMENTS_FILE
 from kubetrain.jobs.launch import CONFIG_ENV, container_command, grace_period_s, launch_env
 from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, TRITON_CACHE_DIR, TRITON_VOLUME, JobSpec
-from kubetrain.platform.efa import efa_environment
+from kubetrain.model.efa import efa_environment
 from kubetrain.model.quantity import parse_quantity
 from kubetrain_runtime.config import CHECKPOINT_DIR_ENV, JOB_ENV
 from kubetrain_runtime.dumps import FR_BUFFER_ENTRIES, FR_BUFFER_ENV, FR_FILE_ENV, POD_FR_FILE
@@ -47,7 +47,7 @@ def launcher_env(job: JobSpec) -> dict[str, str]:
     if job.function and job.function.packages:  # where the launcher installs them, and from which file
         env |= PACKAGES_ENV | {REQUIREMENTS_ENV: f"{CONFIG_MOUNT}/{REQUIREMENTS_FILE}"}
     if job.launched_by_torchrun:
-        env |= launch_env(job) | job.props.target.launch_env(job)
+        env |= launch_env(job) | job.props.target.launch_env(job.request)
     return env
 
 

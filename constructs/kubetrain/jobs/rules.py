@@ -32,10 +32,10 @@ from kubetrain.jobs.pod import container_resources, launcher_env, metrics_ports,
 from kubetrain.jobs.job_props import ClaimVolume, EmptyDirVolume
 from kubetrain.jobs.ranges import counts_dividing, describe, divisors, gaps
 from kubetrain.jobs.spec import JOB_LABEL, LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
-from kubetrain.kinds.target import JOB_CONTROLLER_LABELS
+from kubetrain.model.created import JOB_CONTROLLER_LABELS
 from kubetrain.model.names import image_digest, image_tag
 from kubetrain.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
-from kubetrain.platform.efa import environment_problems
+from kubetrain.model.efa import environment_problems
 from kubetrain.platform.identity import ServiceAccount, identity_problems
 from kubetrain.model.instances import BUILTIN_CATALOG
 from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, pool_placement_problems
@@ -115,7 +115,7 @@ def check_job(job: JobSpec) -> list[Problem]:
                                        profile=job.props.nccl)  # KT106, KT115, KT116, KT126, KT127
     environment += index_env_problems(job.props.env)  # KT160
     return (problems + environment + debugging_problems(job) + batch_divides(job) + platform_problems(job) +
-            pod_part_problems(job) + memory_problems(job) + list(job.props.target.check(job)))
+            pod_part_problems(job) + memory_problems(job) + list(job.props.target.check(job.request)))
 
 
 register("KT156", "error", "CPU limit below the CPU request",
@@ -226,7 +226,7 @@ def pod_security_check(job: JobSpec, spec: dict[str, Any]) -> PodCheck:
                     "name is accepted and its pods never start.",
           fix="shorten the job name", source=cite(K8S_NAMES, PYTORCHJOB, TRAINER))
 def name_fits_derived_names(job: JobSpec) -> Iterator[Violation]:
-    limit, longest = job.props.target.max_name_length(job)
+    limit, longest = job.props.target.max_name_length(job.request)
     if len(job.name) > limit:
         added = len(job.name) - len(job.props.name)  # the definition's hash, for create-once runs
         yield ("name", f"{len(job.props.name)} characters is too long: the operator's name '{longest}' would "
@@ -333,7 +333,7 @@ def efa_requested(job: JobSpec) -> Iterator[Violation]:
                     "a launcher reading another run config.",
           fix="remove the variable", source=cite(PYTORCHJOB, TRAINER, TORCHRUN))
 def env_not_owned_by_launcher(job: JobSpec) -> Iterator[Violation]:
-    owned = job.props.target.injected_env(job)
+    owned = job.props.target.injected_env(job.request)
     ours = launcher_env(job)
     for name in job.props.env:
         torchrun = job.launched_by_torchrun and (name in TORCHRUN_ENV or name.startswith(TORCHRUN_ENV_PREFIXES))
@@ -538,7 +538,7 @@ def ports_in_range(job: JobSpec) -> Iterator[Violation]:
           fix="choose another label key (e.g. under your own domain)",
           source=cite(K8S_BATCH_VALIDATION, K8S_JOB_LABELS, PYTORCHJOB))
 def pod_labels_not_owned(job: JobSpec) -> Iterator[Violation]:
-    owned = job.props.target.owned_pod_labels(job)
+    owned = job.props.target.owned_pod_labels(job.request)
     for key in job.props.pod.labels:
         if key == JOB_LABEL:
             yield (f"pod.labels.{key}", f"kubetrain sets {key} to the job's name on every object of the run")
@@ -859,7 +859,7 @@ def local_tier_on_node(job: JobSpec) -> Iterator[Violation]:
           source=cite(TORCHRUN, "kubetrain_runtime/telemetry.py"))
 def metrics_ports_free(job: JobSpec) -> Iterator[Violation]:
     port = job.trainer.run.metrics.port if job.trainer else 0
-    rendezvous = job.props.target.rendezvous_port(job)
+    rendezvous = job.props.target.rendezvous_port(job.request)
     if port and port <= rendezvous < port + job.props.procs_per_node:
         yield ("workload.run.metrics.port", f"ports {port}-{port + job.props.procs_per_node - 1} include "
                f"{job.props.target.name}'s rendezvous port {rendezvous}")

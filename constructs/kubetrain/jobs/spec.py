@@ -11,7 +11,8 @@ from kubetrain.jobs.command_flags import parallel_flags
 from kubetrain.jobs.function import PACKAGES_DIR, PACKAGES_VOLUME, Function
 from kubetrain.jobs.job_props import Command, NodeResources, Parallelism, Trainer, TrainingJobProps, Volume
 from kubetrain.jobs.run_names import HASH_PLACEHOLDER
-from kubetrain.platform.efa import EFA_HUGEPAGES_DEFAULT
+from kubetrain.model.efa import EFA_HUGEPAGES_DEFAULT
+from kubetrain.model.job_request import JobRequest, MountedVolume
 
 if TYPE_CHECKING:
     from kubetrain.model.instances import InstanceType
@@ -97,6 +98,21 @@ class JobSpec:
     @property
     def max_nodes(self) -> int:
         return max(self.props.nodes, self.node_range.stop - 1)
+
+    @property
+    def request(self) -> JobRequest:
+        """What its launch target reads of it (built anew: the run's name changes once the run is rendered)."""
+        props, queue = self.props, self.props.queue
+        pod_group = getattr(queue, "scheduling_policy", None)  # Volcano: the operator builds the PodGroup from it
+        return JobRequest(
+            name=self.name, namespace=self.namespace, labels=self.labels, object_labels=self.object_labels,
+            nodes=props.nodes, procs_per_node=props.procs_per_node, node_range=self.node_range,
+            elastic=props.elastic is not None, max_restarts=props.max_restarts, backoff_limit=props.backoff_limit,
+            restart_policy=props.restart_policy, launched_by_torchrun=self.launched_by_torchrun,
+            kueue_queue=queue.name if queue is not None and queue.job_labels() else None,
+            pod_group_policy=pod_group(min_available=self.node_range.start,
+                                       priority_class=props.pod.priority_class_name) if pod_group else None,
+            volumes=tuple(MountedVolume(v.name, v.mount_path) for v in props.volumes))
 
     @cached_property
     def resources(self) -> NodeResources:

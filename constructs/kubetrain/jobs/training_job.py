@@ -76,7 +76,7 @@ class TrainingJob(NodeOnDemand):
             template = pod_template(spec, hashlib.sha256(config_text.encode()).hexdigest() if config_text else None)
             problems = check_job(spec) + check_pod_security(scope, namespace, where,
                                                             pod_security_check(spec, template["spec"]))
-            names = {spec.name: "name", **{n: "name" for n in validated.target.derived_names(spec)}}
+            names = {spec.name: "name", **{n: "name" for n in validated.target.derived_names(spec.request)}}
             if config:
                 names[spec.config_map_name] = "name"
             problems += scope.claim(namespace, names, f"job {validated.name}")
@@ -95,7 +95,7 @@ class TrainingJob(NodeOnDemand):
     def _emit(self, job: JobSpec, config: dict[str, str] | None, template: dict[str, Any]) -> list[Emitted]:
         """Emit the job's objects into its cluster; returns the entries of the target's objects."""
         # The target renders the operator's object first, then what it needs beside it (Services, ...).
-        manifests = job.props.target.render(job, template)
+        manifests = job.props.target.render(job.request, template)
         if manifests and (extra := {**cost_annotations(job), **run_annotations(job), **memory_annotations(job)}):
             manifests[0]["metadata"]["annotations"] = {**manifests[0]["metadata"].get("annotations", {}), **extra}
         if config is not None:

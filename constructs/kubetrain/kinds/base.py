@@ -25,7 +25,8 @@ from kubetrain.model.names import dns_1123_subdomain_problem
 
 if TYPE_CHECKING:
     from kubetrain.model.pod_sets import PodSet
-    from kubetrain.kinds.target import Created, Target
+    from kubetrain.kinds.target import Target
+    from kubetrain.model.created import Created
     from kubetrain.apiserver.report import Report
 
 Manifest = Mapping[str, Any]

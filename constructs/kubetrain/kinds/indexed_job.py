@@ -16,9 +16,10 @@ its pods as one pod set and owns `suspend`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from kubetrain.model.pod_sets import count_of, pod_set
+from kubetrain.model.job_request import JobRequest
 from kubetrain.kinds.base import (
     WORKLOADS,
     IgnoredFields,
@@ -31,19 +32,11 @@ from kubetrain.kinds.base import (
     pod_template_fields,
     run_shape,
 )
-from kubetrain.kinds.target import (
-    JOB_CONTROLLER_LABELS,
-    LocalPlan,
-    LocalReplica,
-    Target,
-    fail_job_exit_codes,
-    pod_failure_policy,
-)
+from kubetrain.kinds.target import LocalPlan, LocalReplica, Target, fail_job_exit_codes, pod_failure_policy
+from kubetrain.model.created import JOB_CONTROLLER_LABELS
 from kubetrain.apiserver.workloads import validate_job
 from kubetrain_runtime.problems import Problem
 
-if TYPE_CHECKING:
-    from kubetrain.jobs.spec import JobSpec
 
 RENDEZVOUS_PORT = 29500
 INDEX_LABEL = "batch.kubernetes.io/job-name"
@@ -57,28 +50,28 @@ class IndexedJob(Target):
     kind: ClassVar[str] = "Job"
     container_name: ClassVar[str] = "trainer"
 
-    def injected_env(self, job: JobSpec) -> set[str]:
+    def injected_env(self, job: JobRequest) -> set[str]:
         return {"JOB_COMPLETION_INDEX"}  # set by the Job controller in every pod
 
-    def launch_env(self, job: JobSpec) -> dict[str, str]:
-        return {"PET_NNODES": str(job.props.nodes), "PET_NPROC_PER_NODE": str(job.props.procs_per_node),
+    def launch_env(self, job: JobRequest) -> dict[str, str]:
+        return {"PET_NNODES": str(job.nodes), "PET_NPROC_PER_NODE": str(job.procs_per_node),
                 "PET_RDZV_ENDPOINT": f"{job.name}-0.{job.name}:{RENDEZVOUS_PORT}"}
 
-    def rendezvous_port(self, job: JobSpec) -> int:
+    def rendezvous_port(self, job: JobRequest) -> int:
         return RENDEZVOUS_PORT
 
-    def rendezvous_args(self, job: JobSpec) -> list[str]:
+    def rendezvous_args(self, job: JobRequest) -> list[str]:
         return []  # all from the PET_* variables of launch_env
 
-    def max_name_length(self, job: JobSpec) -> tuple[int, str]:
-        suffix = f"-{job.props.nodes - 1}"
+    def max_name_length(self, job: JobRequest) -> tuple[int, str]:
+        suffix = f"-{job.nodes - 1}"
         return 63 - len(suffix), f"{job.name}{suffix}"
 
-    def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
+    def owned_pod_labels(self, job: JobRequest) -> frozenset[str]:
         return JOB_CONTROLLER_LABELS
 
-    def check(self, job: JobSpec) -> Iterator[Problem]:
-        if job.props.elastic is not None:
+    def check(self, job: JobRequest) -> Iterator[Problem]:
+        if job.elastic:
             yield Problem("KT701", "elastic", "an Indexed Job runs a fixed number of pods",
                           "use target=PyTorchJob() for elastic jobs (TrainJob, the default, is not elastic), or "
                           "remove elastic")
@@ -86,15 +79,15 @@ class IndexedJob(Target):
             yield Problem("KT701", "workload.launcher", "the pods find each other through torchrun's rendezvous",
                           "launch the command with torchrun")
 
-    def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
-        props, labels = job.props, job.labels
+    def render(self, job: JobRequest, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
+        labels = job.labels
         pod = {**pod_template, "spec": {**pod_template["spec"], "restartPolicy": "Never", "subdomain": job.name}}
         batch_job = {
             "apiVersion": self.api_version, "kind": self.kind,
             "metadata": {"name": job.name, "namespace": job.namespace, "labels": job.object_labels},
             "spec": {
-                "completionMode": "Indexed", "completions": props.nodes, "parallelism": props.nodes,
-                "backoffLimitPerIndex": props.backoff_limit, "maxFailedIndexes": 0,
+                "completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
+                "backoffLimitPerIndex": job.backoff_limit, "maxFailedIndexes": 0,
                 "podFailurePolicy": pod_failure_policy(self.container_name),
                 "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
                 "template": pod}}

@@ -20,7 +20,7 @@ setupSSHOnPod; pkg/apis/kubeflow/v2beta1/default.go; pkg/apis/kubeflow/validatio
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TYPE_CHECKING
 
 from kubetrain.model.pod_sets import replica_pod_sets
 from kubetrain.kinds.base import (
@@ -37,13 +37,25 @@ from kubetrain.kinds.base import (
     run_shape,
     scheduling_queue,
 )
-from kubetrain.kinds.target import Created, pod_from_template
+from kubetrain.model.created import Created, pod_from_template
 from kubetrain.model.names import dns_1035_label_problem, label_value_problem
-from kubetrain.platform.efa import EFA_HUGEPAGES_DEFAULT, efa_environment
+from kubetrain.model.efa import EFA_HUGEPAGES_DEFAULT, efa_environment
 
 if TYPE_CHECKING:
-    from kubetrain.jobs.nccl_test import NcclTestProps
     from kubetrain.model.instances import InstanceType
+
+
+class NcclTestRun(Protocol):
+    """What an NCCL test's MPIJob is rendered from (the NcclTest construct's validated props)."""
+
+    name: str
+    image: str
+    nodes: int
+    collective: str
+    max_bytes: str
+    binary_dir: str
+    shm: str
+    launcher: Any  # its cpu and memory requests
 
 API_VERSION = "kubeflow.org/v2beta1"
 LAUNCHER_SUFFIX, WORKER_SUFFIX = "-launcher", "-worker"
@@ -54,11 +66,10 @@ BY = "the MPI operator"
 EXPECTED_BUSBW_ANNOTATION = "kubetrain.dev/expected-busbw-gbytes"
 
 
-def render(spec: NcclTestProps, namespace: str, instance: InstanceType) -> dict[str, Any]:
-    """The MPIJob of an NCCL test on `instance` (a GPU type with EFA)."""
+def render(spec: NcclTestRun, namespace: str, instance: InstanceType, queue_labels: dict[str, str]) -> dict[str, Any]:
+    """The MPIJob of an NCCL test on `instance` (a GPU type with EFA), carrying its queue's labels."""
     gpus = instance.accelerators
     labels = {"kubetrain.dev/nccl-test": spec.name}
-    queue_labels = spec.queue.job_labels() if spec.queue is not None else {}
     resources = {"nvidia.com/gpu": str(gpus), "vpc.amazonaws.com/efa": str(instance.efa_interfaces),
                  "hugepages-2Mi": EFA_HUGEPAGES_DEFAULT}
     env = {**efa_environment(None), "NCCL_DEBUG": "INFO"}  # INFO prints the transport NCCL chose: NET/OFI means EFA

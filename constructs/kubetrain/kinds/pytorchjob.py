@@ -25,11 +25,12 @@ pkg/webhooks/pytorch/pytorchjob_webhook.go.)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
 from kubetrain.model.pod_sets import count_of, replica_pod_sets
+from kubetrain.model.job_request import JobRequest
 from kubetrain.kinds.base import (
     WORKLOADS,
     CrdSource,
@@ -44,14 +45,13 @@ from kubetrain.kinds.base import (
     run_shape,
     scheduling_queue,
 )
-from kubetrain.kinds.target import Created, LocalPlan, LocalReplica, Target, pod_from_template
+from kubetrain.kinds.target import LocalPlan, LocalReplica, Target
+from kubetrain.model.created import Created, pod_from_template
 from kubetrain.model.names import dns_1035_label_problem
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import cite
 from kubetrain_runtime.problems import Problem
 
-if TYPE_CHECKING:
-    from kubetrain.jobs.spec import JobSpec
 
 MASTER_PORT = 23456  # the operator's default, named pytorchjob-port
 PORT_NAME = "pytorchjob-port"
@@ -87,61 +87,57 @@ class PyTorchJob(Target):
     ttl_seconds_after_finished: int | None = Field(None, ge=0, description="Delete the finished job after this.")
     active_deadline_seconds: int | None = Field(None, ge=1, description="Fail the job when it runs longer.")
 
-    def check(self, job: JobSpec) -> Iterator[Problem]:
-        queue = job.props.queue
-        if queue is not None and queue.job_labels():  # Kueue labels the job; Volcano gangs it another way
-            yield Problem(QUEUED_ON_KUEUE.code, "target", f"a PyTorchJob queued on {queue.name}: Kueue 0.19 and "
+    def check(self, job: JobRequest) -> Iterator[Problem]:
+        if job.kueue_queue is not None:  # Kueue labels the job; Volcano gangs it another way
+            yield Problem(QUEUED_ON_KUEUE.code, "target", f"a PyTorchJob queued on {job.kueue_queue}: Kueue 0.19 and "
                           "later ignore it unless their kubeflow.org/pytorchjob integration is enabled",
                           QUEUED_ON_KUEUE.fix)
 
-    def injected_env(self, job: JobSpec) -> set[str]:
+    def injected_env(self, job: JobRequest) -> set[str]:
         return {"PYTHONUNBUFFERED", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "PET_MASTER_ADDR",
                 "PET_MASTER_PORT", "PET_NODE_RANK", "PET_NNODES", "PET_NPROC_PER_NODE", "PET_RDZV_ENDPOINT",
                 "PET_RDZV_BACKEND", "PET_MAX_RESTARTS"}
 
-    def rendezvous_port(self, job: JobSpec) -> int:
+    def rendezvous_port(self, job: JobRequest) -> int:
         return MASTER_PORT  # the master's (or, elastic, the first worker's) PET_*_PORT
 
-    def rendezvous_args(self, job: JobSpec) -> list[str]:
-        if job.props.elastic:
+    def rendezvous_args(self, job: JobRequest) -> list[str]:
+        if job.elastic:
             # PET_RDZV_ENDPOINT and PET_NNODES=min:max come from the operator; nproc does not.
-            return [f"--nproc-per-node={job.props.procs_per_node}"]
+            return [f"--nproc-per-node={job.procs_per_node}"]
         # The master pod hosts the rendezvous store; Kubernetes expands $(VAR) from the operator's variables.
         return ["--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)"]
 
-    def max_name_length(self, job: JobSpec) -> tuple[int, str]:
-        workers = job.max_nodes if job.props.elastic else job.props.nodes - 1
+    def max_name_length(self, job: JobRequest) -> tuple[int, str]:
+        workers = job.max_nodes if job.elastic else job.nodes - 1
         suffix = f"-worker-{workers - 1}" if workers else "-master-0"
         return 63 - len(suffix), f"{job.name}{suffix}"
 
-    def derived_names(self, job: JobSpec) -> list[str]:
+    def derived_names(self, job: JobRequest) -> list[str]:
         # One Service per replica, named like its pod: only the first few are listed; KT101
         # keeps the longest within the limit, and no job name can end in -master-0 or -worker-N.
         return []
 
-    def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
+    def owned_pod_labels(self, job: JobRequest) -> frozenset[str]:
         return OPERATOR_LABELS
 
-    def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
-        props = job.props
-        run_policy: dict[str, Any] = {"backoffLimit": props.backoff_limit}
+    def render(self, job: JobRequest, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
+        run_policy: dict[str, Any] = {"backoffLimit": job.backoff_limit}
         optional = {"cleanPodPolicy": self.clean_pod_policy, "ttlSecondsAfterFinished": self.ttl_seconds_after_finished,
                     "activeDeadlineSeconds": self.active_deadline_seconds}
         run_policy |= {key: value for key, value in optional.items() if value is not None}
-        scheduling_policy = getattr(props.queue, "scheduling_policy", None)  # Volcano: the operator's PodGroup
-        if scheduling_policy is not None:
-            run_policy["schedulingPolicy"] = scheduling_policy(min_available=job.node_range.start,
-                                                               priority_class=props.pod.priority_class_name)
-        spec: dict[str, Any] = {"nprocPerNode": str(props.procs_per_node), "runPolicy": run_policy}
-        replica = {"restartPolicy": props.restart_policy, "template": pod_template}
-        if props.elastic:
+        if job.pod_group_policy is not None:  # Volcano: the operator's PodGroup
+            run_policy["schedulingPolicy"] = job.pod_group_policy
+        spec: dict[str, Any] = {"nprocPerNode": str(job.procs_per_node), "runPolicy": run_policy}
+        replica = {"restartPolicy": job.restart_policy, "template": pod_template}
+        if job.elastic:
             spec["elasticPolicy"] = {"rdzvBackend": "c10d", "minReplicas": job.node_range.start,
-                                     "maxReplicas": job.node_range.stop - 1, "maxRestarts": props.max_restarts}
-            spec["pytorchReplicaSpecs"] = {"Worker": {"replicas": props.nodes, **replica}}
+                                     "maxReplicas": job.node_range.stop - 1, "maxRestarts": job.max_restarts}
+            spec["pytorchReplicaSpecs"] = {"Worker": {"replicas": job.nodes, **replica}}
         else:
             spec["pytorchReplicaSpecs"] = {"Master": {"replicas": 1, **replica}}
-            if props.nodes > 1:
-                spec["pytorchReplicaSpecs"]["Worker"] = {"replicas": props.nodes - 1, **replica}
+            if job.nodes > 1:
+                spec["pytorchReplicaSpecs"]["Worker"] = {"replicas": job.nodes - 1, **replica}
         return [{"apiVersion": self.api_version, "kind": self.kind,
                  "metadata": {"name": job.name, "namespace": job.namespace,
                               "labels": job.object_labels},

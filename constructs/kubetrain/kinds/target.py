@@ -5,8 +5,7 @@ variables the operator injects and how torchrun finds its peers under it, checks
 operator cares about (name lengths, admission rules), and tells `kubetrain run-local` how to
 emulate it from the committed YAML. Nothing outside a target's module knows its kind, replica
 types, container name or variables. A target is found by its kind's descriptor (kubetrain.kinds:
-`Kind.target`). Also here, what the operators' modules share about what operators create (`Created`,
-the pods a controller makes from a template, the Job controller's labels).
+`Kind.target`). What operators create from a committed object is plain data (kubetrain.model.created).
 """
 
 from __future__ import annotations
@@ -14,62 +13,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 from pydantic import ConfigDict
 
+from kubetrain.model.job_request import JobRequest
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import PYTORCHJOB, TRAINER, cite
 from kubetrain_runtime.failures import PERMANENT_EXITS
 from kubetrain_runtime.problems import Problem, ReportedLater
 
-if TYPE_CHECKING:
-    from kubetrain.jobs.spec import JobSpec
-
-
-# Kubernetes' Job controller labels a Job's pods with its generated selector (k8s 1.33 pkg/apis/batch/types.go):
-# the Job's name and uid, and in Indexed mode the pod's completion index.
-JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
-JOB_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
-JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-JOB_CONTROLLER_LABELS = frozenset((*JOB_NAME_LABELS, *JOB_UID_LABELS, JOB_INDEX_LABEL))
-
-
-class Created(NamedTuple):
-    """A built-in object a controller or operator creates from a committed object, as the API server gets it.
-
-    Its problems are reported at their source in the committed object: a field of its template at
-    `source` + the field's path (or as `paths` map it), its name and what the creator derives from names at
-    `name_field`.
-    """
-
-    body: dict[str, Any]  # apiVersion, kind, metadata, spec: the object as created
-    by: str  # who creates it, for messages: "the training operator", "JobSet"
-    source: str = ""  # where its template is in the committed object ("" when it has none)
-    # (its path prefix, the committed path it comes from) where that is not `source` + its path
-    paths: tuple[tuple[str, str], ...] = ()
-    # (a list of it, how many items come from the template): the creator appends the rest (a volume, a port)
-    appended: tuple[tuple[str, int], ...] = ()
-    name_field: str = "metadata.name"  # the committed field its name comes from
-    template_labels: frozenset[str] = frozenset()  # its labels that come from the template; the rest are the creator's
-    derived: frozenset[str] = frozenset()  # its fields the creator sets from names (spec.hostname, spec.subdomain)
-    describe: str | None = None  # how messages name it, when its name says nothing (a runtime's Jobs)
-    # Report only its problems at `paths`: the rest come from a template another committed object holds, whose
-    # own check reports them (a TrainJob's overrides applied to its runtime's template).
-    only_paths: bool = False
-
-
-def pod_from_template(template: dict[str, Any], *, name: str | None = None, generate_name: str | None = None,
-                      labels: dict[str, str] | None = None, spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The Pod a controller creates from `template`: its name, the template's labels and annotations with the
-    controller's `labels` over them, and its spec with the controller's `spec` fields over it."""
-    meta = template.get("metadata") or {}
-    metadata: dict[str, Any] = {"name": name} if name else {"generateName": generate_name}
-    metadata["labels"] = {**(meta.get("labels") or {}), **(labels or {})}
-    if meta.get("annotations"):
-        metadata["annotations"] = meta["annotations"]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
-            "spec": {**(template.get("spec") or {}), **(spec or {})}}
 
 
 @dataclass
@@ -109,7 +62,7 @@ class Target(ReportedLater, ABC):
     # -- compiling a job ------------------------------------------------------------------------
 
     @abstractmethod
-    def injected_env(self, job: JobSpec) -> set[str]:
+    def injected_env(self, job: JobRequest) -> set[str]:
         """Variables the operator sets in the workload's container: users must not set them (KT105)."""
 
     def env_owner(self, name: str) -> str:
@@ -117,35 +70,35 @@ class Target(ReportedLater, ABC):
         return f"the {self.kind} operator"
 
     @abstractmethod
-    def rendezvous_args(self, job: JobSpec) -> list[str]:
+    def rendezvous_args(self, job: JobRequest) -> list[str]:
         """torchrun flags that find the peers under this operator (beyond those it reads from PET_*)."""
 
     @abstractmethod
-    def rendezvous_port(self, job: JobSpec) -> int:
+    def rendezvous_port(self, job: JobRequest) -> int:
         """The port the first pod's torchrun listens on for its peers (the rendezvous endpoint)."""
 
-    def launch_env(self, job: JobSpec) -> dict[str, str]:
+    def launch_env(self, job: JobRequest) -> dict[str, str]:
         """Variables the target itself must set for torchrun (for operators that set none)."""
         return {}
 
     @abstractmethod
-    def max_name_length(self, job: JobSpec) -> tuple[int, str]:
+    def max_name_length(self, job: JobRequest) -> tuple[int, str]:
         """(longest job name the operator's derived names allow, an example of the longest derived name)."""
 
-    def check(self, job: JobSpec) -> Iterator[Problem]:
+    def check(self, job: JobRequest) -> Iterator[Problem]:
         """Problems only this operator has with the job (admission rules)."""
         return iter(())
 
-    def derived_names(self, job: JobSpec) -> list[str]:
+    def derived_names(self, job: JobRequest) -> list[str]:
         """Names the target's objects take in the job's namespace, besides the job's own name."""
         return []
 
     @abstractmethod
-    def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
+    def owned_pod_labels(self, job: JobRequest) -> frozenset[str]:
         """Pod labels the operator or the Job controller sets (or selects pods by): not the user's to set (KT134)."""
 
     @abstractmethod
-    def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
+    def render(self, job: JobRequest, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
         """The operator's objects for the job, as plain manifests."""
 
     # -- running a committed job locally (from YAML, never from Python) -------------------------

@@ -34,11 +34,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
 from kubetrain.model.pod_sets import count_of, pod_set
+from kubetrain.model.job_request import JobRequest
 from kubetrain.kinds.base import (
     PLATFORM,
     WORKLOADS,
@@ -54,23 +55,14 @@ from kubetrain.kinds.base import (
     pod_template_fields,
     run_shape,
 )
-from kubetrain.kinds.target import (
-    JOB_CONTROLLER_LABELS,
-    Created,
-    LocalPlan,
-    LocalReplica,
-    Target,
-    fail_job_exit_codes,
-    pod_failure_policy,
-)
+from kubetrain.kinds.target import LocalPlan, LocalReplica, Target, fail_job_exit_codes, pod_failure_policy
+from kubetrain.model.created import JOB_CONTROLLER_LABELS, Created
 from kubetrain.model.names import dns_1035_label_problem
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import TRAINER_STATUS
 from kubetrain_runtime.problems import Problem
 from kubetrain_runtime.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
 
-if TYPE_CHECKING:
-    from kubetrain.jobs.spec import JobSpec
 
 GROUP = "trainer.kubeflow.org"
 MASTER_PORT = 29500
@@ -108,10 +100,10 @@ class TrainJob(Target):
 
     active_deadline_seconds: int | None = Field(None, ge=1, description="Fail the job when it runs longer.")
 
-    def runtime_name(self, job: JobSpec) -> str:
+    def runtime_name(self, job: JobRequest) -> str:
         return f"{job.name}-runtime"
 
-    def injected_env(self, job: JobSpec) -> set[str]:
+    def injected_env(self, job: JobRequest) -> set[str]:
         return INJECTED | STATUS_ENV
 
     def env_owner(self, name: str) -> str:
@@ -119,33 +111,33 @@ class TrainJob(Target):
             return "the Kubeflow Trainer controller's TrainJobStatus plugin (its status endpoint, for progress)"
         return "the Kubeflow Trainer controller's torch plugin"
 
-    def rendezvous_port(self, job: JobSpec) -> int:
+    def rendezvous_port(self, job: JobRequest) -> int:
         return MASTER_PORT
 
-    def rendezvous_args(self, job: JobSpec) -> list[str]:
+    def rendezvous_args(self, job: JobRequest) -> list[str]:
         # PET_NNODES and PET_NPROC_PER_NODE are torchrun's defaults; node 0 hosts the rendezvous.
         return ["--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)"]
 
-    def max_name_length(self, job: JobSpec) -> tuple[int, str]:
+    def max_name_length(self, job: JobRequest) -> tuple[int, str]:
         # The JobSet's last pod, <job>-node-0-<n-1>-<5 random characters>, is a DNS-1035 label.
-        suffix = f"-node-0-{job.props.nodes - 1}{POD_NAME_SUFFIX}"
+        suffix = f"-node-0-{job.nodes - 1}{POD_NAME_SUFFIX}"
         return 63 - len(suffix), f"{job.name}{suffix}"
 
-    def derived_names(self, job: JobSpec) -> list[str]:
+    def derived_names(self, job: JobRequest) -> list[str]:
         return [self.runtime_name(job)]
 
-    def owned_pod_labels(self, job: JobSpec) -> frozenset[str]:
+    def owned_pod_labels(self, job: JobRequest) -> frozenset[str]:
         return JOB_CONTROLLER_LABELS | JOBSET_LABELS | {ANCESTOR_LABEL}
 
-    def check(self, job: JobSpec) -> Iterator[Problem]:
-        if job.props.elastic is not None:
+    def check(self, job: JobRequest) -> Iterator[Problem]:
+        if job.elastic:
             yield Problem("KT701", "elastic", "the TrainJob target runs a fixed number of nodes",
                           "use target=PyTorchJob() for elastic jobs (TrainJob, the default, is not elastic), or "
                           "remove elastic")
         if not job.launched_by_torchrun:
             yield Problem("KT701", "workload.launcher", "the Trainer controller only injects PET_* variables, which "
                           "only torchrun reads", "launch the command with torchrun")
-        for i, volume in enumerate(job.props.volumes):
+        for i, volume in enumerate(job.volumes):
             if volume.name == STATUS_VOLUME:
                 yield Problem(STATUS_MOUNT_TAKEN.code, f"volumes.{i}.name", f"{STATUS_VOLUME} is the name of the "
                               "Trainer's status token volume, which replaces this one", "rename the volume")
@@ -153,25 +145,25 @@ class TrainJob(Target):
                 yield Problem(STATUS_MOUNT_TAKEN.code, f"volumes.{i}.mount_path", f"{volume.mount_path} is where the "
                               "Trainer mounts its status endpoint's token and CA", f"mount it outside {STATUS_MOUNT}")
 
-    def render(self, job: JobSpec, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
-        props, labels = job.props, job.labels
+    def render(self, job: JobRequest, pod_template: dict[str, Any]) -> list[dict[str, Any]]:
+        labels = job.labels
         pod = {**pod_template, "spec": {**pod_template["spec"], "restartPolicy": "Never"}}
         runtime = {
             "apiVersion": self.api_version, "kind": "TrainingRuntime",
             "metadata": {"name": self.runtime_name(job), "namespace": job.namespace, "labels": labels},
             "spec": {
-                "mlPolicy": {"numNodes": props.nodes, "torch": {}},
+                "mlPolicy": {"numNodes": job.nodes, "torch": {}},
                 "template": {"spec": {"replicatedJobs": [{
                     "name": "node",
                     "template": {
                         "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
                         "spec": {
-                            "backoffLimit": props.backoff_limit,
+                            "backoffLimit": job.backoff_limit,
                             "podFailurePolicy": pod_failure_policy(self.container_name),
                             "template": pod}}}]}}}}
         spec: dict[str, Any] = {
             "runtimeRef": {"name": self.runtime_name(job), "apiGroup": GROUP, "kind": "TrainingRuntime"},
-            "trainer": {"numNodes": props.nodes, "numProcPerNode": props.procs_per_node}}
+            "trainer": {"numNodes": job.nodes, "numProcPerNode": job.procs_per_node}}
         if self.active_deadline_seconds is not None:
             spec["activeDeadlineSeconds"] = self.active_deadline_seconds
         job_object = {"apiVersion": self.api_version, "kind": self.kind,

@@ -37,7 +37,7 @@ from kubetrain.kinds.kind_registry import all_kinds, kind_of
 from kubetrain.kinds.target import restart_after
 from kubetrain.local.certificates import ServerTLS
 from kubetrain.local.summary import RunSummary
-from kubetrain.validation.validate import UnreadableManifest, read_manifest
+from kubetrain.model.manifests import UnreadableManifest, read_manifest
 from kubetrain.rules.registry import register
 from training.config import load_run_config
 from kubetrain_runtime.problems import ConfigError, Problem

@@ -9,7 +9,7 @@ names below are the public ones.
 PUBLIC = {
     "kubetrain.model.instances": ("InstanceType", "InstanceCatalog", "BUILTIN_INSTANCE_TYPES", "BUILTIN_CATALOG"),
     "kubetrain.platform.node_pools": ("NodePool", "EfaNodePool", "GpuNodePool", "CpuNodePool", "pool_placement_problems"),
-    "kubetrain.platform.efa": ("NcclProfile", "efa_environment", "environment_problems"),
+    "kubetrain.model.efa": ("NcclProfile", "efa_environment", "environment_problems"),
     "kubetrain.platform.storage": ("Claim", "FsxLustre", "Efs", "S3Bucket", "checkpoint_volume_problems",
                                    "dataset_volume_problems"),
     "kubetrain.platform.kueue_queues": ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "queued_job_problems"),

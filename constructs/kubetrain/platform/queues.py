@@ -15,9 +15,8 @@ from kubetrain.model.names import LabelKey
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import KUEUE_JOBS, KUEUE_TAS, VOLCANO, cite
 from kubetrain.model.strict import StrictProps
+from kubetrain.state import QueueSystem
 from kubetrain_runtime.problems import Problem
-
-QueueSystem = Literal["kueue", "volcano"]
 
 TWO_QUEUE_SYSTEMS = register(
     "KT420", "error", "two queue systems in one cluster",

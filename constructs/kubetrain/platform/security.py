@@ -15,7 +15,7 @@ its stricter level adds, so no pod escapes the check by being defined first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -26,9 +26,9 @@ from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import PSS
 from kubetrain.model.strict import StrictProps
+from kubetrain.state import Level, PodCheck
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
 
-Level = Literal["privileged", "baseline", "restricted"]
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 _ORDER = {"privileged": 0, "baseline": 1, "restricted": 2}
 # Capabilities the baseline level allows to be added (Kubernetes Pod Security Standards).
@@ -36,7 +36,6 @@ _BASELINE_CAPABILITIES = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSE
                           "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
 _RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
                        "projected", "secret", "name"}
-PodCheck = Callable[[Level], list[Problem]]  # a pod's KT430 problems at a given level
 
 POD_SECURITY = register(
     "KT430", "error", "pod breaks the security defaults or its namespace's Pod Security level",
