@@ -10,7 +10,8 @@ from pydantic import Field, field_validator
 from constructs import Construct
 from kubetrain.model.diagnostics import DefinitionError
 from kubetrain.model.names import Dns1123Label
-from kubetrain.validation.validate import KUBERNETES_VERSION_ANNOTATION, supported_kubernetes_versions
+from kubetrain.validation.validate import supported_kubernetes_versions
+from kubetrain.model.vocabulary import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.model.instances import BUILTIN_CATALOG, InstanceType
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_NAMES

@@ -14,11 +14,12 @@ import math
 from collections.abc import Iterable, Mapping
 
 from kubetrain.admission.cluster_objects import Pool
-from kubetrain.model.pod_sets import ACCELERATORS, PodSet
+from kubetrain.model.pod_sets import PodSet
+from kubetrain.model.vocabulary import ACCELERATOR_RESOURCES, EFA_RESOURCE, HUGE_PAGES_RESOURCE
 
 HOSTNAME_LEVEL = "kubernetes.io/hostname"  # a domain of this level is one node
 # Resources a pool lists when its nodes have them: a pod asking for one a pool does not list fits no node.
-NODE_DEVICES = (*ACCELERATORS, "vpc.amazonaws.com/efa", "hugepages-2Mi", "hugepages-1Gi")
+NODE_DEVICES = (*ACCELERATOR_RESOURCES, EFA_RESOURCE, HUGE_PAGES_RESOURCE, "hugepages-1Gi")
 
 
 def pods_per_node(pool: Pool, requests: Mapping[str, int]) -> int | None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.admission.cluster_objects import ClusterObjects, admission_kinds
-from kubetrain.model.pod_sets import ACCELERATORS, JOB_LABEL
+from kubetrain.model.vocabulary import ACCELERATOR_RESOURCES, JOB_LABEL
 from kubetrain.admission.verdict import JobPlan, PoolPlan, plan_cluster
 from kubetrain.cost.annotations import ANNOTATION_FIX
 from kubetrain.model.memory_annotation import describe, read_annotation
@@ -89,7 +89,7 @@ def plan_dist(dist: Path) -> tuple[list[JobPlan], list[PoolPlan]]:
 def _cells(plan: JobPlan) -> list[str]:
     w = plan.workload
     queue = f"{w.queue} ({plan.cluster_queue})" if w.queue and plan.cluster_queue else (w.queue or "-")
-    unit = next((a.split("/")[-1] for a in ACCELERATORS if any(p.requests.get(a) for p in w.pod_sets)), "gpu")
+    unit = next((a.split("/")[-1] for a in ACCELERATOR_RESOURCES if any(p.requests.get(a) for p in w.pod_sets)), "gpu")
     return [f"{plan.cluster}/{w.namespace}/{w.job}", plan.pool or "-", queue, str(w.pods),
             f"{w.accelerators} {unit}" if w.accelerators else "0", _dash(plan.nodes_needed), _dash(plan.pool_nodes),
             plan.flavor or "-", _short(plan.quota), _short(plan.potential), plan.verdict]

@@ -22,14 +22,15 @@ from kubetrain.admission.capacity import domain_nodes, nodes_needed, pods_per_no
 from kubetrain.admission.flavors import FlavorAssigner, Mismatch, Undecided
 from kubetrain.admission.cluster_objects import ClusterObjects, FlavorResource, Pool
 from kubetrain.admission.quota import UNLIMITED, Amount, CohortTree
-from kubetrain.model.pod_sets import ACCELERATORS, CPU, PodSet, Workload, show
+from kubetrain.model.pod_sets import CPU, PodSet, Workload, show
+from kubetrain.model.vocabulary import ACCELERATOR_RESOURCES, EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, NEURON_RESOURCE
 from kubetrain.apiserver.meta import selector_matches
 from kubetrain.rules.registry import get
 
 PLACEMENT_LEVEL_CODE = "KT421"  # kubetrain.platform.queues: topology placement the queue cannot honour
-RESOURCE_FIELDS = {"cpu": "resources.cpu", "memory": "resources.memory", "nvidia.com/gpu": "resources.accelerators",
-                   "aws.amazon.com/neuron": "resources.accelerators", "vpc.amazonaws.com/efa": "resources.efa",
-                   "hugepages-2Mi": "resources.hugepages_2mi"}
+RESOURCE_FIELDS = {"cpu": "resources.cpu", "memory": "resources.memory", GPU_RESOURCE: "resources.accelerators",
+                   NEURON_RESOURCE: "resources.accelerators", EFA_RESOURCE: "resources.efa",
+                   HUGE_PAGES_RESOURCE: "resources.hugepages_2mi"}
 
 
 @dataclass(frozen=True)
@@ -398,7 +399,7 @@ def _borrowing(plan: JobPlan, assigner: FlavorAssigner, chosen: list[dict[str, s
 
 def _show_quota(plan: JobPlan, assigner: FlavorAssigner, flavors: Sequence[dict[str, str]]) -> None:
     requested = {r for p in plan.workload.pod_sets for r, v in p.requests.items() if v}
-    resource = next((a for a in ACCELERATORS if a in requested), CPU)
+    resource = next((a for a in ACCELERATOR_RESOURCES if a in requested), CPU)
     flavor = next((f[resource] for f in reversed(flavors) if resource in f), None)
     if flavor is None:
         return

@@ -43,6 +43,7 @@ from kubetrain.apiserver.apiserver_rules import (
     VOLUMES,
 )
 from kubetrain.model.quantity import exact_quantity, huge_pages_problem, parse_quantity
+from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S
 
 MAX_INT32 = 2**31 - 1
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -103,7 +104,7 @@ def validate_pod_spec(spec: Mapping[str, Any], path: str, report: Report, *, is_
     volumes = _volumes(spec["volumes"], f"{path}.volumes", report) if "volumes" in spec else {}
     host_network = bool(spec.get("hostNetwork"))
     restart = spec.get("restartPolicy") or "Always"
-    grace = spec.get("terminationGracePeriodSeconds", 30)
+    grace = spec.get("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_S)
     containers = spec.get("containers") or ()
     init_containers = spec.get("initContainers") or ()
     if not containers:

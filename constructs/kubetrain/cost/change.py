@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.cost.estimate import JOB_LABEL, NODEPOOL_LABEL, JobCost, fleet_costs
+from kubetrain.cost.estimate import JobCost, fleet_costs
+from kubetrain.model.vocabulary import JOB_LABEL, NODEPOOL_LABEL
 from kubetrain.cost.cost_report import number, usd
 from kubetrain.kinds.base import pod_specs
 from kubetrain.kinds.kind_registry import kind_of, run_kind, shape_of

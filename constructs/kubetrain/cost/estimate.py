@@ -30,10 +30,8 @@ from kubetrain.model.instances import BUILTIN_CATALOG
 from training.config import RunConfig, parse_yaml
 from kubetrain_runtime.problems import problems_from_validation_error
 from training.flops import attention_flops_per_token, flops_per_token, parameter_count
+from kubetrain.model.vocabulary import INSTANCE_TYPE_LABEL, JOB_LABEL, NODEPOOL_LABEL
 
-JOB_LABEL = "kubetrain.dev/job"
-NODEPOOL_LABEL = "karpenter.sh/nodepool"
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 ZONE_ID_LABEL = "topology.k8s.aws/zone-id"  # Karpenter's well-known label: the zone's ID, the same in every account
 

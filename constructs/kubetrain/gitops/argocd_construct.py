@@ -22,8 +22,8 @@ from kubetrain.rules.sources import ARGO_APP, cite
 from kubetrain.state import diagnostics, fleet_state
 from kubetrain.model.strict import as_fields
 from kubetrain_runtime.problems import ConfigError, Problem, validate_model
+from kubetrain.model.vocabulary import JOB_LABEL
 
-JOB_LABEL = "kubetrain.dev/job"
 FIXED_RUN_NAMES = register(
     "KT504", "warning", "Argo CD delivers runs that keep their name when they change",
     rationale="A run object's spec is immutable once created (a PyTorchJob's, TrainJob's, JobSet's or Job's pod "

@@ -37,6 +37,7 @@ from kubetrain.kinds.kind_registry import group_kind, kind_of
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import ARGO_APP, ARGO_PROJECTS, ARGO_WAVES
 from kubetrain_runtime.problems import ConfigError, Problem
+from kubetrain.kinds.argocd import API_VERSION as ARGOCD_API_VERSION
 
 SYNC_OPTIONS_ANNOTATION = "argocd.argoproj.io/sync-options"
 HEALTH_PATCH = Path("_patch", "ConfigMap.argocd-cm.yaml")
@@ -193,7 +194,7 @@ def _project(objects_by_cluster: dict[str, list[dict[str, Any]]], props: ArgoCdP
                  if k != "namespace"}
         destinations += [{**where, "namespace": ns} for ns in _namespaces(objects_by_cluster[cluster])]
     return {
-        "apiVersion": "argoproj.io/v1alpha1",
+        "apiVersion": ARGOCD_API_VERSION,
         "kind": "AppProject",
         "metadata": {"name": props.project, "namespace": props.argocd_namespace, "labels": dict(MANAGED_BY)},
         "spec": {
@@ -229,4 +230,4 @@ def _application(cluster: str, objects: list[dict[str, Any]], props: ArgoCdProps
     }
     if ignored:
         spec["ignoreDifferences"] = ignored
-    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": metadata, "spec": spec}
+    return {"apiVersion": ARGOCD_API_VERSION, "kind": "Application", "metadata": metadata, "spec": spec}

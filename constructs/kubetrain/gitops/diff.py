@@ -29,8 +29,8 @@ from kubetrain.cost.change import CostChange, markdown_lines, price_change, text
 from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION, RunShape
 from kubetrain.kinds.kind_registry import group_kind, run_kind, shape_of
 from kubetrain.model.manifests import UnreadableManifest, read_manifest, yaml_files
+from kubetrain.model.vocabulary import GPU_RESOURCE, JOB_LABEL
 
-JOB_LABEL = "kubetrain.dev/job"
 COMMENT_MARKER = "<!-- kubetrain-diff -->"
 _GITHUB_COMMENT_LIMIT = 60_000  # GitHub refuses comments over 65,536 characters
 _MISSING = object()
@@ -286,7 +286,7 @@ def _run_facts(shape: RunShape) -> dict[str, str]:
         facts["nodes"] = f"{shape.elastic[0]}-{shape.elastic[1]} (elastic)"
     if shape.procs_per_pod:
         facts["world size"] = str(shape.pods * shape.procs_per_pod)
-    facts["GPUs"] = str(shape.accelerators if shape.accelerator_resource == "nvidia.com/gpu" else 0)
+    facts["GPUs"] = str(shape.accelerators if shape.accelerator_resource == GPU_RESOURCE else 0)
     if shape.images:
         facts["image"] = ", ".join(shape.images)
     if shape.queue:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.model.pod_sets import QUEUE_LABEL
+from kubetrain.model.vocabulary import QUEUE_LABEL
 from kubetrain.kinds.base import Reference, pod_specs
 from kubetrain.kinds.kind_registry import group_kind, kind_of
 

@@ -47,6 +47,7 @@ from kubetrain_runtime.dumps import (
     POD_FR_FILE,
 )
 from kubetrain_runtime.failures import FAILURE_FILE_ENV, stopped_exit
+from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S
 from training.flops import checkpoint_bytes
 
 EXIT_RETRY = 200
@@ -65,7 +66,6 @@ LAUNCH_ENV: dict[str, str] = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
 # plus the time to finish a step, agree, and stop, but never below Kubernetes' default.
 WRITE_BYTES_PER_S_PER_NODE = 250e6
 STOP_OVERHEAD_S = 15
-KUBERNETES_DEFAULT_GRACE_S = 30
 SHUTDOWN_MARGIN_S = 5  # torchrun kills its ranks this long before Kubernetes kills the pod
 
 # `$$` and `$(` are Kubernetes' variable syntax in a container's command: the script uses neither.
@@ -158,11 +158,11 @@ def grace_period_s(job: JobSpec) -> int | None:
         return job.props.pod.termination_grace_period_s
     if job.trainer is None:
         return None
-    return max(KUBERNETES_DEFAULT_GRACE_S, stop_needs_s(job.trainer.run, job.node_range.start))
+    return max(DEFAULT_TERMINATION_GRACE_S, stop_needs_s(job.trainer.run, job.node_range.start))
 
 
 def launch_env(job: JobSpec) -> dict[str, str]:
     """The launcher's variables for torchrun (and its ranks): see LAUNCH_ENV, and the shutdown timeout."""
     grace = grace_period_s(job)
-    grace = KUBERNETES_DEFAULT_GRACE_S if grace is None else grace
+    grace = DEFAULT_TERMINATION_GRACE_S if grace is None else grace
     return LAUNCH_ENV | {SHUTDOWN_TIMEOUT_ENV: str(max(1, grace - SHUTDOWN_MARGIN_S))}

@@ -34,6 +34,7 @@ from kubetrain.rules.registry import register
 from kubetrain.rules.sources import NCCL_TESTS
 from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import ConfigError, Problem, validate_model
+from kubetrain.model.vocabulary import GPU_RESOURCE
 
 NOT_A_GPU_POOL = register(
     "KT702", "error", "NCCL test on an instance type without GPUs or EFA",
@@ -95,7 +96,7 @@ class NcclTest(Construct):
         if instance is None:
             problems.append(Problem("KT111", "instance_type", f"unknown instance type {spec.instance_type!r}",
                                     "use a type of the instance catalog, or register yours on the Cluster"))
-        elif not (instance.accelerator_resource == "nvidia.com/gpu" and instance.efa_interfaces):
+        elif not (instance.accelerator_resource == GPU_RESOURCE and instance.efa_interfaces):
             problems.append(Problem(NOT_A_GPU_POOL.code, "instance_type",
                                     f"{instance.name} has no {'GPUs' if not instance.accelerators else 'EFA'}",
                                     NOT_A_GPU_POOL.fix))

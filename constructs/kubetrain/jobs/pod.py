@@ -16,6 +16,7 @@ from kubetrain.model.efa import efa_environment
 from kubetrain.model.quantity import parse_quantity
 from kubetrain_runtime.config import CHECKPOINT_DIR_ENV, JOB_ENV
 from kubetrain_runtime.dumps import FR_BUFFER_ENTRIES, FR_BUFFER_ENV, FR_FILE_ENV, POD_FR_FILE
+from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, NEURON_RESOURCE
 
 # Hangs and collective failures (torch.distributed's ProcessGroupNCCL environment variables): a timed-out or failed NCCL collective
 # aborts the process instead of hanging it, and first dumps the flight recorder's trace of the
@@ -32,7 +33,7 @@ NCCL_FAULT_ENV: dict[str, str] = {
 }
 CONFIG_HASH_ANNOTATION = "kubetrain.dev/config-sha256"
 # The taint each accelerator's node pools carry, so only pods that need the accelerator land there.
-ACCELERATOR_TAINTS = {"nvidia.com/gpu": "nvidia.com/gpu", "aws.amazon.com/neuron": "aws.amazon.com/neuron"}
+ACCELERATOR_TAINTS = {"nvidia.com/gpu": GPU_RESOURCE, NEURON_RESOURCE: NEURON_RESOURCE}
 
 
 def launcher_env(job: JobSpec) -> dict[str, str]:
@@ -73,9 +74,9 @@ def container_resources(job: JobSpec) -> dict[str, dict[str, str]]:
     if r.accelerators:
         extended[job.accelerator_resource] = str(r.accelerators)
     if r.efa:
-        extended["vpc.amazonaws.com/efa"] = str(r.efa)
+        extended[EFA_RESOURCE] = str(r.efa)
     if r.hugepages_2mi and parse_quantity(r.hugepages_2mi) > 0:
-        extended["hugepages-2Mi"] = r.hugepages_2mi
+        extended[HUGE_PAGES_RESOURCE] = r.hugepages_2mi
     # Extended resources and huge pages must be requested and limited alike.
     return {"requests": requests | extended, "limits": limits | extended}
 

@@ -31,14 +31,15 @@ from kubetrain.jobs.memory_fit import memory_problems
 from kubetrain.jobs.pod import container_resources, launcher_env, metrics_ports, placement, pod_annotations, pod_volumes
 from kubetrain.jobs.job_props import ClaimVolume, EmptyDirVolume
 from kubetrain.jobs.ranges import counts_dividing, describe, divisors, gaps
-from kubetrain.jobs.spec import JOB_LABEL, LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
+from kubetrain.jobs.spec import LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
+from kubetrain.model.vocabulary import EFA_RESOURCE, HUGE_PAGES_RESOURCE, JOB_LABEL
 from kubetrain.model.created import JOB_CONTROLLER_LABELS
 from kubetrain.model.names import image_digest, image_tag
 from kubetrain.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.model.efa import environment_problems
 from kubetrain.platform.identity import ServiceAccount, identity_problems
 from kubetrain.model.instances import BUILTIN_CATALOG
-from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, pool_placement_problems
+from kubetrain.platform.node_pools import pool_placement_problems
 from kubetrain.platform.queues import OTHER_SCHEDULER
 from kubetrain.platform.scheduling import OTHER_PLACE, PriorityClass
 from kubetrain.platform.security import Level, PodCheck, pod_security_problems

@@ -13,6 +13,7 @@ from kubetrain.jobs.job_props import Command, NodeResources, Parallelism, Traine
 from kubetrain.jobs.run_names import HASH_PLACEHOLDER
 from kubetrain.model.efa import EFA_HUGEPAGES_DEFAULT
 from kubetrain.model.job_request import JobRequest, MountedVolume
+from kubetrain.model.vocabulary import GPU_RESOURCE, JOB_LABEL
 
 if TYPE_CHECKING:
     from kubetrain.model.instances import InstanceType
@@ -24,11 +25,10 @@ TRITON_VOLUME, TRITON_CACHE_DIR = "triton-cache", "/var/cache/triton"  # GPU job
 RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT, TRITON_VOLUME: TRITON_CACHE_DIR,
                     PACKAGES_VOLUME: PACKAGES_DIR}
 LOCAL_TIER_VOLUME = "kubetrain-local-ckpt"  # the trainer's fast checkpoint tier, mounted at its local_dir
-DEFAULT_ACCELERATOR_RESOURCE = "nvidia.com/gpu"
+DEFAULT_ACCELERATOR_RESOURCE = GPU_RESOURCE
 DEFAULT_SHM = "1Gi"
 
 
-JOB_LABEL = "kubetrain.dev/job"
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ class JobSpec:
 
     @property
     def uses_gpus(self) -> bool:
-        return bool(self.resources.accelerators) and self.accelerator_resource == "nvidia.com/gpu"
+        return bool(self.resources.accelerators) and self.accelerator_resource == GPU_RESOURCE
 
     @cached_property
     def parallelism(self) -> Parallelism | None:

@@ -9,11 +9,14 @@ from kubetrain.kinds.base import CrdSource, Kind
 
 
 def _argocd_crd(name: str) -> CrdSource:
-    return CrdSource(f"argoproj.io_{name}.yaml", "argoproj/argo-cd", "v3.6", ("argoproj.io/v1alpha1",))
+    return CrdSource(f"argoproj.io_{name}.yaml", "argoproj/argo-cd", "v3.6", (API_VERSION,))
+
+
+API_VERSION = "argoproj.io/v1alpha1"
 
 
 KINDS = (
-    Kind("argoproj.io/v1alpha1", "Application", None, crd=_argocd_crd("applications")),
-    Kind("argoproj.io/v1alpha1", "ApplicationSet", None, crd=_argocd_crd("applicationsets")),
-    Kind("argoproj.io/v1alpha1", "AppProject", None, crd=_argocd_crd("appprojects")),
+    Kind(API_VERSION, "Application", None, crd=_argocd_crd("applications")),
+    Kind(API_VERSION, "ApplicationSet", None, crd=_argocd_crd("applicationsets")),
+    Kind(API_VERSION, "AppProject", None, crd=_argocd_crd("appprojects")),
 )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kubetrain.model.names import dns_1123_subdomain_problem
+from kubetrain.model.vocabulary import ACCELERATOR_RESOURCES
 
 if TYPE_CHECKING:
     from kubetrain.model.pod_sets import PodSet
@@ -87,7 +88,6 @@ class CrdSource:
     api_versions: tuple[str, ...]  # the served versions kubetrain emits
 
 
-ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neuron")
 
 
 @dataclass
@@ -130,7 +130,7 @@ def container_limits(pod_spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def accelerators_in(limits: Mapping[str, Any]) -> tuple[int, str | None]:
     """(how many, which resource) of the accelerators in resource limits."""
-    for resource in ACCELERATORS:
+    for resource in ACCELERATOR_RESOURCES:
         if number(limits.get(resource)):
             return number(limits.get(resource)), resource
     return 0, None

@@ -12,10 +12,14 @@ def _node_pool_references(obj: Manifest) -> list[Reference]:
     return [Reference(ref.get("group", ""), ref.get("kind", ""), None, ref.get("name", ""))] if ref else []
 
 
+NODEPOOL_API_VERSION = "karpenter.sh/v1"
+EC2NODECLASS_API_VERSION = "karpenter.k8s.aws/v1"
+
+
 KINDS = (
-    Kind("karpenter.sh/v1", "NodePool", PLATFORM, references=_node_pool_references,
-         crd=CrdSource("karpenter.sh_nodepools.yaml", "aws/karpenter-provider-aws", "v1.9", ("karpenter.sh/v1",))),
-    Kind("karpenter.k8s.aws/v1", "EC2NodeClass", DEFINITIONS,
+    Kind(NODEPOOL_API_VERSION, "NodePool", PLATFORM, references=_node_pool_references,
+         crd=CrdSource("karpenter.sh_nodepools.yaml", "aws/karpenter-provider-aws", "v1.9", (NODEPOOL_API_VERSION,))),
+    Kind(EC2NODECLASS_API_VERSION, "EC2NodeClass", DEFINITIONS,
          crd=CrdSource("karpenter.k8s.aws_ec2nodeclasses.yaml", "aws/karpenter-provider-aws", "v1.9",
-                       ("karpenter.k8s.aws/v1",))),
+                       (EC2NODECLASS_API_VERSION,))),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.model.pod_sets import QUEUE_LABEL
+from kubetrain.model.vocabulary import QUEUE_LABEL
 from kubetrain.kinds import (
     argocd,
     indexed_job,

@@ -48,11 +48,16 @@ def _volume_references(obj: Manifest) -> list[Reference]:
 
 RBAC = "rbac.authorization.k8s.io/v1"
 
+APPS_API_VERSION = "apps/v1"
+STORAGE_API_VERSION = "storage.k8s.io/v1"
+SCHEDULING_API_VERSION = "scheduling.k8s.io/v1"
+
+
 KINDS = (
     Kind("v1", "Namespace", NAMESPACES, check=validate_namespace),
     Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", NAMESPACES),
-    Kind("storage.k8s.io/v1", "StorageClass", DEFINITIONS, check=validate_storage_class),
-    Kind("scheduling.k8s.io/v1", "PriorityClass", DEFINITIONS, check=validate_priority_class),
+    Kind(STORAGE_API_VERSION, "StorageClass", DEFINITIONS, check=validate_storage_class),
+    Kind(SCHEDULING_API_VERSION, "PriorityClass", DEFINITIONS, check=validate_priority_class),
     Kind(RBAC, "ClusterRole", DEFINITIONS, name_problem=path_segment_problem),
     Kind("v1", "ServiceAccount", PLATFORM),
     Kind("v1", "ConfigMap", PLATFORM, check=validate_config_map),
@@ -65,10 +70,10 @@ KINDS = (
     Kind(RBAC, "RoleBinding", PLATFORM, name_problem=path_segment_problem),
     Kind(RBAC, "ClusterRoleBinding", PLATFORM, name_problem=path_segment_problem),
     Kind("networking.k8s.io/v1", "NetworkPolicy", PLATFORM),
-    Kind("apps/v1", "DaemonSet", PLATFORM, check=validate_workload),
-    Kind("apps/v1", "Deployment", PLATFORM, check=validate_workload),
-    Kind("apps/v1", "ReplicaSet", None, check=validate_workload),
-    Kind("apps/v1", "StatefulSet", None, check=validate_workload),
+    Kind(APPS_API_VERSION, "DaemonSet", PLATFORM, check=validate_workload),
+    Kind(APPS_API_VERSION, "Deployment", PLATFORM, check=validate_workload),
+    Kind(APPS_API_VERSION, "ReplicaSet", None, check=validate_workload),
+    Kind(APPS_API_VERSION, "StatefulSet", None, check=validate_workload),
     Kind("v1", "Pod", None, check=validate_pod),
     Kind("batch/v1", "CronJob", None, check=validate_cron_job),
     Kind("v1", "PersistentVolumeClaim", WORKLOADS, check=validate_persistent_volume_claim,

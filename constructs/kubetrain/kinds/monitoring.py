@@ -12,11 +12,14 @@ from kubetrain.kinds.base import PLATFORM, CrdSource, Kind
 
 def _monitoring_crd(name: str) -> CrdSource:
     return CrdSource(f"monitoring.coreos.com_{name}.yaml", "prometheus-operator/prometheus-operator", "v0.93.0",
-                     ("monitoring.coreos.com/v1",))
+                     (API_VERSION,))
+
+
+API_VERSION = "monitoring.coreos.com/v1"
 
 
 KINDS = (
-    Kind("monitoring.coreos.com/v1", "ServiceMonitor", PLATFORM, crd=_monitoring_crd("servicemonitors")),
-    Kind("monitoring.coreos.com/v1", "PodMonitor", PLATFORM, crd=_monitoring_crd("podmonitors")),
-    Kind("monitoring.coreos.com/v1", "PrometheusRule", PLATFORM, crd=_monitoring_crd("prometheusrules")),
+    Kind(API_VERSION, "ServiceMonitor", PLATFORM, crd=_monitoring_crd("servicemonitors")),
+    Kind(API_VERSION, "PodMonitor", PLATFORM, crd=_monitoring_crd("podmonitors")),
+    Kind(API_VERSION, "PrometheusRule", PLATFORM, crd=_monitoring_crd("prometheusrules")),
 )

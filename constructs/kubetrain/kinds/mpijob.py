@@ -40,6 +40,7 @@ from kubetrain.kinds.base import (
 from kubetrain.model.created import Created, pod_from_template
 from kubetrain.model.names import dns_1035_label_problem, label_value_problem
 from kubetrain.model.efa import EFA_HUGEPAGES_DEFAULT, efa_environment
+from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE
 
 if TYPE_CHECKING:
     from kubetrain.model.instances import InstanceType
@@ -70,8 +71,8 @@ def render(spec: NcclTestRun, namespace: str, instance: InstanceType, queue_labe
     """The MPIJob of an NCCL test on `instance` (a GPU type with EFA), carrying its queue's labels."""
     gpus = instance.accelerators
     labels = {"kubetrain.dev/nccl-test": spec.name}
-    resources = {"nvidia.com/gpu": str(gpus), "vpc.amazonaws.com/efa": str(instance.efa_interfaces),
-                 "hugepages-2Mi": EFA_HUGEPAGES_DEFAULT}
+    resources = {"nvidia.com/gpu": str(gpus), EFA_RESOURCE: str(instance.efa_interfaces),
+                 HUGE_PAGES_RESOURCE: EFA_HUGEPAGES_DEFAULT}
     env = {**efa_environment(None), "NCCL_DEBUG": "INFO"}  # INFO prints the transport NCCL chose: NET/OFI means EFA
     launcher = ["mpirun", "--allow-run-as-root", "-np", str(spec.nodes * gpus), "-npernode", str(gpus),
                 "--bind-to", "none", *[arg for name in env for arg in ("-x", name)],
@@ -84,7 +85,7 @@ def render(spec: NcclTestRun, namespace: str, instance: InstanceType, queue_labe
                         "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}],
         "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": spec.shm}}],
         "nodeSelector": {"node.kubernetes.io/instance-type": instance.name},
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "tolerations": [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
     }
     annotations = {}
     if instance.nccl_allreduce_busbw_gbs is not None:  # the catalog's pass mark (see its source)

@@ -14,11 +14,14 @@ def _pod_group_references(obj: Manifest) -> list[Reference]:
 
 def _volcano_crd(name: str) -> CrdSource:
     return CrdSource(f"scheduling.volcano.sh_{name}.yaml", "volcano-sh/volcano", "v1.15",
-                     ("scheduling.volcano.sh/v1beta1",))
+                     (API_VERSION,))
+
+
+API_VERSION = "scheduling.volcano.sh/v1beta1"
 
 
 KINDS = (
-    Kind("scheduling.volcano.sh/v1beta1", "Queue", DEFINITIONS, crd=_volcano_crd("queues")),
-    Kind("scheduling.volcano.sh/v1beta1", "PodGroup", WORKLOADS, crd=_volcano_crd("podgroups"),
+    Kind(API_VERSION, "Queue", DEFINITIONS, crd=_volcano_crd("queues")),
+    Kind(API_VERSION, "PodGroup", WORKLOADS, crd=_volcano_crd("podgroups"),
          references=_pod_group_references),
 )

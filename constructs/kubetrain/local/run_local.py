@@ -42,6 +42,7 @@ from kubetrain.rules.registry import register
 from training.config import load_run_config
 from kubetrain_runtime.problems import ConfigError, Problem
 from kubetrain_runtime.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
+from kubetrain.model.vocabulary import GPU_RESOURCE, NEURON_RESOURCE
 
 KUBERNETES_GRACE_S = 30  # a pod's terminationGracePeriodSeconds unless its spec sets one
 
@@ -276,9 +277,9 @@ def _launcher_shims(workdir: Path) -> Path:
 
 def _check_resources(container: dict[str, Any], where: str) -> None:
     limits = container.get("resources", {}).get("limits") or {}
-    for resource in ("nvidia.com/gpu", "aws.amazon.com/neuron"):
+    for resource in (GPU_RESOURCE, NEURON_RESOURCE):
         wanted = int(limits.get(resource, 0))
-        if wanted and (resource != "nvidia.com/gpu" or shutil.which("nvidia-smi") is None):
+        if wanted and (resource != GPU_RESOURCE or shutil.which("nvidia-smi") is None):
             raise _fail(where, f"each pod requests {wanted} {resource} and this machine has none",
                         "run-local runs CPU jobs (like dev's); run accelerator jobs in the cluster")
     if importlib.util.find_spec("torch") is None:

@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.accelerators import PEAK_BF16_FLOPS
 from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
+from kubetrain.model.vocabulary import GPU_RESOURCE, NEURON_RESOURCE
 
 GIB = 2**30
 MIB = 2**20
@@ -43,7 +44,7 @@ class InstanceType(StrictProps):
     vcpus: int = Field(..., gt=0)
     memory_gib: float = Field(..., gt=0, description="Memory in GiB as EC2 lists it (not what pods get: see "
                                                      "allocatable_memory()).")
-    accelerator_resource: Literal["nvidia.com/gpu", "aws.amazon.com/neuron"] | None = Field(
+    accelerator_resource: Literal[GPU_RESOURCE, NEURON_RESOURCE] | None = Field(
         None, description="The extended resource its accelerators are requested as; None for CPU types.")
     accelerators: int = Field(0, ge=0, description="GPUs, or Neuron devices (chips).")
     accelerator: str | None = Field(None, description="The chip, e.g. H100.")
@@ -89,7 +90,7 @@ class InstanceType(StrictProps):
         return (kernel - (11 * self.max_pods + 255 + EVICTION_MIB) * MIB).to_integral_value()
 
 
-_GPU, _NEURON = "nvidia.com/gpu", "aws.amazon.com/neuron"
+_GPU, _NEURON = GPU_RESOURCE, NEURON_RESOURCE
 
 
 # Expected inter-node all-reduce bus bandwidth. No published figure is pinned in the project's sources

@@ -20,16 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.model.quantity import parse_quantity
+from kubetrain.model.vocabulary import ACCELERATOR_RESOURCES, NODEPOOL_LABEL
 
 CPU = "cpu"
 PODS = "pods"  # a ClusterQueue that covers "pods" counts each pod as one
-ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neuron")
-JOB_LABEL = "kubetrain.dev/job"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
-NODEPOOL_LABEL = "karpenter.sh/nodepool"  # Karpenter labels every node with its pool
 
 
 def amount(resource: str, quantity: str | float) -> int:
@@ -139,7 +136,7 @@ class Workload:
 
     @property
     def accelerators(self) -> int:
-        return sum(p.count * p.requests.get(a, 0) for p in self.pod_sets for a in ACCELERATORS)
+        return sum(p.count * p.requests.get(a, 0) for p in self.pod_sets for a in ACCELERATOR_RESOURCES)
 
     @property
     def pool(self) -> str | None:

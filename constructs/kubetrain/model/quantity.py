@@ -17,6 +17,7 @@ from pydantic import AfterValidator
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
+from kubetrain.model.vocabulary import HUGE_PAGES_RESOURCE
 
 _SUFFIXES = {
     "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("0.001"),
@@ -114,7 +115,7 @@ def huge_pages_problem(resource: str, amount: str | float) -> str | None:
 def check_huge_pages_2mi(text: str) -> str:
     """Pydantic validator: 2 MiB huge pages, a whole number of pages."""
     check_byte_quantity(text)
-    problem = huge_pages_problem("hugepages-2Mi", text)
+    problem = huge_pages_problem(HUGE_PAGES_RESOURCE, text)
     if problem:
         raise rule_violation(HUGE_PAGES.code, problem, "use a multiple of 2Mi, e.g. 5120Mi")
     return text

@@ -29,6 +29,7 @@ from kubetrain.rules.registry import register
 from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.metric_names import RUNTIME_METRICS
 from kubetrain_runtime.problems import Problem
+from kubetrain.kinds.monitoring import API_VERSION as MONITORING_API_VERSION
 
 PROMETHEUS_RULES = "https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/"
 RUNBOOKS = "https://github.com/kubetrain/kubetrain/blob/main/README.md"
@@ -177,7 +178,7 @@ class TrainingAlerts(PlatformConstruct):
         problems += expression_problems(rules, "") + expression_problems(custom, "custom")
         rules += custom
         self._emit(problems, [{
-            "apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+            "apiVersion": MONITORING_API_VERSION, "kind": "PrometheusRule",
             "metadata": {"name": p.name, "namespace": self.namespace, "labels": dict(p.prometheus_labels)},
             "spec": {"groups": [group for group in (
                 {"name": "kubetrain-training", "rules": [r for r in rules if not r["alert"].startswith("Gpu")]},

@@ -18,9 +18,9 @@ from pydantic import Field, InstanceOf
 
 from kubetrain.cluster import Cluster
 from kubetrain.model.names import Dns1035Label, Dns1123Label, ImageRef, LabelKey, LabelValue, PortName, PrometheusDuration
-from kubetrain.validation.validate import KUBERNETES_VERSION_ANNOTATION
+from kubetrain.model.vocabulary import GPU_RESOURCE, JOB_LABEL, KUBERNETES_VERSION_ANNOTATION, NODEPOOL_LABEL
 from kubetrain.platform.platform_construct import PlatformConstruct
-from kubetrain.platform.node_pools import NODEPOOL_LABEL, NodePool
+from kubetrain.platform.node_pools import NodePool
 from kubetrain.platform.security import (
     check_pod_security,
     pod_security_labels,
@@ -30,8 +30,9 @@ from kubetrain.rules.registry import register
 from kubetrain.rules.sources import DCGM
 from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import Problem
+from kubetrain.kinds.kubernetes import APPS_API_VERSION
+from kubetrain.kinds.monitoring import API_VERSION as MONITORING_API_VERSION
 
-JOB_LABEL = "kubetrain.dev/job"  # every training pod carries it (jobs/pod.py)
 METRICS_PORT = 9400
 COLLECTORS_PATH = "/etc/dcgm-exporter/kubetrain-counters.csv"
 
@@ -98,7 +99,7 @@ class DcgmExporter(PlatformConstruct):
         self.namespace = p.namespace
         problems = [Problem(NOT_A_GPU_POOL.code, f"pools.{i}", f"pool {pool.name} has no NVIDIA GPUs",
                             NOT_A_GPU_POOL.fix) for i, pool in enumerate(p.pools)
-                    if pool.instance_type is None or pool.instance_type.accelerator_resource != "nvidia.com/gpu"]
+                    if pool.instance_type is None or pool.instance_type.accelerator_resource != GPU_RESOURCE]
         own_namespace = p.namespace not in scope.props.namespaces
         if not own_namespace:
             spec = self.pod_spec()
@@ -156,7 +157,7 @@ class DcgmExporter(PlatformConstruct):
                 "data": {COLLECTORS_PATH.rsplit("/", 1)[1]: csv}}
 
     def _daemon_set(self) -> dict[str, Any]:
-        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": self._meta(), "spec": {
+        return {"apiVersion": APPS_API_VERSION, "kind": "DaemonSet", "metadata": self._meta(), "spec": {
             "selector": {"matchLabels": self.labels},
             "updateStrategy": {"type": "RollingUpdate"},
             "template": {"metadata": {"labels": self.labels}, "spec": self.pod_spec()}}}
@@ -171,7 +172,7 @@ class DcgmExporter(PlatformConstruct):
         # honorLabels: the exporter labels each GPU's series with the `pod` and `namespace` using it, which
         # Prometheus would otherwise rename to exported_pod/exported_namespace (the exporter pod's own win).
         # The node's name comes from the target: an operator cordons by it.
-        return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": meta, "spec": {
+        return {"apiVersion": MONITORING_API_VERSION, "kind": "ServiceMonitor", "metadata": meta, "spec": {
             "selector": {"matchLabels": self.labels},
             "endpoints": [{"port": "metrics", "interval": self.props.interval, "honorLabels": True,
                            "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"],
@@ -200,7 +201,7 @@ class TrainingPodMonitor(PlatformConstruct):
         p = self.props
         self.namespace, problems = scope.check_namespace(p.namespace)
         self._emit(problems, [{
-            "apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+            "apiVersion": MONITORING_API_VERSION, "kind": "PodMonitor",
             "metadata": {"name": p.name, "namespace": self.namespace, "labels": dict(p.prometheus_labels)},
             "spec": {"selector": {"matchExpressions": [{"key": JOB_LABEL, "operator": "Exists"}]},
                      "podTargetLabels": [JOB_LABEL],

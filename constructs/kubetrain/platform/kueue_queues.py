@@ -28,12 +28,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, InstanceOf, field_validator, model_validator
 
-from kubetrain.model.pod_sets import PREFERRED_TOPOLOGY, QUEUE_LABEL, REQUIRED_TOPOLOGY
+from kubetrain.model.pod_sets import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY
+from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, NEURON_RESOURCE, QUEUE_LABEL
 from kubetrain.cluster import Cluster
 from kubetrain.kinds.kind_registry import run_kind
 from kubetrain.model.names import Dns1123Label, Dns1123Subdomain
 from kubetrain.platform.platform_construct import PlatformConstruct
-from kubetrain.platform.node_pools import EFA_RESOURCE, HUGE_PAGES_RESOURCE, NodePool
+from kubetrain.platform.node_pools import NodePool
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
 from kubetrain.platform.scheduling import Toleration
 from kubetrain.model.quantity import Quantity, ResourceName, format_quantity, parse_quantity
@@ -41,14 +42,14 @@ from kubetrain.rules.registry import register
 from kubetrain.rules.sources import KARPENTER_NODECLASS, KUEUE_JOBS, KUEUE_KEP, cite
 from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
+from kubetrain.kinds.kueue import API_VERSION
 
-API_VERSION = "kueue.x-k8s.io/v1beta2"
 # EKS labels nodes with their place in EC2's network hierarchy, broadest first (EKS user guide, "Place
 # distributed AI/ML workloads with network topology labels").
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 EKS_NETWORK_LEVELS = ("topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
                       "topology.k8s.aws/network-node-layer-3", HOSTNAME_LABEL)
-_RESOURCE_ORDER = ("cpu", "memory", "nvidia.com/gpu", "aws.amazon.com/neuron", EFA_RESOURCE, HUGE_PAGES_RESOURCE)
+_RESOURCE_ORDER = ("cpu", "memory", GPU_RESOURCE, NEURON_RESOURCE, EFA_RESOURCE, HUGE_PAGES_RESOURCE)
 
 SUSPEND_SET = register(
     "KT422", "error", "queued job sets suspend",

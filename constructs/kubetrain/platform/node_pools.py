@@ -40,7 +40,7 @@ from kubetrain.admission.cluster_objects import (
     MAX_NODES_ANNOTATION,
     RESERVED_NODES_ANNOTATION,
 )
-from kubetrain.model.pod_sets import NODEPOOL_LABEL
+from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, INSTANCE_TYPE_LABEL, NEURON_RESOURCE, NODEPOOL_LABEL
 from kubetrain.cluster import Cluster
 from kubetrain.cost import annotations as cost_annotations
 from kubetrain.cost.prices import node_price, unpriced_reason
@@ -63,10 +63,9 @@ from kubetrain.rules.registry import register, severity
 from kubetrain.rules.sources import EKS_EFA, KARPENTER_GPU, KARPENTER_NODECLASS, KARPENTER_TYPES, TAINTS, cite
 from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
+from kubetrain.kinds.karpenter import EC2NODECLASS_API_VERSION, NODEPOOL_API_VERSION
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
-HUGE_PAGES_RESOURCE = "hugepages-2Mi"
 MIB = 2**20
 
 POD_DOES_NOT_FIT = register(
@@ -426,7 +425,7 @@ class NodePool(PlatformConstruct):
     def _node_pool(self) -> dict[str, Any]:
         p = self.props
         requirements = [
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(p.instance_types)},
+            {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": list(p.instance_types)},
             {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [p.capacity_type]},
             {"key": ZONE_LABEL, "operator": "In", "values": list(p.zones)},
         ]
@@ -443,7 +442,7 @@ class NodePool(PlatformConstruct):
             # Static capacity: Karpenter keeps `replicas` nodes and accepts only a node-count limit.
             pool["replicas"] = p.static_nodes
             pool["limits"] = {"nodes": str(p.max_nodes)}
-        return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+        return {"apiVersion": NODEPOOL_API_VERSION, "kind": "NodePool",
                 "metadata": {"name": self.name, "annotations": self._capacity_annotations()}, "spec": pool}
 
     def _capacity_annotations(self) -> dict[str, str]:
@@ -489,7 +488,7 @@ class NodePool(PlatformConstruct):
         }
         if p.capacity_reservation_ids:
             spec["capacityReservationSelectorTerms"] = [{"id": r} for r in p.capacity_reservation_ids]
-        return {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": self.name},
+        return {"apiVersion": EC2NODECLASS_API_VERSION, "kind": "EC2NodeClass", "metadata": {"name": self.name},
                 "spec": {**spec, **self._node_class_extra()}}
 
     def _node_class_extra(self) -> dict[str, Any]:
@@ -577,7 +576,7 @@ class GpuNodePool(_AcceleratorPool):
         super().__init__(scope, id, props, kwargs)
 
     def _wrong_type(self, t: InstanceType) -> str | None:
-        return None if t.accelerator_resource == "nvidia.com/gpu" else \
+        return None if t.accelerator_resource == GPU_RESOURCE else \
             f"has no NVIDIA GPUs{f' ({t.accelerator_resource})' if t.accelerator_resource else ''}"
 
     def _pool_problems(self) -> list[Problem]:
@@ -623,7 +622,7 @@ def pool_placement_problems(pool: NodePool, requests: Mapping[str, str | int], t
             problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{name}", f"asks for {show(wanted)}{what}; the "
                                     f"largest node of pool {pool.name} ({largest.name}) can allocate {show(has)}",
                                     POD_DOES_NOT_FIT.fix))
-    for other in ("nvidia.com/gpu", "aws.amazon.com/neuron"):
+    for other in (GPU_RESOURCE, NEURON_RESOURCE):
         if other != t.accelerator_resource and amounts.get(other):
             problems.append(Problem(POD_DOES_NOT_FIT.code, f"{path}.{other}", f"{t.name} has no {other}",
                                     POD_DOES_NOT_FIT.fix))

@@ -26,6 +26,7 @@ from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION, PRIORITY, cite
 from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import Problem, Text, rule_violation
+from kubetrain.kinds.kubernetes import SCHEDULING_API_VERSION
 
 HIGHEST_USER_PRIORITY = 1_000_000_000  # k8s.io/api/scheduling/v1: HighestUserDefinablePriority
 
@@ -101,7 +102,7 @@ class PriorityClass(PlatformConstruct):
                                         "cluster's global default", "keep one global default class"))
             else:
                 scope.state.default_priority_class = p.name
-        manifest: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        manifest: dict[str, Any] = {"apiVersion": SCHEDULING_API_VERSION, "kind": "PriorityClass",
                                     "metadata": {"name": p.name}, "value": p.value,
                                     "preemptionPolicy": p.preemption_policy, "globalDefault": p.global_default}
         if p.description:

@@ -38,6 +38,7 @@ from kubetrain.rules.registry import register
 from kubetrain.rules.sources import DCP, FSX_CAPACITY, FSX_CSI, FSX_PERF, MOUNTPOINT, VOLUMES, cite
 from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
+from kubetrain.kinds.kubernetes import STORAGE_API_VERSION
 
 FSX_CAPACITY = register(
     "KT410", "error", "FSx for Lustre capacity not valid for the deployment type",
@@ -263,7 +264,7 @@ class FsxLustre(Claim):
                       "deploymentType": p.deployment_type}
         if p.per_unit_throughput:
             parameters["perUnitStorageThroughput"] = str(p.per_unit_throughput)
-        storage_class = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        storage_class = {"apiVersion": STORAGE_API_VERSION, "kind": "StorageClass",
                          "metadata": {"name": f"fsx-{self.pv_name}"}, "provisioner": "fsx.csi.aws.com",
                          "parameters": parameters, "reclaimPolicy": "Retain", "volumeBindingMode": "Immediate",
                          "mountOptions": ["flock"]}
@@ -287,7 +288,7 @@ class Efs(Claim):
             parameters.update(gidRangeStart=str(p.gid_range[0]), gidRangeEnd=str(p.gid_range[1]))
         if p.base_path:
             parameters["basePath"] = p.base_path
-        storage_class = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        storage_class = {"apiVersion": STORAGE_API_VERSION, "kind": "StorageClass",
                          "metadata": {"name": f"efs-{self.pv_name}"}, "provisioner": "efs.csi.aws.com",
                          "parameters": parameters, "reclaimPolicy": "Retain", "volumeBindingMode": "Immediate"}
         # EFS is elastic; the request is nominal but Kubernetes requires one.

@@ -23,8 +23,8 @@ from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_
 from kubetrain.model.quantity import Quantity, ResourceName
 from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import Problem
+from kubetrain.kinds.volcano import API_VERSION
 
-API_VERSION = "scheduling.volcano.sh/v1beta1"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 
 

@@ -36,8 +36,8 @@ from kubetrain.validation.api_checks import api_server_problems
 from kubetrain.validation.cel_rules import RULE_FAILED, RULES_NOT_CHECKED, RulePlan
 from kubetrain.model.phases import Advance, Progress, phase
 from kubetrain.validation.schemas import crd_schemas, shipped_schemas
+from kubetrain.model.vocabulary import KUBERNETES_VERSION_ANNOTATION
 
-KUBERNETES_VERSION_ANNOTATION = "kubetrain.dev/kubernetes-version"
 _SCHEMAS = files("kubernetes_validate") / "kubernetes-json-schema"
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 _OBJECT_META = {"$ref": f"{_DEFINITIONS_ID}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
