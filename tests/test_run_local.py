@@ -14,7 +14,7 @@ import pytest
 import yaml
 from conftest import ROOT, SOURCES_PATH, dist_file, kubetrain
 from kubetrain.jobs.launch import EXIT_RETRY
-from kubetrain.local.run_local import expand_env_refs, find_job, plan_job
+from kubetrain.local.run_plan import expand_env_refs, find_job, plan_job
 from kubetrain.local.summary import RunSummary
 
 pytest.importorskip("torch", reason="run-local starts torchrun, which needs torch")

@@ -162,7 +162,8 @@ def run_local(
     dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
 ) -> None:
     """Run a committed job on this machine: one process per pod, CPU and gloo, restarted as the operator would."""
-    from kubetrain.local.run_local import find_job, outside, plan_job, run_job
+    from kubetrain.local.run_plan import find_job, outside, plan_job
+    from kubetrain.local.supervisor import run_job
 
     try:
         planned = plan_job(find_job(dist, job), outside(dist, workdir or Path(".run-local") / job.replace("/", "-")),
