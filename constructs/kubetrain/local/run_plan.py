@@ -148,7 +148,8 @@ def free_port() -> int:
             return port
 
 
-def plan_job(job_file: Path, workdir: Path, steps: int | None, overrides: list[str]) -> LocalJob:
+def plan_local_run(job_file: Path, workdir: Path, steps: int | None, overrides: list[str]) -> LocalJob:
+    """The committed job in `job_file` as local pods under `workdir`, with the user's --steps and --set applied."""
     where = f"{job_file.parent.parent.name}/{job_file.name.split('.', 1)[1].removesuffix('.yaml')}"
     manifest = _read_yaml(job_file, where)
     kind = kind_of(manifest) if isinstance(manifest, dict) else None
