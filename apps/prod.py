@@ -79,7 +79,7 @@ def define(app: App) -> Cluster:
     TrainingAlerts(cluster, "training-alerts", monitor=monitor, dcgm=dcgm)
     PodSecurity(cluster)
 
-    # What the images ship decides the NCCL/EFA environment (kubetrain.platform.efa).
+    # What the images ship decides the NCCL/EFA environment (kubetrain.model.efa).
     stack = NcclProfile(aws_ofi_nccl="1.14.0", nccl="2.26.2")
     on_p5 = {"pool": p5, "queue": queue, "nccl": stack, "resources": P5_NODE, "nodes": 2, "procs_per_node": 8,
              "placement": TopologyPlacement(level="topology.k8s.aws/network-node-layer-3", mode="required"),

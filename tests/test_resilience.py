@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from conftest import SOURCES_PATH, kubetrain, run
-from kubetrain.local.run_local import free_port, kill_pod
+from kubetrain.local.run_plan import free_port
+from kubetrain.local.supervisor import kill_pod
 from test_training import losses, train, write_config
 
 torch = pytest.importorskip("torch", reason="the training runtime needs torch")

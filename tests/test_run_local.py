@@ -14,7 +14,7 @@ import pytest
 import yaml
 from conftest import ROOT, SOURCES_PATH, dist_file, kubetrain
 from kubetrain.jobs.launch import EXIT_RETRY
-from kubetrain.local.run_local import expand_env_refs, find_job, plan_job
+from kubetrain.local.run_plan import expand_env_refs, find_job, plan_local_run
 from kubetrain.local.summary import RunSummary
 
 pytest.importorskip("torch", reason="run-local starts torchrun, which needs torch")
@@ -79,7 +79,7 @@ def test_dev_command_job_trains_from_dist(tmp_path):
 
 def test_pods_get_the_operator_environment_and_the_callers(tmp_path, monkeypatch):
     monkeypatch.setenv("KUBETRAIN_CALLER_MARK", "kept")
-    job = plan_job(find_job(ROOT / "dist", "tiny-gpt-pytorchjob"), tmp_path, steps=5, overrides=["seed=3"])
+    job = plan_local_run(find_job(ROOT / "dist", "tiny-gpt-pytorchjob"), tmp_path, steps=5, overrides=["seed=3"])
     assert [p.name for p in job.pods] == ["master-0", "worker-0"] and job.backoff_limit == 3
     for rank, pod in enumerate(job.pods):
         assert pod.env["KUBETRAIN_CALLER_MARK"] == "kept" and pod.restart_policy == "ExitCode"
@@ -99,7 +99,7 @@ def test_pods_get_the_operator_environment_and_the_callers(tmp_path, monkeypatch
 
 
 def test_elastic_pods_get_the_rendezvous_and_no_ranks(tmp_path):
-    job = plan_job(find_job(ROOT / "dist", "dev/tiny-gpt-elastic"), tmp_path, steps=5, overrides=[])
+    job = plan_local_run(find_job(ROOT / "dist", "dev/tiny-gpt-elastic"), tmp_path, steps=5, overrides=[])
     assert [p.name for p in job.pods] == ["worker-0", "worker-1"]
     for pod in job.pods:
         assert pod.env["PET_NNODES"] == "1:2" and pod.env["PET_RDZV_BACKEND"] == "c10d"

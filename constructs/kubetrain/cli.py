@@ -161,11 +161,13 @@ def run_local(
     dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
 ) -> None:
     """Run a committed job on this machine: one process per pod, CPU and gloo, restarted as the operator would."""
-    from kubetrain.local.run_local import find_job, outside, plan_job, run_job
+    from kubetrain.local.run_plan import find_job, outside, plan_local_run
+    from kubetrain.local.supervisor import run_job
 
     try:
-        planned = plan_job(find_job(dist, job), outside(dist, workdir or Path(".run-local") / job.replace("/", "-")),
-                           steps, overrides or [])
+        planned = plan_local_run(find_job(dist, job),
+                                 outside(dist, workdir or Path(".run-local") / job.replace("/", "-")),
+                                 steps, overrides or [])
     except ConfigError as error:
         _print_errors(error.lines())
         raise typer.Exit(EXIT_BAD_INPUT) from None
