@@ -27,7 +27,8 @@ from kubetrain.model.names import (
 )
 from kubetrain.apiserver.claims import validate_access_modes, validate_claim_spec
 from kubetrain.apiserver.meta import validate_labels, validate_object_meta
-from kubetrain.apiserver.pods import _csi_driver, _port_ref, node_selector_term, quantity
+from kubetrain.apiserver.pod_scheduling import node_selector_term
+from kubetrain.apiserver.pods import _csi_driver, _port_ref, quantity
 from kubetrain.apiserver.report import Report
 from kubetrain.apiserver.apiserver_rules import DATA, SCHEDULING, SERVICE, STORAGE, TYPED_SECRET
 

@@ -19,13 +19,13 @@ from kubetrain.model.names import (
     dns_1123_label_problem,
     dns_1123_subdomain_problem,
     env_name_problem,
-    label_value_problem,
     port_name_problem,
     qualified_name_problem,
 )
 from kubetrain.apiserver.claims import validate_claim_template
-from kubetrain.apiserver.meta import validate_label_selector, validate_labels, validate_requirement
-from kubetrain.apiserver.report import Report
+from kubetrain.apiserver.meta import validate_labels
+from kubetrain.apiserver.pod_scheduling import validate_affinity, validate_tolerations, validate_topology_spread
+from kubetrain.apiserver.report import Report, check_value, is_int
 from kubetrain.apiserver.apiserver_rules import (
     AFFINITY,
     APPARMOR,
@@ -39,7 +39,6 @@ from kubetrain.apiserver.apiserver_rules import (
     PORTS,
     PROCESS_NAMESPACE,
     RESOURCES,
-    TOLERATIONS,
     VOLUMES,
 )
 from kubetrain.model.quantity import exact_quantity, huge_pages_problem, parse_quantity
@@ -47,7 +46,6 @@ from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S
 
 MAX_INT32 = 2**31 - 1
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
-_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _VOLUME_SOURCE_ORDER = (  # validateVolumeSource's order: the second one found is the one reported
     "emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore", "secret", "nfs", "iscsi",
     "glusterfs", "flocker", "persistentVolumeClaim", "rbd", "cinder", "cephfs", "quobyte", "downwardAPI", "fc",
@@ -82,10 +80,6 @@ def quantity(text: str | float) -> Decimal | None:
         return parse_quantity(text)
     except ValueError:
         return None
-
-
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _ip_problem(value: Any) -> str | None:
@@ -159,7 +153,7 @@ def _one_of(*allowed: str, code: str = POD_FIELDS.code):
 def _named(problem, code: str = POD_FIELDS.code):
     def check(value: Any, path: str, report: Report, spec: Mapping[str, Any]) -> None:
         if value:
-            _check(problem, value, path, report, code)
+            check_value(problem, value, path, report, code)
     return check
 
 
@@ -176,14 +170,14 @@ def _node_selector(value: Any, path: str, report: Report, spec: Mapping[str, Any
 
 def _readiness_gates(value: Any, path: str, report: Report, spec: Mapping[str, Any]) -> None:
     for i, gate in enumerate(value or ()):
-        _check(qualified_name_problem, gate.get("conditionType") or "", f"{path}[{i}].conditionType", report)
+        check_value(qualified_name_problem, gate.get("conditionType") or "", f"{path}[{i}].conditionType", report)
 
 
 def _scheduling_gates(value: Any, path: str, report: Report, spec: Mapping[str, Any]) -> None:
     seen: set[str] = set()
     for i, gate in enumerate(value or ()):
         name = gate.get("name") or ""
-        _check(qualified_name_problem, name, f"{path}[{i}]", report)
+        check_value(qualified_name_problem, name, f"{path}[{i}]", report)
         if name in seen:
             report.add(POD_FIELDS.code, f"{path}[{i}]", f"Duplicate value: {name!r}")
         seen.add(name)
@@ -200,7 +194,7 @@ def _host_aliases(value: Any, path: str, report: Report, spec: Mapping[str, Any]
         if problem:
             report.add(POD_FIELDS.code, f"{path}[{i}].ip", problem)
         for j, hostname in enumerate(alias.get("hostnames") or ()):
-            _check(dns_1123_subdomain_problem, hostname, f"{path}[{i}].hostnames[{j}]", report)
+            check_value(dns_1123_subdomain_problem, hostname, f"{path}[{i}].hostnames[{j}]", report)
 
 
 def _os(value: Any, path: str, report: Report, spec: Mapping[str, Any]) -> None:
@@ -213,12 +207,6 @@ def _ephemeral(value: Any, path: str, report: Report, spec: Mapping[str, Any]) -
     if value:
         report.add(POD_FIELDS.code, path, "may not be set on create (only through the ephemeralcontainers "
                    "subresource)")
-
-
-def _check(check, value: str, path: str, report: Report, code: str = POD_FIELDS.code) -> None:
-    problem = check(value) if isinstance(value, str) else f"{value!r} is not a string"
-    if problem:
-        report.add(code, path, problem)
 
 
 def validate_pod_annotations(annotations: Mapping[str, str], spec: Mapping[str, Any], report: Report) -> None:
@@ -343,7 +331,7 @@ def _volume_source(kind: str, source: Mapping[str, Any], path: str, report: Repo
                 report.add(CSI_SECRET.code, f"{path}.nodePublishSecretRef.name", "required: the Secret the CSI driver "
                            "is handed when it mounts the volume")
             else:
-                _check(dns_1123_subdomain_problem, name, f"{path}.nodePublishSecretRef.name", report, CSI_SECRET.code)
+                check_value(dns_1123_subdomain_problem, name, f"{path}.nodePublishSecretRef.name", report, CSI_SECRET.code)
     elif kind == "downwardAPI":
         _mode(source.get("defaultMode"), f"{path}.defaultMode", report)
         for j, item in enumerate(source.get("items") or ()):
@@ -619,18 +607,18 @@ def _handler(handler: Mapping[str, Any], path: str, report: Report, grace: Any, 
         _port_ref(action.get("port"), f"{where}.port", report)
     elif kind == "grpc":
         port = action.get("port")
-        if not (_int(port) and 1 <= port <= 65535):
+        if not (is_int(port) and 1 <= port <= 65535):
             report.add(POD_FIELDS.code, f"{where}.port", f"{port!r} must be between 1 and 65535")
     elif kind == "sleep":
         seconds = action.get("seconds")
-        if _int(grace) and _int(seconds) and not 0 <= seconds <= grace:
+        if is_int(grace) and is_int(seconds) and not 0 <= seconds <= grace:
             report.add(POD_FIELDS.code, f"{where}.seconds", f"must be non-negative and at most "
                        f"terminationGracePeriodSeconds ({grace})")
 
 
 def _port_ref(port: Any, path: str, report: Report, code: str = POD_FIELDS.code) -> None:
     """A port by number (1-65535) or by name (IANA_SVC_NAME)."""
-    if _int(port):
+    if is_int(port):
         if not 1 <= port <= 65535:
             report.add(code, path, f"{port} must be between 1 and 65535")
     elif isinstance(port, str):
@@ -748,7 +736,7 @@ def _dns_config(config: Any, path: str, report: Report, spec: Mapping[str, Any])
         report.add(POD_FIELDS.code, f"{path}.searches", "must not have more than 2048 characters in the search list")
     for i, search in enumerate(searches):
         if search != ".":
-            _check(lambda s: dns_1123_subdomain_problem(s.replace("_", "a")), search.rstrip("."),
+            check_value(lambda s: dns_1123_subdomain_problem(s.replace("_", "a")), search.rstrip("."),
                    f"{path}.searches[{i}]", report)
     for i, option in enumerate(config.get("options") or ()):
         if not option.get("name"):
@@ -833,12 +821,12 @@ def _env(env: Any, path: str, report: Report, container_names: set[Any]) -> None
                 if other and other not in container_names:
                     report.add(ENVIRONMENT.code, f"{at}.containerName", f"Not found: {other!r}")
             else:
-                _check(dns_1123_subdomain_problem, item.get("name") or "", f"{at}.name", report, ENVIRONMENT.code)
+                check_value(dns_1123_subdomain_problem, item.get("name") or "", f"{at}.name", report, ENVIRONMENT.code)
                 key = item.get("key")
                 if not key:
                     report.add(ENVIRONMENT.code, f"{at}.key", "required")
                 else:
-                    _check(config_map_key_problem, key, f"{at}.key", report, ENVIRONMENT.code)
+                    check_value(config_map_key_problem, key, f"{at}.key", report, ENVIRONMENT.code)
 
 
 def _field_ref(item: Mapping[str, Any], path: str, report: Report, allowed: frozenset[str], code: str) -> None:
@@ -849,7 +837,7 @@ def _field_ref(item: Mapping[str, Any], path: str, report: Report, allowed: froz
     subscripted = _SUBSCRIPT.match(field_path)
     if subscripted:
         key = subscripted.group(2)
-        _check(qualified_name_problem, key.lower() if "annotations" in subscripted.group(1) else key, path, report,
+        check_value(qualified_name_problem, key.lower() if "annotations" in subscripted.group(1) else key, path, report,
                code)
     elif field_path not in allowed:
         report.add(code, f"{path}.fieldPath", f"{field_path!r}: supported values are {', '.join(sorted(allowed))}")
@@ -928,7 +916,7 @@ def _env_from(sources: Any, path: str, report: Report) -> None:
             if not name:
                 report.add(ENVIRONMENT.code, f"{where}.{kind}.name", "required")
             else:
-                _check(lambda n: dns_1123_subdomain_problem(n.rstrip("-") or n), name, f"{where}.{kind}.name", report,
+                check_value(lambda n: dns_1123_subdomain_problem(n.rstrip("-") or n), name, f"{where}.{kind}.name", report,
                        ENVIRONMENT.code)
 
 
@@ -997,174 +985,10 @@ def validate_resources(resources: Mapping[str, Any], path: str, report: Report) 
         report.add(RESOURCES.code, path, "huge pages require a cpu or memory request or limit")
 
 
-# -- scheduling: tolerations, affinity, topology spread -------------------------------------------------
-
-def validate_tolerations(tolerations: Any, path: str, report: Report, spec: Any = None) -> None:
-    """ValidateTolerations."""
-    code = TOLERATIONS.code
-    for i, toleration in enumerate(tolerations):
-        where = f"{path}[{i}]"
-        key = toleration.get("key") or ""
-        operator = toleration.get("operator") or "Equal"
-        value = toleration.get("value") or ""
-        effect = toleration.get("effect") or ""
-        if key:
-            _check(qualified_name_problem, key, f"{where}.key", report, code)
-        elif operator != "Exists":
-            report.add(code, f"{where}.operator", f"{operator!r}: operator must be Exists when key is empty (which "
-                       "tolerates every taint)")
-        if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
-            report.add(code, f"{where}.effect", f"{effect!r}: effect must be NoExecute when tolerationSeconds is set")
-        if operator == "Equal":
-            if label_value_problem(value):
-                report.add(code, f"{where}.value", label_value_problem(value))
-        elif operator == "Exists":
-            if value:
-                report.add(code, f"{where}.operator", f"value {value!r} must be empty when operator is Exists")
-        else:
-            report.add(code, f"{where}.operator", f"{operator!r}: supported values are Equal, Exists")
-        if effect and effect not in _EFFECTS:
-            report.add(code, f"{where}.effect", f"{effect!r}: supported values are {', '.join(_EFFECTS)}")
-
-
-def validate_affinity(affinity: Mapping[str, Any], path: str, report: Report, spec: Any = None) -> None:
-    """validateAffinity, plus what no node can satisfy (an empty term, a Gt/Lt value that is no integer)."""
-    code = AFFINITY.code
-    node = affinity.get("nodeAffinity")
-    if node:
-        required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if required is not None:
-            where = f"{path}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-            terms = required.get("nodeSelectorTerms") or ()
-            if not terms:
-                report.add(code, f"{where}.nodeSelectorTerms", "required: must have at least one node selector term")
-            for i, term in enumerate(terms):
-                node_selector_term(term, f"{where}.nodeSelectorTerms[{i}]", report, required=True)
-        for i, preferred in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or ()):
-            where = f"{path}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
-            _weight(preferred.get("weight"), f"{where}.weight", report)
-            node_selector_term(preferred.get("preference") or {}, f"{where}.preference", report, required=False)
-    for kind in ("podAffinity", "podAntiAffinity"):
-        pod = affinity.get(kind)
-        if not pod:
-            continue
-        for i, term in enumerate(pod.get("requiredDuringSchedulingIgnoredDuringExecution") or ()):
-            _pod_affinity_term(term, f"{path}.{kind}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", report)
-        for i, weighted in enumerate(pod.get("preferredDuringSchedulingIgnoredDuringExecution") or ()):
-            where = f"{path}.{kind}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
-            _weight(weighted.get("weight"), f"{where}.weight", report)
-            _pod_affinity_term(weighted.get("podAffinityTerm") or {}, f"{where}.podAffinityTerm", report)
-
-
-def node_selector_term(term: Mapping[str, Any], path: str, report: Report, required: bool) -> None:
-    """ValidateNodeSelectorTerm. A required term's values are label values (a preferred one's are not checked:
-    the API server lets them through) and an empty required term matches no node, so the pod is never placed."""
-    code, values_are_labels = AFFINITY.code, required
-    expressions, fields = term.get("matchExpressions") or (), term.get("matchFields") or ()
-    if required and not expressions and not fields:
-        report.add(code, path, "an empty node selector term matches no node: give it matchExpressions or matchFields")
-    for j, requirement in enumerate(expressions):
-        where = f"{path}.matchExpressions[{j}]"
-        validate_requirement(requirement, where, report, code, ("In", "NotIn"), ("Exists", "DoesNotExist"),
-                             values_are_labels, single_value=("Gt", "Lt"))
-        values = requirement.get("values") or ()
-        if requirement.get("operator") in ("Gt", "Lt") and len(values) == 1 and not _is_integer(values[0]):
-            report.add(code, f"{where}.values[0]", f"{values[0]!r}: Gt and Lt compare the node label as an integer, so "
-                       "the value must be one (the scheduler never matches this)")
-    for j, requirement in enumerate(fields):
-        where = f"{path}.matchFields[{j}]"
-        if requirement.get("operator") not in ("In", "NotIn"):
-            report.add(code, f"{where}.operator", f"{requirement.get('operator')!r} is not a valid operator for a node "
-                       "field selector (In, NotIn)")
-        elif len(requirement.get("values") or ()) != 1:
-            report.add(code, f"{where}.values", "must be exactly one value for a node field selector")
-        if requirement.get("key") != "metadata.name":
-            report.add(code, f"{where}.key", f"{requirement.get('key')!r} is not a valid field selector key "
-                       "(metadata.name)")
-        else:
-            for k, value in enumerate(requirement.get("values") or ()):
-                _check(dns_1123_subdomain_problem, value, f"{where}.values[{k}]", report, code)
-
-
-def _is_integer(value: Any) -> bool:
-    try:
-        int(value, 10)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def _weight(weight: Any, path: str, report: Report) -> None:
-    if not (_int(weight) and 1 <= weight <= 100):
-        report.add(AFFINITY.code, path, f"{weight!r} must be in the range 1-100")
-
-
-def _pod_affinity_term(term: Mapping[str, Any], path: str, report: Report) -> None:
-    code = AFFINITY.code
-    selector = term.get("labelSelector")
-    validate_label_selector(selector, f"{path}.labelSelector", report, code)
-    validate_label_selector(term.get("namespaceSelector"), f"{path}.namespaceSelector", report, code)
-    for i, namespace in enumerate(term.get("namespaces") or ()):
-        _check(dns_1123_label_problem, namespace, f"{path}.namespaces[{i}]", report, code)
-    match, mismatch = term.get("matchLabelKeys") or (), term.get("mismatchLabelKeys") or ()
-    for field, keys in (("matchLabelKeys", match), ("mismatchLabelKeys", mismatch)):
-        if keys and selector is None:
-            report.add(code, f"{path}.{field}", "must not be specified when labelSelector is not set")
-        for i, key in enumerate(keys):
-            _check(qualified_name_problem, key, f"{path}.{field}[{i}]", report, code)
-    for i, key in enumerate(match):
-        if key in mismatch:
-            report.add(code, f"{path}.matchLabelKeys[{i}]", f"{key!r} exists in both matchLabelKeys and "
-                       "mismatchLabelKeys")
-    topology = term.get("topologyKey")
-    if not topology:
-        report.add(code, f"{path}.topologyKey", "required: can not be empty (e.g. kubernetes.io/hostname)")
-    else:
-        _check(qualified_name_problem, topology, f"{path}.topologyKey", report, code)
-
-
-def _topology_spread(constraints: Any, path: str, report: Report, spec: Any = None) -> None:
-    code = AFFINITY.code
-    seen: set[tuple[Any, Any]] = set()
-    for i, constraint in enumerate(constraints):
-        where = f"{path}[{i}]"
-        skew, key = constraint.get("maxSkew"), constraint.get("topologyKey")
-        action = constraint.get("whenUnsatisfiable")
-        if not (_int(skew) and skew > 0):
-            report.add(code, f"{where}.maxSkew", f"{skew!r} must be greater than zero")
-        if not key:
-            report.add(code, f"{where}.topologyKey", "required: can not be empty")
-        if action not in ("DoNotSchedule", "ScheduleAnyway"):
-            report.add(code, f"{where}.whenUnsatisfiable", f"{action!r}: supported values are DoNotSchedule, "
-                       "ScheduleAnyway")
-        if (key, action) in seen:
-            report.add(code, where, f"Duplicate value: {{{key}, {action}}}")
-        seen.add((key, action))
-        domains = constraint.get("minDomains")
-        if domains is not None:
-            if not (_int(domains) and domains > 0):
-                report.add(code, f"{where}.minDomains", f"{domains!r} must be greater than zero")
-            if action != "DoNotSchedule":
-                report.add(code, f"{where}.minDomains", "can only be used with whenUnsatisfiable DoNotSchedule")
-        for policy in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
-            if constraint.get(policy) not in (None, "Honor", "Ignore"):
-                report.add(code, f"{where}.{policy}", f"{constraint.get(policy)!r}: supported values are Honor, Ignore")
-        selector = constraint.get("labelSelector")
-        keys = constraint.get("matchLabelKeys") or ()
-        if keys and selector is None:
-            report.add(code, f"{where}.matchLabelKeys", "must not be specified when labelSelector is not set")
-        selector_keys = set((selector or {}).get("matchLabels") or ()) | {
-            e.get("key") for e in (selector or {}).get("matchExpressions") or ()}
-        for j, label in enumerate(keys):
-            _check(qualified_name_problem, label, f"{where}.matchLabelKeys[{j}]", report, code)
-            if label in selector_keys:
-                report.add(code, f"{where}.matchLabelKeys[{j}]", f"{label!r} exists in both matchLabelKeys and "
-                           "labelSelector")
-        validate_label_selector(selector, f"{where}.labelSelector", report, code)
-
-
 _MOUNT_OPTIONS = frozenset(("subPath", "subPathExpr", "mountPropagation", "recursiveReadOnly"))
 _LIFECYCLE_FIELDS = frozenset(("restartPolicy", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle"))
+
+
 # The pod's fields beside its containers and volumes: each checked by its own function when present.
 _POD_FIELDS = {
     "hostNetwork": _host_network,
@@ -1175,7 +999,7 @@ _POD_FIELDS = {
     "securityContext": _pod_security_context,
     "affinity": validate_affinity,
     "tolerations": validate_tolerations,
-    "topologySpreadConstraints": _topology_spread,
+    "topologySpreadConstraints": validate_topology_spread,
     "readinessGates": _readiness_gates,
     "schedulingGates": _scheduling_gates,
     **{field: _named(dns_1123_subdomain_problem) for field in ("serviceAccountName", "nodeName", "priorityClassName",

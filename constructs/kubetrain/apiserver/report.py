@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.model.created import Created
-from kubetrain.apiserver.apiserver_rules import DERIVED_NAMES
+from kubetrain.apiserver.apiserver_rules import DERIVED_NAMES, POD_FIELDS
 
 KubernetesVersion = tuple[int, int]
 
@@ -108,3 +108,15 @@ def _committed(created: Created, path: str) -> str | None:
 
 def _key(path: str) -> str:
     return path[path.index("[") + 1:path.index("]")]
+
+
+def is_int(value: Any) -> bool:
+    """An integer as JSON has it (a bool is not one, though Python says so)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_value(check, value: str, path: str, report: Report, code: str = POD_FIELDS.code) -> None:
+    """Report what `check` (a name or format check) finds in a string field; a field that is no string is one."""
+    problem = check(value) if isinstance(value, str) else f"{value!r} is not a string"
+    if problem:
+        report.add(code, path, problem)

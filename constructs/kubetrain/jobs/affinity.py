@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 from referencing import Registry, Resource
 
-from kubetrain.apiserver.pods import validate_affinity
+from kubetrain.apiserver.pod_scheduling import validate_affinity
 from kubetrain.apiserver.report import Report
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION

@@ -33,7 +33,6 @@ FSX_PERF = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/performance.html"
 MOUNTPOINT = "https://github.com/awslabs/mountpoint-s3/blob/main/doc/SEMANTICS.md"
 KUEUE_TAS = "https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/"
 KUEUE_JOBS = "https://kueue.sigs.k8s.io/docs/tasks/run/jobs/"
-KUEUE_CQ = "https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/"
 PSS = "https://kubernetes.io/docs/concepts/security/pod-security-standards/"
 K8S_PROBES = "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/"
 K8S_INIT_CONTAINERS = "https://kubernetes.io/docs/concepts/workloads/pods/init-containers/"
@@ -68,8 +67,6 @@ OBJECT_META = "https://github.com/kubernetes/apimachinery/blob/v0.33.0/pkg/api/v
 LABELS_AND_SELECTORS = ("https://github.com/kubernetes/apimachinery/blob/v0.33.0/pkg/apis/meta/v1/validation/"
                         "validation.go")
 NAME_FORMATS = "https://github.com/kubernetes/apimachinery/blob/v0.33.0/pkg/util/validation/validation.go"
-PYTORCHJOB_DEFAULTS = ("https://github.com/kubeflow/trainer/blob/v1.9.4/pkg/apis/kubeflow.org/v1/"
-                       "pytorch_defaults.go")
 PYTORCHJOB_WEBHOOK = "https://github.com/kubeflow/trainer/blob/v1.9.4/pkg/webhooks/pytorch/pytorchjob_webhook.go"
 JOBSET_WEBHOOK = "https://github.com/kubernetes-sigs/jobset/blob/v0.12.0/pkg/webhooks/jobset_webhook.go"
 MPI_OPERATOR = "https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go"
