@@ -102,7 +102,7 @@ class Cluster(cdk8s.Chart):
             # Everything else lives inside a cluster, so the fleet stops here: with every problem found so far.
             found = diagnostics(scope)
             found.report(id, error.problems)
-            raise DefinitionError(found.errors) from None
+            raise DefinitionError([f for f in found.findings if f.severity == "error"]) from None
         labels = {"app.kubernetes.io/managed-by": "kubetrain", "kubetrain.dev/cluster": id}
         try:
             super().__init__(scope, id, disable_resource_name_hashes=True, labels=labels)
