@@ -18,8 +18,8 @@ from typing import Any
 
 # name -> the module it lives in, imported on first use (by name, so that no submodule's import of this package
 # is an import of itself: the package sits below every module in it).
-_EXPORTS = {"Run": "kubetrain_runtime.run", "RuntimeConfig": "kubetrain_runtime.config",
-            "ProfilingConfig": "kubetrain_runtime.config"}
+_EXPORTS = {"Run": "kubetrain_runtime.run", "RuntimeConfig": "kubetrain_runtime.runtime_config",
+            "ProfilingConfig": "kubetrain_runtime.runtime_config"}
 __all__ = sorted(_EXPORTS)
 
 

@@ -47,7 +47,7 @@ from torch.distributed.checkpoint.storage import WriteResult
 from torch.distributed.tensor import DTensor
 from torch.futures import Future as TorchFuture
 
-from kubetrain_runtime.config import CheckpointConfig
+from kubetrain_runtime.runtime_config import CheckpointConfig
 from kubetrain_runtime.distributed import World, all_gather_object, broadcast_object
 from kubetrain_runtime.failures import EXIT_STORAGE, PermanentFailure
 from kubetrain_runtime.faults import FaultInjector

@@ -54,7 +54,7 @@ from torch.distributed.tensor import DTensor
 
 from kubetrain_runtime import failures, warm
 from kubetrain_runtime.checkpoint import CheckpointManager, LocalCheckpoints
-from kubetrain_runtime.config import (
+from kubetrain_runtime.runtime_config import (
     CHECKPOINT_DIR_ENV,
     JOB_ENV,
     RUNTIME_CONFIG_ENV,

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubetrain_runtime.config import JOB_ENV, MetricsConfig
+from kubetrain_runtime.runtime_config import JOB_ENV, MetricsConfig
 from kubetrain_runtime.distributed import World
 from kubetrain_runtime.metric_names import RUNTIME_METRICS
 from kubetrain_runtime.metrics import emit

@@ -178,7 +178,7 @@ def test_the_runtime_never_imports_the_training_package():
             names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not [n for n in names if n.split(".")[0] == "training"], path
-    probe = run([sys.executable, "-c", "import sys, kubetrain_runtime.config, kubetrain_runtime.problems, "
+    probe = run([sys.executable, "-c", "import sys, kubetrain_runtime.runtime_config, kubetrain_runtime.problems, "
                  "kubetrain_runtime; assert 'torch' not in sys.modules"])
     assert probe.returncode == 0, probe.stderr
 

@@ -105,7 +105,7 @@ def run(argv: list[str]) -> int:
         return report(ConfigError(args.config, problems))
 
     # torch is imported only once the config is known to be good: bad input fails fast.
-    from kubetrain_runtime.config import JOB_ENV
+    from kubetrain_runtime.runtime_config import JOB_ENV
     from kubetrain_runtime.distributed import init_world, shutdown
     from kubetrain_runtime.dumps import Dumps
     from kubetrain_runtime.preemption import StopRequest

@@ -1,6 +1,6 @@
 """The run config: everything a training run needs to know, validated twice.
 
-The checkpoint, resilience, metrics and profiling sections are the runtime's (kubetrain_runtime/config.py), which any
+The checkpoint, resilience, metrics and profiling sections are the runtime's (kubetrain_runtime/runtime_config.py), which any
 training loop shares; the rest is kubetrain's trainer's. The compiler validates it when it writes the job's ConfigMap (knowing the job's world size),
 and `python -m training` validates the mounted file again when the pod starts. This module
 must stay importable without torch: the compiler imports it.
@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import Discriminator, Field, Tag, field_validator, model_serializer, model_validator
 
-from kubetrain_runtime.config import CheckpointConfig, MetricsConfig, ProfilingConfig, ResilienceConfig, StrictModel
+from kubetrain_runtime.runtime_config import CheckpointConfig, MetricsConfig, ProfilingConfig, ResilienceConfig, StrictModel
 from kubetrain_runtime.problems import (
     INVALID_VALUE,
     UNION_TAG,

@@ -77,7 +77,7 @@ from kubetrain.rules.sources import (
     cite,
 )
 from training.flops import checkpoint_bytes
-from kubetrain_runtime.config import profile_dir
+from kubetrain_runtime.runtime_config import profile_dir
 from kubetrain_runtime.problems import Problem
 
 Violation = tuple[str, str] | tuple[str, str, str]
