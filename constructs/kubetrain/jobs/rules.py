@@ -51,7 +51,6 @@ from kubetrain.platform.storage import (
 from kubetrain.quantity import parse_quantity
 from kubetrain.rules.registry import Rule, Severity, register
 from kubetrain.rules.sources import (
-    CPU_LIMITS,
     DCP,
     EC2,
     EFA_ENV,
@@ -116,13 +115,6 @@ def check_job(job: JobSpec) -> list[Problem]:
     environment += index_env_problems(job.props.env)  # KT160
     return (problems + environment + debugging_problems(job) + batch_divides(job) + platform_problems(job) +
             pod_part_problems(job) + memory_problems(job) + list(job.props.target.check(job)))
-
-
-register("KT156", "error", "CPU limit below the CPU request",
-         rationale="A container's limit is at least its request, or the API server refuses the pod. kubetrain sets "
-                   "no CPU limit unless resources.cpu_limit asks for one: the CFS quota throttles data loading and "
-                   "the threads that drive collectives.",
-         fix="set resources.cpu_limit to at least resources.cpu, or leave it out", source=CPU_LIMITS)
 
 
 def pod_part_problems(job: JobSpec) -> list[Problem]:
