@@ -25,7 +25,7 @@ be read or no longer matches its code, a module-level name it reads (a helper, a
 not have: import it inside the function, or pass the value in kwargs; modules of the standard library, torch and
 the listed packages are imported for it), and kwargs that do not bind to its parameters or do not survive JSON
 unchanged (a tuple, a non-string key, NaN, an object). A name nothing defines is KT158, torch.nn.DataParallel in a
-function of several ranks KT159 (jobs/rules.py).
+function of several ranks KT159 (jobs/checks/function_checks.py).
 
 A function with a parameter named `run` gets the runtime from the launcher: `run` is kubetrain_runtime.Run, which the
 job's environment configures (its checkpoint_dir), so `run = run(model, optimizer, max_steps=...)` gives the loop

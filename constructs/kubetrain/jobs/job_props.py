@@ -39,6 +39,8 @@ from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano_queues import VolcanoQueue
 from kubetrain.model.quantity import ByteQuantity, HugePages2Mi, Quantity, parse_quantity
 from kubetrain.model.strict import StrictProps
+from kubetrain.rules.registry import register
+from kubetrain.rules.sources import CPU_LIMITS
 from training.config import RunConfig
 from kubetrain_runtime.problems import INVALID_VALUE, Text, rule_violation
 
@@ -47,7 +49,12 @@ MAX_REPLICAS = 2**31 - 1  # replica counts are int32 in every operator's API
 
 # -- resources ----------------------------------------------------------------------------------
 
-CPU_LIMIT_BELOW_REQUEST = "KT156"  # registered in kubetrain.rules.jobs
+CPU_LIMIT_BELOW_REQUEST = register(
+    "KT156", "error", "CPU limit below the CPU request",
+    rationale="A container's limit is at least its request, or the API server refuses the pod. kubetrain sets "
+              "no CPU limit unless resources.cpu_limit asks for one: the CFS quota throttles data loading and "
+              "the threads that drive collectives.",
+    fix="set resources.cpu_limit to at least resources.cpu, or leave it out", source=CPU_LIMITS)
 
 
 class NodeResources(StrictProps):
@@ -80,7 +87,7 @@ class NodeResources(StrictProps):
     @model_validator(mode="after")
     def _limit_not_below_request(self) -> NodeResources:
         if self.cpu_limit is not None and parse_quantity(self.cpu_limit) < parse_quantity(self.cpu):
-            raise rule_violation(CPU_LIMIT_BELOW_REQUEST, f"cpu_limit {self.cpu_limit} is below the request cpu "
+            raise rule_violation(CPU_LIMIT_BELOW_REQUEST.code, f"cpu_limit {self.cpu_limit} is below the request cpu "
                                  f"{self.cpu}: the API server refuses a limit under its request",
                                  f"raise cpu_limit to at least {self.cpu}, or leave it out (no limit)",
                                  field="cpu_limit")

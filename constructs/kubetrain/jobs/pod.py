@@ -16,7 +16,7 @@ from kubetrain.model.efa import efa_environment
 from kubetrain.model.quantity import parse_quantity
 from kubetrain_runtime.runtime_config import CHECKPOINT_DIR_ENV, JOB_ENV
 from kubetrain_runtime.dumps import FR_BUFFER_ENTRIES, FR_BUFFER_ENV, FR_FILE_ENV, POD_FR_FILE
-from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, NEURON_RESOURCE
+from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, INSTANCE_TYPE_LABEL, NEURON_RESOURCE
 
 # Hangs and collective failures (torch.distributed's ProcessGroupNCCL environment variables): a timed-out or failed NCCL collective
 # aborts the process instead of hanging it, and first dumps the flight recorder's trace of the
@@ -33,7 +33,7 @@ NCCL_FAULT_ENV: dict[str, str] = {
 }
 CONFIG_HASH_ANNOTATION = "kubetrain.dev/config-sha256"
 # The taint each accelerator's node pools carry, so only pods that need the accelerator land there.
-ACCELERATOR_TAINTS = {"nvidia.com/gpu": GPU_RESOURCE, NEURON_RESOURCE: NEURON_RESOURCE}
+ACCELERATOR_TAINTS = {GPU_RESOURCE: GPU_RESOURCE, NEURON_RESOURCE: NEURON_RESOURCE}
 
 
 def launcher_env(job: JobSpec) -> dict[str, str]:
@@ -110,7 +110,7 @@ def placement(job: JobSpec) -> dict[str, Any]:
     if pool is not None:
         node_selector, tolerations = pool.node_selector(), pool.tolerations()
     else:
-        node_selector = {"node.kubernetes.io/instance-type": props.instance_type} if props.instance_type else {}
+        node_selector = {INSTANCE_TYPE_LABEL: props.instance_type} if props.instance_type else {}
         tolerations = []
         if job.resources.accelerators:
             taint = ACCELERATOR_TAINTS.get(job.accelerator_resource, job.accelerator_resource)

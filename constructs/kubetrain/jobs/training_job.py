@@ -20,10 +20,11 @@ import cdk8s
 
 from kubetrain.cluster import Cluster, NodeOnDemand
 from kubetrain.cost import annotations
+from kubetrain.jobs.checks.job_checks import check_job
+from kubetrain.jobs.checks.platform_checks import pod_security_check
 from kubetrain.jobs.memory_fit import memory_annotations
 from kubetrain.jobs.pod import pod_template
 from kubetrain.jobs.job_props import TrainingJobProps
-from kubetrain.jobs.rules import check_job, pod_security_check
 from kubetrain.jobs.run_names import rename_in_place, run_hash
 from kubetrain.jobs.spec import JobSpec
 from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION, pod_specs

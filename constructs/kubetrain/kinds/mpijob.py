@@ -40,7 +40,7 @@ from kubetrain.kinds.base import (
 from kubetrain.model.created import Created, pod_from_template
 from kubetrain.model.names import dns_1035_label_problem, label_value_problem
 from kubetrain.model.efa import EFA_HUGEPAGES_DEFAULT, efa_environment
-from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE
+from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, INSTANCE_TYPE_LABEL
 
 if TYPE_CHECKING:
     from kubetrain.model.instances import InstanceType
@@ -71,7 +71,7 @@ def render(spec: NcclTestRun, namespace: str, instance: InstanceType, queue_labe
     """The MPIJob of an NCCL test on `instance` (a GPU type with EFA), carrying its queue's labels."""
     gpus = instance.accelerators
     labels = {"kubetrain.dev/nccl-test": spec.name}
-    resources = {"nvidia.com/gpu": str(gpus), EFA_RESOURCE: str(instance.efa_interfaces),
+    resources = {GPU_RESOURCE: str(gpus), EFA_RESOURCE: str(instance.efa_interfaces),
                  HUGE_PAGES_RESOURCE: EFA_HUGEPAGES_DEFAULT}
     env = {**efa_environment(None), "NCCL_DEBUG": "INFO"}  # INFO prints the transport NCCL chose: NET/OFI means EFA
     launcher = ["mpirun", "--allow-run-as-root", "-np", str(spec.nodes * gpus), "-npernode", str(gpus),
@@ -84,7 +84,7 @@ def render(spec: NcclTestRun, namespace: str, instance: InstanceType, queue_labe
                                       "limits": {"memory": "32Gi", **resources}},
                         "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}],
         "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": spec.shm}}],
-        "nodeSelector": {"node.kubernetes.io/instance-type": instance.name},
+        "nodeSelector": {INSTANCE_TYPE_LABEL: instance.name},
         "tolerations": [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
     }
     annotations = {}
