@@ -1,7 +1,8 @@
 """What the constructs of a fleet share while it is defined, held by the App and by each Cluster.
 
-The App holds one `FleetState`: the diagnostics every construct reports into, the Argo CD delivery the
-fleet declares, the render steps and the CRD folders synth uses. Each Cluster holds one `ClusterState`:
+The App holds one `FleetState`: the diagnostics every construct reports into, the render steps (Argo CD
+delivery's among them), the checks that need the whole fleet, each cluster's admission record and the CRD
+folders synth uses; synth runs them in its steps (kubetrain.pipeline). Each Cluster holds one `ClusterState`:
 the objects its constructs emit (plain data until synth writes them), the names claimed in its
 namespaces, its queue system, the Pod Security level of its namespaces with the pod checks kept
 against them, and what admission judges once the fleet is defined. Typed fields, set by the constructs
@@ -107,6 +108,6 @@ def diagnostics(scope: Construct) -> Diagnostics:
 def add_render_step(scope: Construct, step: RenderStep) -> None:
     """Run `step` after every chart of the fleet `scope` belongs to is rendered, before validation and writing. It
     gets the objects by the relative path they are written to, and may change them (an annotation, a sync wave)
-    or add new ones under new paths (`manifest_path(chart, obj)`); steps run in the order they were added. What a
+    or add new ones under new paths (`kubetrain.output.writer.manifest_path(chart, obj)`); steps run in the order they were added. What a
     step leaves is validated like every other object, so synth and validate still agree."""
     fleet_state(scope).render_steps.append(step)

@@ -1,10 +1,10 @@
-"""The admission checks on a fleet being synthesized, reported like every other rule.
+"""Admission as a step of synth (kubetrain.pipeline), reported like every other rule.
 
-A cluster keeps the plain manifests its queue, pool and job constructs emit (`AdmissionRecord`); a job's are
-its entries in the cluster, read when the checks run, so they are judged as `job.patch()` left them. The checks
-run when the diagnostics are read, once the fleet is defined (a cohort may gain the member a job borrows from
-after the job is defined), and report each problem on the job's definition with the user's field path. A job
-whose pool or queue, or anything behind them, has an error of its own is left out: that error says why.
+A cluster keeps the plain manifests its queue, pool and job constructs emit (`AdmissionRecord`, kubetrain.state); a
+job's are its entries in the cluster, read when the step runs, so they are judged as `job.patch()` left them. The
+step runs once the fleet is defined (a cohort may gain the member a job borrows from after the job is defined) and
+reports each problem on the job's definition with the user's field path (`definition_findings`). A job whose pool
+or queue, or anything behind them, has an error of its own is left out: that error says why.
 
 Synth judges the objects once more as it writes them (`rendered_findings`), after the fleet's render steps and
 with every object of the charts, the cdk8s objects a user added among them: what `kubetrain plan` reads from
