@@ -399,13 +399,15 @@ def test_synth_crds_option(tmp_path):
 
 
 def test_every_option_output_names_exists():
-    """The fixes and messages in output/ name only command-line options the commands have."""
+    """The fixes and messages of synth's steps (output/, validation/, pipeline.py) name only command-line options
+    the commands have."""
     import re
 
     from conftest import kubetrain
 
     named = set()
-    for source in (ROOT / "constructs" / "kubetrain" / "output").glob("*.py"):
+    package = ROOT / "constructs" / "kubetrain"
+    for source in [*(package / "output").glob("*.py"), *(package / "validation").glob("*.py"), package / "pipeline.py"]:
         named |= set(re.findall(r"`?(--[a-z][a-z-]+)", source.read_text()))
     helps = kubetrain("synth", "--help").stdout + kubetrain("validate", "--help").stdout
     assert named and all(option in helps for option in named), sorted(o for o in named if o not in helps)

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from kubetrain import App, ArgoCd, Cluster, ConfigError, EfaNodePool, NcclTest, TrainingJob
 from kubetrain.pipeline import fleet_errors, fleet_findings, render
 from kubetrain.validation.validate import Schemas, validate_manifests
-from kubetrain.state import diagnostics
 
 SCHEMAS = Schemas()  # the shipped ones, compiled once for every example
 BUDGET = settings(max_examples=60, deadline=None, derandomize=True,
@@ -171,9 +170,9 @@ def test_what_synth_accepts_validate_accepts(tmp_path_factory, jobs):
 
 def test_the_fuzzer_reaches_both_outcomes():
     # A definition that builds and one that is reported, so the properties above test something.
-    assert not diagnostics(build({"kubernetes_version": "1.33", "namespaces": ["ml"]}, [{
+    assert not fleet_errors(build({"kubernetes_version": "1.33", "namespaces": ["ml"]}, [{
         "image": "img:1", "nodes": 1, "procs_per_node": 1, "resources": {"cpu": "1", "memory": "2Gi"},
-        "workload": {"kind": "command", "command": ["t.py"]}}])).errors
+        "workload": {"kind": "command", "command": ["t.py"]}}]))
     with pytest.raises(ConfigError):
         build({"kubernetes_version": "1.23", "namespaces": ["ml"]}, [])
     assert yaml  # PyYAML is what render writes with
