@@ -8,8 +8,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Generator
 from pathlib import Path
 
+import process_guard
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +35,25 @@ REACHED = "test_rules_reached.py::test_every_rule_is_reported_where_it_is_checke
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The rules check runs last: it reads what every other test recorded."""
     items.sort(key=lambda item: item.nodeid.endswith(REACHED))
+
+
+# A test that starts a process carries the `processes` mark (process_guard.py).
+process_guard.install()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    return (yield from process_guard.GUARD.during(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    return (yield from process_guard.GUARD.during(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    return (yield from process_guard.GUARD.during(item))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -109,6 +109,7 @@ def project(tmp_path: Path, body: str) -> Path:
 
 
 @pytest.mark.parametrize("case", sorted(NEVER))
+@pytest.mark.processes
 def test_a_job_that_can_never_start_fails_synth_on_its_field(tmp_path, case):
     body, code, field, says = NEVER[case]
     root = project(tmp_path, body)
@@ -121,6 +122,7 @@ def test_a_job_that_can_never_start_fails_synth_on_its_field(tmp_path, case):
     assert f": {field}: " in errors[0] and f"[{code}] fix: " in errors[0] and says in errors[0], errors[0]
 
 
+@pytest.mark.processes
 def test_a_job_that_fits_only_by_borrowing_compiles_with_a_warning_naming_the_cohort(tmp_path):
     # The queue that lends is defined after the job: the check waits for the whole fleet.
     root = project(tmp_path, '''

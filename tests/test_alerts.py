@@ -132,6 +132,7 @@ CASES = {
 
 
 @needs_promtool
+@pytest.mark.processes
 def test_the_rules_load_in_prometheus_and_fire_on_each_failure_and_not_on_a_healthy_run(crds, tmp_path):
     write_rules(rule_spec(crds), tmp_path)
     checked = promtool("check", "rules", "rules.yaml", cwd=tmp_path)
@@ -145,6 +146,7 @@ def test_the_rules_load_in_prometheus_and_fire_on_each_failure_and_not_on_a_heal
 
 
 @needs_promtool
+@pytest.mark.processes
 def test_a_run_config_target_replaces_the_alerts_default_and_tuned_alerts_follow_their_settings(crds, tmp_path):
     spec = rule_spec(crds, ettr=EttrAlert(below=0.6, sustained="5m"), mfu_drop=None, gpu=None)
     assert [r["alert"] for g in spec["groups"] for r in g["rules"]] == [

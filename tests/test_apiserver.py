@@ -519,6 +519,7 @@ def test_synth_refuses_every_broken_object_with_its_code_and_path(tmp_path):
     assert all(p.fix for p in raised.value.problems) and not (tmp_path / "dist").exists()
 
 
+@pytest.mark.processes
 def test_kubetrain_validate_reports_every_broken_object_with_its_code_and_path(tmp_path):
     for i, (_, _, broken) in enumerate(broken_cases()):
         (tmp_path / f"{i}.yaml").write_text(yaml.safe_dump(broken))

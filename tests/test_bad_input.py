@@ -46,6 +46,7 @@ def synth_fails(project: Path, *args: str) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.startswith("error: ")]
 
 
+@pytest.mark.processes
 def test_valid_fleet_synthesizes(tmp_path):
     project = fleet(tmp_path)
     result = kubetrain("synth", "--app", "fleet", cwd=project)
@@ -76,17 +77,20 @@ def test_valid_fleet_synthesizes(tmp_path):
     ({"extra": 'elastic={"min_nodes": 1, "max_nodes": 2**31}, '},
      "error: dev/job: elastic.max_nodes: Input should be less than or equal to 2147483647"),
 ])
+@pytest.mark.processes
 def test_each_problem_is_one_clear_line(tmp_path, kwargs, expected):
     lines = synth_fails(fleet(tmp_path, **kwargs))
     assert any(line.startswith(expected) for line in lines), lines
 
 
+@pytest.mark.processes
 def test_all_problems_of_a_job_are_reported_together(tmp_path):
     project = fleet(tmp_path, nodes=0, extra="colour='red',", run_extra=', "seed": -1')
     lines = synth_fails(project)
     assert [line.split(": ")[2] for line in lines] == ["nodes", "workload.run.seed", "colour"]
 
 
+@pytest.mark.processes
 def test_problems_of_every_job_and_rule_come_in_one_round(tmp_path):
     first = BAD_FLEET.format(name="first", nodes=3, procs=8, gpus=8, extra="", run_extra="", image="img:1")
     source = first.replace("    return app", """    TrainingJob(dev, "second", image="img:1", nodes=1, procs_per_node=2,
@@ -98,6 +102,7 @@ def test_problems_of_every_job_and_rule_come_in_one_round(tmp_path):
     assert codes == ["KT105", "KT107", "KT201"], lines
 
 
+@pytest.mark.processes
 def test_warnings_do_not_stop_synth_unless_strict(tmp_path):
     project = fleet(tmp_path, image="ghcr.io/org/img:latest")
     result = kubetrain("synth", "--app", "fleet", cwd=project)
@@ -124,6 +129,7 @@ def test_warnings_do_not_stop_synth_unless_strict(tmp_path):
      "    Cluster(app, 'c', kubernetes_version='1.33', namespaces=['ml', 'ml'])\n    return app\n",
      "fleet", "error: c: namespaces: Value error, namespaces must be unique"),
 ])
+@pytest.mark.processes
 def test_cli_slips_are_one_line(tmp_path, source, app, expected):
     project = fleet(tmp_path, source=source or "x = 1\n")
     before = read_tree(project / "dist")
@@ -133,6 +139,7 @@ def test_cli_slips_are_one_line(tmp_path, source, app, expected):
     assert read_tree(project / "dist") == before
 
 
+@pytest.mark.processes
 def test_an_exception_in_the_fleet_code_shows_its_own_traceback(tmp_path):
     project = fleet(tmp_path, source="def build():\n    return helper()\n\ndef helper():\n    return 1 / 0\n")
     result = kubetrain("synth", "--app", "fleet", cwd=project)
@@ -143,6 +150,7 @@ def test_an_exception_in_the_fleet_code_shows_its_own_traceback(tmp_path):
     assert "fleet/__init__.py\", line 5, in helper" in trace and "kubetrain/" not in trace
 
 
+@pytest.mark.processes
 def test_python_m_apps_reports_the_same_way(tmp_path):
     # `python -m apps` is `kubetrain synth --app apps`; run it against the bad fleet by name.
     project = fleet(tmp_path, nodes=0)
@@ -153,6 +161,7 @@ def test_python_m_apps_reports_the_same_way(tmp_path):
 
 
 @pytest.mark.parametrize("target", [".", "..", "notes.txt", "mixed", "fleet"])
+@pytest.mark.processes
 def test_synth_never_replaces_what_it_did_not_write(tmp_path, target):
     project = fleet(tmp_path)
     (project / ".git").mkdir()
@@ -168,6 +177,7 @@ def test_synth_never_replaces_what_it_did_not_write(tmp_path, target):
     assert {str(p): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.processes
 def test_synth_replaces_its_own_output_and_names_a_file_it_did_not_write(tmp_path):
     project = fleet(tmp_path)
     assert kubetrain("synth", "--app", "fleet", cwd=project).returncode == 0
@@ -185,6 +195,7 @@ def test_synth_replaces_its_own_output_and_names_a_file_it_did_not_write(tmp_pat
         (project / "dist" / stray).unlink()
 
 
+@pytest.mark.processes
 def test_a_file_git_tracks_is_the_repositorys_not_a_users_own(tmp_path):
     # A merge of two branches' dist/ brings files the committed marker does not list: they are in git, so synth
     # may replace them (the next synth writes them again or drops them); an untracked one is still named.
@@ -199,6 +210,7 @@ def test_a_file_git_tracks_is_the_repositorys_not_a_users_own(tmp_path):
     assert not merged.exists()
 
 
+@pytest.mark.processes
 def test_an_interrupted_synths_leftovers_are_removed_by_the_next(tmp_path):
     from kubetrain.output.writer import MARKER
 
@@ -267,6 +279,7 @@ def build():
 '''
 
 
+@pytest.mark.processes
 def test_typed_props_report_like_dicts_and_the_whole_fleet_in_one_round(tmp_path):
     # The README's way of writing a job: a misspelt field in TrainingJobProps(...), NodeResources(...), a target
     # or a pool is one line with code, the path as the user wrote it and a fix; every construct is reported.
@@ -291,6 +304,7 @@ def test_typed_props_report_like_dicts_and_the_whole_fleet_in_one_round(tmp_path
     assert not any("/ok" in line for line in lines)
 
 
+@pytest.mark.processes
 def test_a_model_validated_in_fleet_code_is_bad_input_not_a_crash(tmp_path):
     source = BAD_FLEET.replace("def build():", "from kubetrain import RunConfig\n\ndef build():\n"
                                "    RunConfig.model_validate({{'max_steps': 1, 'batch': {{'global_sise': 8}}}})")

@@ -379,6 +379,7 @@ def test_a_crd_folder_that_is_not_one_is_bad_input_at_synth(tmp_path):
     assert not (tmp_path / "dist").exists()
 
 
+@pytest.mark.processes
 def test_synth_crds_option(tmp_path):
     from conftest import kubetrain
 
@@ -398,6 +399,7 @@ def test_synth_crds_option(tmp_path):
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+@pytest.mark.processes
 def test_every_option_output_names_exists():
     """The fixes and messages of synth's steps (output/, validation/, pipeline.py) name only command-line options
     the commands have."""

@@ -64,6 +64,7 @@ def test_the_formula_counts_the_parameters_the_model_has(cfg: ModelConfig) -> No
     assert flops_per_token(cfg, 128) == 6 * n + 12 * cfg.n_layers * 128 * cfg.dim
 
 
+@pytest.mark.processes
 def test_a_run_reports_the_basis_of_its_mfu_and_says_when_there_is_none(tmp_path: Path) -> None:
     from test_training import TINY, train, write_config
 
@@ -75,6 +76,7 @@ def test_a_run_reports_the_basis_of_its_mfu_and_says_when_there_is_none(tmp_path
     assert steps and all(r["tokens_per_s"] > 0 and "mfu" not in r for r in steps)
 
 
+@pytest.mark.processes
 def test_the_mfu_bench_runs_its_code_path_on_a_cpu() -> None:
     result = run([sys.executable, "bench/mfu.py", "--cpu", "--steps", "3", "--warmup", "1"])
     assert result.returncode == 0, result.stderr[-2000:]
@@ -194,6 +196,7 @@ def test_a_trainer_job_on_a_pool_is_priced_from_its_run_config(tmp_path: Path) -
     assert (rows["pinned"]["capacity_type"], rows["pinned"]["usd"]) == (None, None) and rows["pinned"]["hours"]
 
 
+@pytest.mark.processes
 def test_the_example_fleet_agrees_with_first_principles() -> None:
     """Every trainer job of apps/ (the committed dist/): tokens from its run config, FLOPs near 6 N tokens with
     N all of the model's parameters, and hours, GPU-hours and dollars consistent with each other."""
@@ -358,6 +361,7 @@ def _diff(repo: Path, *args: str) -> str:
     return result.stdout
 
 
+@pytest.mark.processes
 def test_doubling_max_steps_prices_the_new_run_in_text_and_markdown(tmp_path: Path) -> None:
     _git(tmp_path, "init", "-q", "-b", "main")
     synth(_fleet(200_000), tmp_path / "dist")

@@ -24,6 +24,7 @@ from test_training import write_config
 from kubetrain_runtime.failures import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_STORAGE, stopped_exit
 
 pytest.importorskip("torch", reason="the training runtime needs torch")
+pytestmark = pytest.mark.processes  # every drill runs the launcher, torchrun or run-local
 
 LONG = 120  # steps of the preemption drills: long enough to be stopped from outside while training
 

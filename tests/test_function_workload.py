@@ -345,6 +345,7 @@ def test_a_source_file_edited_since_its_import_is_refused(tmp_path):
     assert (code, path) == ("KT157", "workload.func") and "no longer holds the code that was imported" in message
 
 
+@pytest.mark.processes
 def test_nested_functions_are_captured_as_written_and_annotations_stay_what_they_were(helpers, tmp_path):
     helpers, future = helpers
     nested = Function(helpers.make_nested(), kwargs={"steps": 2})
@@ -453,6 +454,7 @@ def test_package_indexes_are_urls_without_credentials_which_a_secret_holds(helpe
     assert [f[:2] for f in found] == [("KT105", "env.KUBETRAIN_PIP_INDEX_0")]
 
 
+@pytest.mark.processes
 def test_an_image_without_pip_gets_ensurepips_own_and_pth_files_are_processed(tmp_path):
     # A Python with no pip (a venv made without one, as uv makes them): the launcher's install lines bootstrap
     # pip into the packages' emptyDir with ensurepip and install from there; the image gets nothing.
@@ -487,6 +489,7 @@ def test_an_image_without_pip_gets_ensurepips_own_and_pth_files_are_processed(tm
     assert result.returncode == 1 and "the image has no pip, and ensurepip could not provide one" in result.stderr
 
 
+@pytest.mark.processes
 def test_the_dev_function_job_holds_the_guides_source_and_runs_under_run_local(tmp_path):
     # The committed ConfigMap: what the pull request shows.
     [path] = (ROOT / "dist" / "dev" / "ml-dev").glob("ConfigMap.fashion-mnist-*-config.yaml")
@@ -594,6 +597,7 @@ def package_index(tmp_path):
         server.server_close()
 
 
+@pytest.mark.processes
 def test_a_kubeflow_sdk_function_with_an_extra_index_and_a_nested_helper_runs_under_run_local(tmp_path, package_index):
     index, project = package_index
     (tmp_path / "fleet").mkdir()

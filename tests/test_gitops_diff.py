@@ -66,6 +66,7 @@ def _run(repo: Path, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+@pytest.mark.processes
 def test_one_changed_field_shows_the_object_the_paths_and_the_training_meaning(repo: Path) -> None:
     status_before = _git(repo, "status", "--porcelain")
     code, out, _ = _run(repo)
@@ -77,6 +78,7 @@ def test_one_changed_field_shows_the_object_the_paths_and_the_training_meaning(r
     assert _git(repo, "status", "--porcelain") == status_before  # git was only read
 
 
+@pytest.mark.processes
 def test_no_change_against_the_working_tree_itself(repo: Path) -> None:
     _git(repo, "stash", "-q")
     try:
@@ -86,6 +88,7 @@ def test_no_change_against_the_working_tree_itself(repo: Path) -> None:
     assert (code, out) == (0, "kubetrain diff HEAD..working tree: no changes\n")
 
 
+@pytest.mark.processes
 def test_a_run_replaced_under_a_new_name_is_one_change(repo: Path, tmp_path: Path) -> None:
     """Create-once run names: the changed job comes back as a new object; the diff pairs it with the old
     one by its kubetrain.dev/job label."""
@@ -109,6 +112,7 @@ def test_a_run_replaced_under_a_new_name_is_one_change(repo: Path, tmp_path: Pat
            "ghcr.io/kubetrain/kubetrain:0.2.0" in out
 
 
+@pytest.mark.processes
 def test_markdown_for_a_pull_request(repo: Path) -> None:
     code, out, _ = _run(repo, "--format", "markdown")
     assert code == 0
@@ -140,6 +144,7 @@ def test_no_changes_in_markdown() -> None:
     ("repo", ["--format", "html"], "--format 'html' is not text or markdown"),
     ("plain", [], "is not inside a git repository"),
 ])
+@pytest.mark.processes
 def test_bad_input_is_one_line_and_exit_2(repo: Path, tmp_path: Path, where: str, args: list[str],
                                           message: str) -> None:
     code, out, err = _run(repo if where == "repo" else tmp_path, *args)
@@ -148,6 +153,7 @@ def test_bad_input_is_one_line_and_exit_2(repo: Path, tmp_path: Path, where: str
     assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
 
 
+@pytest.mark.processes
 def test_unreadable_manifest_is_one_line(repo: Path, tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
@@ -159,6 +165,7 @@ def test_unreadable_manifest_is_one_line(repo: Path, tmp_path: Path) -> None:
         len(err.splitlines()) == 1
 
 
+@pytest.mark.processes
 def test_a_create_once_fleet_shows_the_new_run_and_the_old_ones_removal(tmp_path: Path) -> None:
     """With run_names='content-hash', changing one field of one job renames its run: the diff pairs the old
     and new objects by the job's label and names the changed field paths."""

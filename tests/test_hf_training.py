@@ -96,6 +96,7 @@ def digest(state: dict) -> str:
     ("qwen2", "config_path"),  # random init from a config.json on a volume
     ("mistral", "pretrained_path"),  # fine-tuning safetensors written by save_pretrained
 ])
+@pytest.mark.processes
 def test_family_trains_resumes_bit_exactly_after_kill_and_loads_back(tmp_path, family, source):
     make_tokenizer(tmp_path / "tokenizer")
     write_parquet(tmp_path / "data" / "part-0.parquet", DOCUMENTS[:35])
@@ -196,6 +197,7 @@ def check(config: dict, tmp: Path) -> list[str]:
     return result.stderr.splitlines()
 
 
+@pytest.mark.processes
 def test_check_names_each_missing_or_wrong_path_before_torchrun(tmp_path):
     make_tokenizer(tmp_path / "tokenizer")
     write_parquet(tmp_path / "data" / "part-0.parquet")
@@ -236,6 +238,7 @@ def test_the_compilers_parameter_count_is_the_models(family, tied):
     assert counted + biases == real
 
 
+@pytest.mark.processes
 def test_the_dev_fleets_fine_tune_runs_locally_from_dist(tmp_path):
     """`kubetrain run-local dev/tiny-llama-sft`: the committed job, its claims mapped to local folders that hold a
     pretrained Llama-style checkpoint, its tokenizer and a parquet data set."""

@@ -10,7 +10,9 @@ from conftest import run
 
 from kubetrain_runtime.host_memory import is_glibc
 
-pytestmark = pytest.mark.skipif(not is_glibc(), reason="not glibc: its malloc is left as it is")
+# Each measurement runs in a fresh interpreter: its malloc settings are set before the first allocation.
+pytestmark = [pytest.mark.skipif(not is_glibc(), reason="not glibc: its malloc is left as it is"),
+              pytest.mark.processes]
 
 # A training step's host memory, stripped to what glibc sees: 8 buffers of 16 MiB taken, written and
 # freed, six times over, with the page faults of each step counted.

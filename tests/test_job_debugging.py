@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
 from kubetrain import App, Cluster, IndexedJob, TrainingJob
 from kubetrain.pipeline import check_objects, fleet_errors, render_objects
 
@@ -52,6 +53,7 @@ def test_nsys_runs_as_each_ranks_program_not_as_pythons_script():
                     "python", "-u", "train.py", "--lr", "3e-4"]
 
 
+@pytest.mark.processes
 def test_profiling_some_ranks_runs_nsys_on_those_and_the_plain_program_on_the_others(tmp_path):
     """The wrapper torchrun starts per rank, run by a real shell with a stand-in nsys on PATH."""
     command = container(workload=workload(ranks=[0, 3]))["command"]

@@ -96,6 +96,7 @@ CASES = [memory_estimate.Case("gpt", "ddp", 1, False, "fp32"), memory_estimate.C
          memory_estimate.Case("gpt", "fsdp", 2, True, "fp32"), memory_estimate.Case("llama", "ddp", 2, False, "bf16")]
 
 
+@pytest.mark.processes
 def test_the_estimate_is_within_15_percent_of_pytorchs_tracker() -> None:
     """Real CPU tensors, gloo process groups of 1 and 2 ranks, two training steps each: DDP and FSDP2, with and
     without activation checkpointing, the kubetrain GPT and transformers' Llama. The formula's tensors (a CPU has
@@ -131,6 +132,7 @@ def test_a_hugging_face_run_config_is_estimated_from_the_shape_it_states() -> No
     assert hf_architecture({**llama_7b, "tie_word_embeddings": False}).parameters == pytest.approx(6.74e9, rel=0.01)
 
 
+@pytest.mark.processes
 def test_the_trainer_logs_its_own_estimate(tmp_path: Path) -> None:
     from test_training import train, write_config
 
@@ -177,6 +179,7 @@ def project(tmp_path: Path, workload: str, nodes: int = 2, procs: int = 8, insta
 GPT_7B = {"vocab_size": 32000, "dim": 4096, "n_layers": 32, "n_heads": 32}
 
 
+@pytest.mark.processes
 def test_a_job_whose_model_cannot_fit_does_not_synthesize(tmp_path: Path) -> None:
     """7B parameters under DDP: 16 bytes a parameter of weights, gradients and AdamW's moments on every GPU."""
     work = project(tmp_path, trainer(GPT_7B, 1, {"name": "ddp"}))
@@ -190,6 +193,7 @@ def test_a_job_whose_model_cannot_fit_does_not_synthesize(tmp_path: Path) -> Non
     assert not (work / "dist").exists()
 
 
+@pytest.mark.processes
 def test_the_same_model_sharded_and_checkpointed_fits_and_plan_and_cost_show_it(tmp_path: Path) -> None:
     work = project(tmp_path, trainer(GPT_7B, 1, {"name": "fsdp", "activation_checkpointing": True}))
     result = kubetrain("synth", "--app", "fleet", cwd=work)
@@ -206,6 +210,7 @@ def test_the_same_model_sharded_and_checkpointed_fits_and_plan_and_cost_show_it(
                kubetrain("cost", "--dist", "dist", cwd=work).stdout.splitlines())
 
 
+@pytest.mark.processes
 def test_a_job_within_10_percent_of_the_memory_warns(tmp_path: Path) -> None:
     """The micro batch is chosen by the formula itself: the first whose estimate lands in 90-100 % of the H100."""
     model = {"vocab_size": 32000, "dim": 2048, "n_layers": 16, "n_heads": 16}
@@ -223,6 +228,7 @@ def test_a_job_within_10_percent_of_the_memory_warns(tmp_path: Path) -> None:
     assert line.startswith("warning: dev/ml/job: workload.run: the model fills 9")
 
 
+@pytest.mark.processes
 def test_a_megatron_command_is_read_for_its_memory(tmp_path: Path) -> None:
     work = project(tmp_path, repr({"kind": "command", "command": LLAMA3_8B}))
     result = kubetrain("synth", "--app", "fleet", cwd=work)
@@ -235,6 +241,7 @@ def test_a_megatron_command_is_read_for_its_memory(tmp_path: Path) -> None:
     assert kubetrain("synth", "--app", "fleet", cwd=other).returncode == 0
 
 
+@pytest.mark.processes
 def test_a_declared_model_that_contradicts_the_flags(tmp_path: Path) -> None:
     declared = ('Command(command={command!r}, model=CommandModel(layers=40, hidden=4096, heads=32, kv_heads=8, '
                 'ffn=14336, vocab=128256, seq_len=8192, distributed_optimizer=True))').format(

@@ -12,6 +12,8 @@ from conftest import ROOT, kubetrain
 from kubetrain import App, Cluster, ClusterQueue, Command, EfaNodePool, LocalQueue, ResourceFlavor, TrainingJob
 from kubetrain.pipeline import synth
 
+pytestmark = pytest.mark.processes  # `kubetrain plan` and `kubetrain diff` run as commands
+
 P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-00000001"],
       "security_group_ids": ["sg-00000001"], "role": "NodeRole"}
 

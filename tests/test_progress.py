@@ -250,6 +250,7 @@ def endpoint_env(url: str, ca: Path, token: Path) -> dict[str, str]:
     return {ENV_URL: url, ENV_CA_CERT: str(ca), ENV_TOKEN: str(token)}
 
 
+@pytest.mark.processes
 def test_a_two_rank_run_reports_into_the_trainjob_status(trainjob, tls, tmp_path):
     (tmp_path / "token").write_text(TOKEN)
     refusals = []
@@ -272,6 +273,7 @@ def test_a_two_rank_run_reports_into_the_trainjob_status(trainjob, tls, tmp_path
 
 
 @pytest.mark.parametrize("failure", ["hangs", "answers 500"])
+@pytest.mark.processes
 def test_a_broken_endpoint_does_not_slow_a_two_rank_run(tls, tmp_path, failure):
     (tmp_path / "token").write_text(TOKEN)
     if failure == "hangs":

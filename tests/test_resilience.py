@@ -21,6 +21,7 @@ from kubetrain.local.supervisor import kill_pod
 from test_training import losses, train, write_config
 
 torch = pytest.importorskip("torch", reason="the training runtime needs torch")
+pytestmark = pytest.mark.processes  # every fault is injected into ranks under torchrun
 
 
 def train_with_fault(config: Path, fault: str | None, nproc: int = 2) -> list[dict]:

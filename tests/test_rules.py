@@ -373,6 +373,7 @@ def test_readme_rule_table_is_the_registry():
     assert readme[start:end] == markdown_table(), "README's rule table is stale: paste `kubetrain rules --markdown`"
 
 
+@pytest.mark.processes
 def test_explain_every_code():
     from kubetrain.cli import app
     from typer.testing import CliRunner

@@ -24,7 +24,8 @@ def _whole_suite(session: pytest.Session) -> bool:
 
 def test_every_rule_is_reported_where_it_is_checked(request: pytest.FixtureRequest) -> None:
     if not _whole_suite(request.session):
-        pytest.skip("needs the whole test suite: a part of it fires a part of the rules")
+        pytest.skip("runs in the full suite (plain `pytest`): a part of it, the fast tier included, fires a part of "
+                    "the rules")
     if not CRDS.is_dir():
         pytest.skip(f"needs the upstream CRDs at {CRDS}: the tests that make some rules fire skip without them")
     found = fired(RULES_SINK)

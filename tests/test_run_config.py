@@ -116,6 +116,7 @@ def test_every_bad_override_is_reported_at_once(tmp_path):
     (BASE, ["seed=[", "max_steps"], ["KT005", "KT005"]),
     (BASE + "optimizer: {betas: [1.0, -0.1]}\n", [], ["KT003", "KT003"]),
 ])
+@pytest.mark.processes
 def test_python_m_training_reports_bad_input_in_one_line_each(tmp_path, text, overrides, expected):
     import subprocess
     import sys

@@ -26,6 +26,7 @@ def metrics(stdout: str) -> list[dict]:
             if line.startswith("[") and "] {" in line]
 
 
+@pytest.mark.processes
 def test_dev_job_trains_from_dist(tmp_path):
     result = kubetrain("run-local", "dev/tiny-gpt", "--steps", "30", "--workdir", str(tmp_path))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -48,6 +49,7 @@ def test_dev_job_trains_from_dist(tmp_path):
                         rf"{saves.count('local')} local\), 0 restarts", summary), summary
 
 
+@pytest.mark.processes
 def test_a_profiled_dev_job_writes_its_trace_on_the_jobs_volume(tmp_path):
     """The README's walk-through: the committed job, profiled by --set, leaves a Chrome trace on its checkpoint
     claim (the default folder without TensorBoard), where `tensorboard --logdir` finds it."""
@@ -64,6 +66,7 @@ def test_a_profiled_dev_job_writes_its_trace_on_the_jobs_volume(tmp_path):
     assert any(e.get("name") == "ProfilerStep#1" for e in json.loads(trace.read_text())["traceEvents"])
 
 
+@pytest.mark.processes
 def test_dev_command_job_trains_from_dist(tmp_path):
     result = kubetrain("run-local", "dev/ddp-minimal", "--workdir", str(tmp_path))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -109,6 +112,7 @@ def test_elastic_pods_get_the_rendezvous_and_no_ranks(tmp_path):
         assert not {"RANK", "PET_NODE_RANK", "MASTER_ADDR", "WORLD_SIZE"} & set(pod.env) - set(os.environ)
 
 
+@pytest.mark.processes
 def test_bad_override_is_reported_before_any_pod_starts(tmp_path):
     result = kubetrain("run-local", "dev/tiny-gpt", "--workdir", str(tmp_path), "--set", "optimizer.lr=-1",
                        "--set", "batch.micro_size=abc")
@@ -119,6 +123,7 @@ def test_bad_override_is_reported_before_any_pod_starts(tmp_path):
         "no pod may start"
 
 
+@pytest.mark.processes
 def test_a_workdir_that_is_a_file_is_bad_input(tmp_path):
     (tmp_path / "file").write_text("mine")
     result = kubetrain("run-local", "dev/tiny-gpt", "--workdir", str(tmp_path / "file"))
@@ -127,12 +132,14 @@ def test_a_workdir_that_is_a_file_is_bad_input(tmp_path):
     assert (tmp_path / "file").read_text() == "mine"
 
 
+@pytest.mark.processes
 def test_set_is_refused_for_command_jobs(tmp_path):
     result = kubetrain("run-local", "dev/ddp-minimal", "--workdir", str(tmp_path), "--set", "max_steps=3")
     assert result.returncode == 2 and "this job runs its own command" in result.stderr
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has GPUs")
+@pytest.mark.processes
 def test_gpu_job_is_refused_without_gpus(tmp_path):
     result = kubetrain("run-local", "prod/gpt-1b-fsdp", "--workdir", str(tmp_path))
     assert result.returncode == 2
@@ -140,6 +147,7 @@ def test_gpu_job_is_refused_without_gpus(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.processes
 def test_unknown_job_and_broken_manifest(tmp_path):
     result = kubetrain("run-local", "dev/nope", "--workdir", str(tmp_path))
     assert result.returncode == 2 and "no job named 'nope'" in result.stderr
@@ -175,6 +183,7 @@ def build():
 '''
 
 
+@pytest.mark.processes
 def test_restarts_follow_the_operator(tmp_path):
     """Ranks that keep dying exhaust torchrun's budget, the pod exits EXIT_RETRY and is restarted up to
     backoffLimit; without the fault the same job succeeds at once."""
@@ -200,6 +209,7 @@ def test_restarts_follow_the_operator(tmp_path):
                                                    "(1 durable), 0 restarts")
 
 
+@pytest.mark.processes
 def test_launcher_fails_a_bad_config_at_once_without_torchrun(tmp_path):
     """The pod's launcher script checks the run config before torchrun: exit 2, which ExitCode never retries."""
     job = yaml.safe_load(dist_file("dev", "PyTorchJob", "tiny-gpt-pytorchjob").read_text())

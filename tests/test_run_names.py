@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import cdk8s
+import pytest
 import yaml
 from kubetrain import (
     App,
@@ -102,6 +103,7 @@ def _diff(repo: Path, before: App, after: App) -> str:
     return result.stdout
 
 
+@pytest.mark.processes
 def test_the_diff_names_the_running_run_a_change_replaces_and_where_it_resumes(tmp_path: Path) -> None:
     before, after = _fleet(), _fleet(cdk8s.JsonPatch.add("/spec/runPolicy/backoffLimit", 7))
     old, new = _run_name(before), _run_name(after)
@@ -114,6 +116,7 @@ def test_the_diff_names_the_running_run_a_change_replaces_and_where_it_resumes(t
     assert run["metadata"]["annotations"]["kubetrain.dev/checkpoint-dir"] == "/checkpoints/gpt"
 
 
+@pytest.mark.processes
 def test_a_replacement_that_moves_the_checkpoints_starts_over_and_says_so(tmp_path: Path) -> None:
     before, after = _fleet(), _fleet(checkpoints="/checkpoints/gpt-v2")
     text = _diff(tmp_path, before, after)
@@ -121,6 +124,7 @@ def test_a_replacement_that_moves_the_checkpoints_starts_over_and_says_so(tmp_pa
            "/checkpoints/gpt" in text
 
 
+@pytest.mark.processes
 def test_a_command_job_resumes_only_if_its_program_loads_its_checkpoint(tmp_path: Path) -> None:
     def fleet(steps: int) -> App:
         app = App()
@@ -131,6 +135,7 @@ def test_a_command_job_resumes_only_if_its_program_loads_its_checkpoint(tmp_path
     assert "resumes from /checkpoints/own if the program loads its newest checkpoint there" in text
 
 
+@pytest.mark.processes
 def test_a_run_changed_under_its_own_name_is_one_argo_cd_cannot_sync(tmp_path: Path) -> None:
     text = _diff(tmp_path, _fleet(run_names="fixed"), _fleet(cdk8s.JsonPatch.add("/spec/runPolicy/backoffLimit", 7),
                                                              run_names="fixed"))

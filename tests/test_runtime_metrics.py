@@ -46,6 +46,7 @@ def scrape(port: int) -> dict[str, list]:
     return {family.name: family.samples for family in text_string_to_metric_families(text)}
 
 
+@pytest.mark.processes
 def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
     pytest.importorskip("prometheus_client")
     port = two_free_ports()
@@ -108,6 +109,7 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
         assert not samples["kubetrain_permanent_failure"]  # declared, not set: nothing failed
 
 
+@pytest.mark.processes
 def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp_path):
     """A run that keeps diverging (exit 4) sets kubetrain_permanent_failure{reason="diverged"} and holds its endpoint
     open for metrics.failure_linger_s, so Prometheus scrapes the failure the alert reads."""
@@ -162,6 +164,7 @@ def read_tensorboard_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]
     return scalars
 
 
+@pytest.mark.processes
 def test_tensorboard_and_mlflow_sinks_keep_one_run_across_a_restart(tmp_path, monkeypatch):
     pytest.importorskip("tensorboardX")
     mlflow = pytest.importorskip("mlflow")
@@ -211,6 +214,7 @@ for step in run.steps():
 """
 
 
+@pytest.mark.processes
 def test_a_profiled_two_rank_run_writes_a_chrome_trace_per_rank_and_window(tmp_path):
     script = tmp_path / "loop.py"
     script.write_text(PROFILED_LOOP.format(ckpt=str(tmp_path / "ckpt")))

@@ -22,10 +22,12 @@ def synthesized(tmp_path_factory) -> dict[str, bytes]:
     return read_tree(out)
 
 
+@pytest.mark.processes
 def test_committed_dist_is_what_synth_produces(synthesized):
     assert read_tree(ROOT / "dist") == synthesized, "dist/ is stale: run `kubetrain synth` and commit it"
 
 
+@pytest.mark.processes
 def test_python_m_apps_and_cdk8s_outdir_write_the_same(synthesized, tmp_path):
     out = tmp_path / "viaenv"
     result = run([sys.executable, "-m", "apps"], env={"CDK8S_OUTDIR": str(out)})
@@ -33,12 +35,14 @@ def test_python_m_apps_and_cdk8s_outdir_write_the_same(synthesized, tmp_path):
     assert read_tree(out) == synthesized
 
 
+@pytest.mark.processes
 def test_synth_is_byte_identical_across_runs(synthesized, tmp_path):
     out = tmp_path / "again"
     assert kubetrain("synth", "--outdir", str(out)).returncode == 0
     assert read_tree(out) == synthesized
 
 
+@pytest.mark.processes
 def test_one_file_per_object_under_cluster_and_namespace(synthesized):
     job = dist_file("dev", "PyTorchJob", "tiny-gpt-pytorchjob")
     assert str(job.relative_to(ROOT / "dist")) in synthesized
@@ -53,6 +57,7 @@ def test_one_file_per_object_under_cluster_and_namespace(synthesized):
 
 @pytest.mark.skipif(not (ROOT / "node_modules" / "cdk8s-cli").is_dir(),
                     reason="cdk8s CLI not installed (npm ci installs it from package.json)")
+@pytest.mark.processes
 def test_cdk8s_cli_synth_writes_the_same_without_a_system_node(synthesized, tmp_path):
     work = tmp_path / "project"
     shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns("dist", "node_modules", ".venv", ".git", "*.egg-info"))
@@ -67,6 +72,7 @@ def test_cdk8s_cli_synth_writes_the_same_without_a_system_node(synthesized, tmp_
     assert "Error" not in result.stderr and "at " not in result.stderr, result.stderr
 
 
+@pytest.mark.processes
 def test_validate_never_starts_jsii():
     # `kubetrain validate` and its module import no cdk8s (so no Node process starts): -X importtime names
     # every module a run imports.
@@ -109,6 +115,7 @@ def test_render_steps_run_after_every_chart_and_their_objects_are_validated(tmp_
     assert not (tmp_path / "never").exists()
 
 
+@pytest.mark.processes
 def test_an_outdir_below_a_file_is_refused_before_the_fleet_is_built(tmp_path):
     (tmp_path / "notes.txt").write_text("mine\n")
     result = kubetrain("synth", "--outdir", str(tmp_path / "notes.txt" / "dist"))

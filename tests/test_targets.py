@@ -97,6 +97,7 @@ def test_name_limits_are_the_targets(target, longest):
     assert [(f.where, f.problem.code) for f in fleet_errors(app)] == [(f"c/ml/{'k' * (longest + 1)}", "KT101")]
 
 
+@pytest.mark.processes
 def test_the_dev_job_trains_the_same_on_every_target(tmp_path):
     digests = {}
     for job in ("tiny-gpt", "tiny-gpt-pytorchjob", "tiny-gpt-indexed"):  # TrainJob (the default), PyTorchJob, Job

@@ -47,6 +47,7 @@ def losses(records: list[dict]) -> list[float]:
     ({"name": "fsdp"}, "fp32"),
     ({"name": "fsdp", "activation_checkpointing": True}, "bf16"),
 ])
+@pytest.mark.processes
 def test_loss_falls_and_replicas_agree(tmp_path, strategy, precision):
     records = train(write_config(tmp_path, strategy=strategy, precision=precision))
     steps = [r for r in records if r["event"] == "step"]
@@ -67,6 +68,7 @@ def test_loss_falls_and_replicas_agree(tmp_path, strategy, precision):
 
 
 @pytest.mark.parametrize("async_save", [False, True])
+@pytest.mark.processes
 def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, async_save):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -88,6 +90,7 @@ def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, async_save):
 
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+@pytest.mark.processes
 def test_checkpoint_saved_at_two_ranks_loads_at_one(tmp_path, strategy):
     config = write_config(tmp_path, strategy={"name": strategy})
     two = train(config)
@@ -96,6 +99,7 @@ def test_checkpoint_saved_at_two_ranks_loads_at_one(tmp_path, strategy):
     assert one[-1]["weights_sha256_per_rank"] == two[-1]["weights_sha256_per_rank"][:1]
 
 
+@pytest.mark.processes
 def test_config_error_exits_2_with_the_field_path(tmp_path):
     config = write_config(tmp_path, batch={"global_size": 8, "micro_size": 0}, optimiser={})
     result = run([sys.executable, "-m", "training", "--config", str(config)])
@@ -105,6 +109,7 @@ def test_config_error_exits_2_with_the_field_path(tmp_path):
     assert "optimiser: unknown field [KT001] fix: did you mean 'optimizer'?" in result.stderr
 
 
+@pytest.mark.processes
 def test_world_size_rule_is_checked_again_at_start(tmp_path):
     config = write_config(tmp_path, batch={"global_size": 6, "micro_size": 4})
     result = run([sys.executable, "-m", "training", "--config", str(config)])
@@ -112,6 +117,7 @@ def test_world_size_rule_is_checked_again_at_start(tmp_path):
     assert "batch.global_size: global_size 6 is not a multiple of micro_size 4 x 1 ranks = 4 [KT201]" in result.stderr
 
 
+@pytest.mark.processes
 def test_token_file_source(tmp_path):
     import numpy as np
 
@@ -122,6 +128,7 @@ def test_token_file_source(tmp_path):
     assert losses(records)[-1] < losses(records)[0] - 1.0
 
 
+@pytest.mark.processes
 def test_trains_on_the_projects_own_text_tokenized_bytewise(tmp_path):
     from conftest import ROOT
 
@@ -141,6 +148,7 @@ def test_trains_on_the_projects_own_text_tokenized_bytewise(tmp_path):
     ([1, 2, 3] * 101, "uint8", "no whole number of uint32 tokens"),  # 303 bytes
     ([1, 2] * 10, "uint16", "fewer than one sequence of 32"),
 ])
+@pytest.mark.processes
 def test_unusable_token_file_is_one_line_at_start(tmp_path, tokens, dtype, expected):
     import numpy as np
 

@@ -50,6 +50,7 @@ def fails(*args: str, cwd: Path = ROOT) -> str:
     (["diff", "--format", "xml"], "fix: --format text, or --format markdown"),
     (["validate", "--kubernetes-version", "1.3"], "fix: give a minor version of that range, e.g."),
 ])
+@pytest.mark.processes
 def test_a_usage_error_says_how_to_fix_it(args, expected):
     assert expected in fails(*args)
 
@@ -77,6 +78,7 @@ NODE_POOL = "dist/prod/_cluster/NodePool.p5.yaml"
     (lambda text: f"{text}---\n- a list\n", None, "document 2 is a list, not a Kubernetes object"),
 ])
 @pytest.mark.parametrize("command", ["plan", "cost", "diff"])
+@pytest.mark.processes
 def test_an_unreadable_file_in_dist_names_the_file_the_line_and_the_fix(repo, edit, line, what, command):
     path = repo / NODE_POOL
     original = path.read_bytes()
@@ -91,6 +93,7 @@ def test_an_unreadable_file_in_dist_names_the_file_the_line_and_the_fix(repo, ed
         path.write_bytes(original)
 
 
+@pytest.mark.processes
 def test_validate_reports_a_conflicted_file_with_its_line_and_fix(repo):
     path = repo / NODE_POOL
     original = path.read_text()
@@ -115,6 +118,7 @@ def test_validate_reports_a_conflicted_file_with_its_line_and_fix(repo):
     ("plan", "nominalQuota: 3063200m", "nominalQuota: lots",
      "dist/prod: ClusterQueue research is malformed: 'lots' is not a Kubernetes quantity"),
 ])
+@pytest.mark.processes
 def test_a_hand_edited_annotation_names_the_object_the_annotation_and_the_fix(repo, command, old, new, expected):
     path = repo / (NODE_POOL if "kubetrain.dev" in old else "dist/prod/_cluster/ClusterQueue.research.yaml")
     original = path.read_text()
@@ -128,6 +132,7 @@ def test_a_hand_edited_annotation_names_the_object_the_annotation_and_the_fix(re
         path.write_text(original)
 
 
+@pytest.mark.processes
 def test_a_crd_folder_holding_another_object_is_kt605(tmp_path):
     (tmp_path / "crds").mkdir()
     (tmp_path / "crds" / "config.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
@@ -237,6 +242,7 @@ def test_a_ttl_on_a_run_argo_cd_manages_is_kt511(tmp_path):
         path.endswith("spec.runPolicy.ttlSecondsAfterFinished") and "self-heal creates it again" in message
 
 
+@pytest.mark.processes
 def test_run_local_refuses_a_workdir_inside_dist():
     before = read_tree(ROOT / "dist")
     message = fails("run-local", "dev/tiny-gpt", "--workdir", "dist/dev/run")
@@ -255,6 +261,7 @@ def test_a_hang_timeout_the_deadline_cuts_short_is_kt022():
                                       workload={"kind": "trainer", "run": run}) if key[0] == "KT022"]
 
 
+@pytest.mark.processes
 def test_run_local_holds_an_override_to_the_checkpoint_tiers():
     message = fails("run-local", "dev/tiny-gpt", "--set", "checkpoint.local_interval=50")
     assert "checkpoint.local_interval: local_interval 50 is not below interval 10" in message and "[KT217]" in message
@@ -279,6 +286,7 @@ def test_union_and_alias_mistakes_read_as_the_users_fields(overrides, expected):
     assert expected[2] in found[0][2]
 
 
+@pytest.mark.processes
 def test_diff_of_a_folder_that_is_nowhere_is_bad_input(repo):
     assert "error: nope is not a folder here nor at HEAD: give --dist the folder synth writes" in \
         fails("diff", "--dist", "nope", cwd=repo)
@@ -295,6 +303,7 @@ def test_a_value_no_member_of_a_union_takes_is_one_problem_naming_every_form():
     assert problem.fix == "use a value above 0, or use one of 'auto'"
 
 
+@pytest.mark.processes
 def test_validate_names_the_field_an_unknown_one_was_meant_to_be(tmp_path):
     (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, lables: {a: b}}\n"
                                       "dataa: {k: v}\n")
@@ -313,6 +322,7 @@ def test_an_affinity_key_gets_the_kubernetes_name_it_was_meant_to_be():
                           "'requiredDuringScheduling'?")
 
 
+@pytest.mark.processes
 def test_validate_reads_kubetrains_annotations_as_plan_and_cost_do(repo):
     path = repo / NODE_POOL
     original = path.read_text()

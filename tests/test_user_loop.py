@@ -67,18 +67,21 @@ def test_the_example_adopts_the_api_in_a_few_lines():
     ast.parse(EXAMPLE.read_text())
 
 
+@pytest.mark.processes
 def test_kill_9_mid_step_resumes_bit_identical(uninterrupted, tmp_path):
     records = torchrun(tmp_path / "ckpt", "crash:step=23:rank=1")
     assert resumed_steps(records) == [10]  # saves at 5 and 10 (interval auto), then Daly's interval
     assert digests(records) == uninterrupted[STEPS]
 
 
+@pytest.mark.processes
 def test_kill_9_mid_save_falls_back_to_the_previous_checkpoint(uninterrupted, tmp_path):
     records = torchrun(tmp_path / "ckpt", "crash-in-save:step=10:rank=1")
     assert resumed_steps(records) == [5]  # the save of step 10 never completed: never loaded
     assert digests(records) == uninterrupted[STEPS]
 
 
+@pytest.mark.processes
 def test_sigterm_saves_the_step_reached_and_the_restart_resumes_there(uninterrupted, tmp_path):
     """SIGTERM to one rank right after a background save started: every rank agrees on a step, finishes the save in
     flight, saves the step reached and exits 128 + SIGTERM; torchrun's restart resumes from that step."""
@@ -91,6 +94,7 @@ def test_sigterm_saves_the_step_reached_and_the_restart_resumes_there(uninterrup
     assert stopped_exit(signal.SIGTERM) == 143
 
 
+@pytest.mark.processes
 def test_a_corrupt_newest_checkpoint_is_skipped_for_the_next_that_verifies(uninterrupted, tmp_path):
     folder = tmp_path / "ckpt"
     torchrun(folder, "crash:step=23:rank=1", restarts=0, expect=1)  # the run dies after saving steps 5 and 10
@@ -104,6 +108,7 @@ def test_a_corrupt_newest_checkpoint_is_skipped_for_the_next_that_verifies(unint
     assert digests(records) == uninterrupted[STEPS]
 
 
+@pytest.mark.processes
 def test_nan_steps_are_skipped_then_rolled_back(tmp_path):
     records = torchrun(tmp_path / "ckpt", "nan:step=3;nan:step=12;nan:step=13;nan:step=14")
     steps = {r["step"]: r for r in records if r["event"] == "step"}
@@ -122,6 +127,7 @@ def run_local(job: str, workdir: Path, fault: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("job", ["ddp-minimal", "ddp-function"])
+@pytest.mark.processes
 def test_run_local_kills_and_resumes_the_committed_jobs(uninterrupted, tmp_path, job):
     """The command job (the script finds its checkpoint folder in KUBETRAIN_CHECKPOINT_DIR) and the Function job (its
     `run` parameter is the runtime), as the operator runs them: a rank killed at step 13 resumes from step 10 and ends
@@ -132,6 +138,7 @@ def test_run_local_kills_and_resumes_the_committed_jobs(uninterrupted, tmp_path,
     assert sorted(p.name for p in (tmp_path / "volumes" / "checkpoints" / job).glob("step-*"))[-1] == "step-00000020"
 
 
+@pytest.mark.processes
 def test_a_users_own_training_package_cannot_shadow_the_runtime(tmp_path):
     """A script beside its own package named `training` (first on sys.path) runs on the runtime alone, as
     `python script.py` with no torchrun: a world of one, checkpoints in ./checkpoints, exact resume of its steps."""
@@ -170,6 +177,7 @@ def test_a_users_own_training_package_cannot_shadow_the_runtime(tmp_path):
     assert (tmp_path / "checkpoints" / "step-00000012" / "COMPLETE").is_file()
 
 
+@pytest.mark.processes
 def test_the_runtime_never_imports_the_training_package():
     """Statically: no module of kubetrain_runtime imports `training` (a user's package of that name would shadow it),
     and its config imports no torch (the compiler validates it)."""
@@ -183,6 +191,7 @@ def test_the_runtime_never_imports_the_training_package():
     assert probe.returncode == 0, probe.stderr
 
 
+@pytest.mark.processes
 def test_run_local_names_where_a_hang_left_its_dumps(uninterrupted, tmp_path):
     """The command job hangs on rank 1 at step 7: its watchdog writes the rank's stacks and flight recorder on the
     checkpoint volume, the restarted ranks finish the run, and the launcher's last lines name the folder."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from conftest import dist_file, kubetrain
 
@@ -16,6 +17,7 @@ def write(tmp_path: Path, name: str, obj: dict) -> Path:
     return path
 
 
+@pytest.mark.processes
 def test_committed_dist_is_valid_with_the_shipped_schemas_and_the_upstream_crds(crds):
     for extra in ([], ["--crds", str(crds)]):
         result = kubetrain("validate", "dist", *extra)
@@ -38,6 +40,7 @@ def test_shipped_schemas_are_what_the_generator_writes(crds, tmp_path):
     assert "sha256" in (SHIPPED / PROVENANCE).read_text()
 
 
+@pytest.mark.processes
 def test_unknown_field_in_custom_resource_is_an_error(crds, tmp_path):
     job = yaml.safe_load(JOB.read_text())
     container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
@@ -54,6 +57,7 @@ def test_unknown_field_in_custom_resource_is_an_error(crds, tmp_path):
     assert "2 problems" in result.stderr
 
 
+@pytest.mark.processes
 def test_wrong_type_and_metadata_typo_in_custom_resource(crds, tmp_path):
     job = yaml.safe_load(JOB.read_text())
     job["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = "one"
@@ -64,6 +68,7 @@ def test_wrong_type_and_metadata_typo_in_custom_resource(crds, tmp_path):
     assert "metadata: " in result.stdout and "'label' was unexpected" in result.stdout
 
 
+@pytest.mark.processes
 def test_builtin_kinds_are_checked_strictly(tmp_path):
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"},
                   "dataa": {"c": "d"}}
@@ -72,6 +77,7 @@ def test_builtin_kinds_are_checked_strictly(tmp_path):
     assert "ConfigMap/x: (object): Additional properties are not allowed ('dataa' was unexpected)" in result.stdout
 
 
+@pytest.mark.processes
 def test_custom_resources_validate_without_any_crd_folder(tmp_path):
     job = yaml.safe_load(JOB.read_text())
     job["spec"]["runPolicy"]["backofLimit"] = 3
@@ -79,6 +85,7 @@ def test_custom_resources_validate_without_any_crd_folder(tmp_path):
     assert result.returncode == 1 and "'backofLimit' was unexpected" in result.stdout
 
 
+@pytest.mark.processes
 def test_unknown_kind_is_an_error(tmp_path):
     obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
     result = kubetrain("validate", str(write(tmp_path, "w.yaml", obj)))
@@ -86,6 +93,7 @@ def test_unknown_kind_is_an_error(tmp_path):
     assert "Widget/w: (object): unknown kind example.com/v1 Widget" in result.stdout and "--crds" in result.stdout
 
 
+@pytest.mark.processes
 def test_names_are_checked_per_kind(tmp_path):
     job = yaml.safe_load(JOB.read_text())
     job["metadata"]["name"] = "tiny.gpt"  # a fine ConfigMap name, but PyTorchJob names become Service names
@@ -96,6 +104,7 @@ def test_names_are_checked_per_kind(tmp_path):
     assert "ConfigMap" not in result.stdout
 
 
+@pytest.mark.processes
 def test_bad_files_are_findings_not_crashes(tmp_path):
     (tmp_path / "latin1.yaml").write_bytes(b"kind: ConfigMap\n# caf\xe9\n")
     (tmp_path / "conflict.yaml").write_text("<<<<<<< HEAD\nkind: A\n=======\nkind: B\n>>>>>>> x\n")
@@ -111,6 +120,7 @@ def test_bad_files_are_findings_not_crashes(tmp_path):
     assert "Kubernetes 1.2 is older than every schema kubetrain ships" in result.stdout
 
 
+@pytest.mark.processes
 def test_a_crd_folder_with_a_template_is_bad_input(tmp_path):
     (tmp_path / "crds").mkdir()
     (tmp_path / "crds" / "chart.yaml").write_text("apiVersion: {{ .Values.api }}\nkind: {{ .Values.kind }\n")
@@ -119,12 +129,14 @@ def test_a_crd_folder_with_a_template_is_bad_input(tmp_path):
     assert "chart.yaml: not a CRD kubetrain can read" in result.stderr
 
 
+@pytest.mark.processes
 def test_unsupported_kubernetes_version_is_bad_input():
     result = kubetrain("validate", "dist", "--kubernetes-version", "1.9")
     assert result.returncode == 2
     assert "is not one of" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.processes
 def test_output_is_plain_lines_when_not_a_terminal():
     result = kubetrain("validate", "dist")
     assert result.returncode == 0 and "\x1b[" not in result.stdout + result.stderr
@@ -132,6 +144,7 @@ def test_output_is_plain_lines_when_not_a_terminal():
         result.stdout.startswith("valid: ")
 
 
+@pytest.mark.processes
 def test_a_bad_flag_is_one_line_and_exit_2():
     result = kubetrain("validate", "--bogus")
     assert result.returncode == 2 and "Traceback" not in result.stderr
