@@ -6,6 +6,9 @@ kubetrain records on them for offline checks: the annotations below. A pool's fa
 does not hold (how many nodes it may reach, what one node gives pods, how many instances its capacity
 reservation holds, how many of its nodes share a topology domain) ride on the NodePool as annotations, so
 dist/ describes itself and `kubetrain plan` needs nothing else.
+
+The `...Snapshot` types are those objects as admission reads them (as Kueue's scheduler reads its cache's
+snapshot), apart from the constructs that emit them (kubetrain.platform.kueue_queues).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 
 
 @dataclass(frozen=True)
-class Quota:
+class QuotaSnapshot:
     """One flavor's quota of one resource, in Kueue's units."""
 
     nominal: int
@@ -40,7 +43,7 @@ FlavorResource = tuple[str, str]  # (flavor, resource)
 
 
 @dataclass(frozen=True)
-class ResourceGroup:
+class ResourceGroupSnapshot:
     covered: tuple[str, ...]
     flavors: tuple[str, ...]  # in the order Kueue tries them
 
@@ -51,18 +54,18 @@ class QuotaHolder:
 
     name: str
     parent: str | None  # the cohort (a ClusterQueue's cohortName, a Cohort's parentName)
-    groups: tuple[ResourceGroup, ...] = ()
-    quotas: Mapping[FlavorResource, Quota] = field(default_factory=dict)
+    groups: tuple[ResourceGroupSnapshot, ...] = ()
+    quotas: Mapping[FlavorResource, QuotaSnapshot] = field(default_factory=dict)
 
-    def group_of(self, resource: str) -> ResourceGroup | None:
+    def group_of(self, resource: str) -> ResourceGroupSnapshot | None:
         return next((g for g in self.groups if resource in g.covered), None)
 
-    def quota(self, fr: FlavorResource) -> Quota:
-        return self.quotas.get(fr, Quota(0))
+    def quota(self, fr: FlavorResource) -> QuotaSnapshot:
+        return self.quotas.get(fr, QuotaSnapshot(0))
 
 
 @dataclass(frozen=True)
-class ClusterQueue(QuotaHolder):
+class ClusterQueueSnapshot(QuotaHolder):
     namespace_selector: Mapping[str, Any] | None = None  # None selects nothing; {} selects every namespace
     when_can_borrow: str = "MayStopSearch"
     when_can_preempt: str = "TryNextFlavor"
@@ -111,7 +114,7 @@ class Pool:
 
 
 @dataclass(frozen=True)
-class LocalQueue:
+class LocalQueueSnapshot:
     namespace: str
     name: str
     cluster_queue: str
@@ -136,9 +139,9 @@ class ClusterObjects:
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
     flavors: dict[str, Flavor] = field(default_factory=dict)
     topologies: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> levels
-    cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
+    cluster_queues: dict[str, ClusterQueueSnapshot] = field(default_factory=dict)
     cohorts: dict[str, QuotaHolder] = field(default_factory=dict)
-    local_queues: dict[tuple[str, str], LocalQueue] = field(default_factory=dict)
+    local_queues: dict[tuple[str, str], LocalQueueSnapshot] = field(default_factory=dict)
     pools: dict[str, Pool] = field(default_factory=dict)
     workloads: list[Workload] = field(default_factory=list)
 
@@ -163,7 +166,7 @@ class ClusterObjects:
             elif (group, kind) == (KUEUE_GROUP, "ClusterQueue"):
                 fungibility = spec.get("flavorFungibility") or {}
                 groups, quotas = _resource_groups(spec)
-                found.cluster_queues[obj_name] = ClusterQueue(
+                found.cluster_queues[obj_name] = ClusterQueueSnapshot(
                     obj_name, spec.get("cohortName") or None, groups, quotas,
                     namespace_selector=spec.get("namespaceSelector"),
                     when_can_borrow=fungibility.get("whenCanBorrow", "MayStopSearch"),
@@ -172,7 +175,7 @@ class ClusterObjects:
                 groups, quotas = _resource_groups(spec)
                 found.cohorts[obj_name] = QuotaHolder(obj_name, spec.get("parentName") or None, groups, quotas)
             elif (group, kind) == (KUEUE_GROUP, "LocalQueue"):
-                queue = LocalQueue(str(meta.get("namespace") or ""), obj_name, str(spec.get("clusterQueue", "")))
+                queue = LocalQueueSnapshot(str(meta.get("namespace") or ""), obj_name, str(spec.get("clusterQueue", "")))
                 found.local_queues[(queue.namespace, queue.name)] = queue
             elif (group, kind) == ("karpenter.sh", "NodePool"):
                 found.pools[obj_name] = _pool(obj_name, meta.get("annotations") or {}, spec)
@@ -204,17 +207,17 @@ def workloads(manifests: Iterable[Mapping[str, Any]]) -> list[Workload]:
     return found
 
 
-def _resource_groups(spec: Mapping[str, Any]) -> tuple[tuple[ResourceGroup, ...], dict[FlavorResource, Quota]]:
+def _resource_groups(spec: Mapping[str, Any]) -> tuple[tuple[ResourceGroupSnapshot, ...], dict[FlavorResource, QuotaSnapshot]]:
     groups, quotas = [], {}
     for group in spec.get("resourceGroups") or []:
         covered = tuple(group.get("coveredResources") or [])
-        groups.append(ResourceGroup(covered, tuple(f.get("name", "") for f in group.get("flavors") or [])))
+        groups.append(ResourceGroupSnapshot(covered, tuple(f.get("name", "") for f in group.get("flavors") or [])))
         for flavor in group.get("flavors") or []:
             for resource in flavor.get("resources") or []:
                 name = resource.get("name", "")
                 limits = [amount(name, resource[k]) if resource.get(k) is not None else None
                           for k in ("borrowingLimit", "lendingLimit")]
-                quotas[(flavor.get("name", ""), name)] = Quota(amount(name, resource.get("nominalQuota", 0)), *limits)
+                quotas[(flavor.get("name", ""), name)] = QuotaSnapshot(amount(name, resource.get("nominalQuota", 0)), *limits)
     return tuple(groups), quotas
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.admission.cluster_objects import ClusterObjects, ClusterQueue, Flavor, FlavorResource, ResourceGroup
+from kubetrain.admission.cluster_objects import ClusterObjects, ClusterQueueSnapshot, Flavor, FlavorResource, ResourceGroupSnapshot
 from kubetrain.admission.quota import Amount, CohortTree
 from kubetrain.model.pod_sets import PODS, PodSet, show
 
@@ -148,7 +148,7 @@ class Undecided(Exception):
 class FlavorAssigner:
     """Flavors for one ClusterQueue's jobs, on an idle cluster."""
 
-    def __init__(self, objects: ClusterObjects, tree: CohortTree, queue: ClusterQueue):
+    def __init__(self, objects: ClusterObjects, tree: CohortTree, queue: ClusterQueueSnapshot):
         self.objects, self.tree, self.queue = objects, tree, queue
         flavors = [objects.flavors.get(name) for name in queue.flavors]
         # Kueue treats a queue whose every flavor has a Topology as topology-only: its pods need not ask.
@@ -165,7 +165,7 @@ class FlavorAssigner:
 
     # -- does a flavor match the pods? -------------------------------------------------------------
 
-    def mismatch(self, pod_set: PodSet, name: str, group: ResourceGroup) -> Mismatch | None:
+    def mismatch(self, pod_set: PodSet, name: str, group: ResourceGroupSnapshot) -> Mismatch | None:
         """Why flavor `name` cannot take the pod set whatever the quota (None when it can)."""
         flavor = self.objects.flavors.get(name)
         if flavor is None:
@@ -186,7 +186,7 @@ class FlavorAssigner:
             return Mismatch("labels", f"its nodes are labelled {labels}; the pods select {wanted}")
         return None
 
-    def _topology_mismatch(self, pod_set: PodSet, flavor: Flavor, group: ResourceGroup) -> str | None:
+    def _topology_mismatch(self, pod_set: PodSet, flavor: Flavor, group: ResourceGroupSnapshot) -> str | None:
         if not self.asks_for_topology(pod_set):
             if flavor.topology:
                 return f"it has Topology {flavor.topology}, and Kueue gives a flavor with a Topology only to pods " \
@@ -233,7 +233,7 @@ class FlavorAssigner:
                 usage[(flavor, resource)] = usage.get((flavor, resource), 0) + requests[resource]
         return Assignment(results)
 
-    def _find_flavor(self, pod_set: PodSet, group: ResourceGroup, requests: Mapping[str, int],
+    def _find_flavor(self, pod_set: PodSet, group: ResourceGroupSnapshot, requests: Mapping[str, int],
                      usage: Mapping[FlavorResource, int], result: PodSetResult) -> bool:
         wanted = {r: v for r, v in requests.items() if r in group.covered}
         best: dict[str, tuple[str, str | None]] | None = None
@@ -280,7 +280,7 @@ class FlavorAssigner:
     def search(self, pod_sets: Sequence[PodSet], cap: Callable[[FlavorResource], Amount]) -> list[dict[str, str]] | None:
         """Flavors for every pod set (resource -> flavor) whose requests, added up per flavor, stay within
         `cap`; None when there are none. Raises Undecided past SEARCH_BUDGET tries."""
-        steps: list[tuple[int, ResourceGroup, list[str], dict[str, int]]] = []
+        steps: list[tuple[int, ResourceGroupSnapshot, list[str], dict[str, int]]] = []
         for i, pod_set in enumerate(pod_sets):
             requests = self.requests(pod_set)
             if any(v and self.queue.group_of(r) is None for r, v in requests.items()):

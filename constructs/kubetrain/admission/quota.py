@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from kubetrain.admission.cluster_objects import ClusterQueue, FlavorResource, QuotaHolder
+from kubetrain.admission.cluster_objects import ClusterQueueSnapshot, FlavorResource, QuotaHolder
 
 UNLIMITED = math.inf
 Amount = int | float
@@ -33,7 +33,7 @@ Node = tuple[str, str]  # ("ClusterQueue" | "Cohort", name): the two kinds name 
 
 
 class CohortTree:
-    def __init__(self, queues: Mapping[str, ClusterQueue], cohorts: Mapping[str, QuotaHolder]):
+    def __init__(self, queues: Mapping[str, ClusterQueueSnapshot], cohorts: Mapping[str, QuotaHolder]):
         self._holders: dict[Node, QuotaHolder] = {**{("ClusterQueue", n): q for n, q in queues.items()},
                                                   **{("Cohort", n): c for n, c in cohorts.items()}}
         self.outside = frozenset(h.parent for h in self._holders.values() if h.parent and h.parent not in cohorts)
