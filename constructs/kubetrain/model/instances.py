@@ -90,7 +90,6 @@ class InstanceType(StrictProps):
         return (kernel - (11 * self.max_pods + 255 + EVICTION_MIB) * MIB).to_integral_value()
 
 
-_GPU, _NEURON = GPU_RESOURCE, NEURON_RESOURCE
 
 
 # Expected inter-node all-reduce bus bandwidth. No published figure is pinned in the project's sources
@@ -105,7 +104,7 @@ _BUSBW_NOTE = "estimate: 80 % of the EFA line rate (Gbps / 8)"
 def _gpu(name: str, vcpus: int, memory: float, gpus: int, chip: str, chip_gib: float, efa: int, rdma: bool,
          gbps: float | None, peak: float | None) -> InstanceType:
     busbw = gbps / 8 * _BUSBW_EFFICIENCY if rdma and gbps else None
-    return InstanceType(name=name, vcpus=vcpus, memory_gib=memory, accelerator_resource=_GPU, accelerators=gpus,
+    return InstanceType(name=name, vcpus=vcpus, memory_gib=memory, accelerator_resource=GPU_RESOURCE, accelerators=gpus,
                         accelerator=chip, accelerator_memory_gib=chip_gib, efa_interfaces=efa, gpudirect_rdma=rdma,
                         network_gbps=gbps, peak_bf16_flops=peak, nccl_allreduce_busbw_gbs=busbw,
                         nccl_busbw_source=_BUSBW_NOTE if busbw else None)
@@ -123,10 +122,10 @@ BUILTIN_INSTANCE_TYPES: tuple[InstanceType, ...] = (
     _gpu("p5e.48xlarge", 192, 2048, 8, "H200", 141, 32, True, 3200, PEAK_BF16_FLOPS["H200"]),
     _gpu("p5en.48xlarge", 192, 2048, 8, "H200", 141, 16, True, 3200, PEAK_BF16_FLOPS["H200"]),
     _gpu("p6-b200.48xlarge", 192, 2048, 8, "B200", 179, 8, True, 3200, PEAK_BF16_FLOPS["B200"]),
-    InstanceType(name="trn1.32xlarge", vcpus=128, memory_gib=512, accelerator_resource=_NEURON, accelerators=16,
+    InstanceType(name="trn1.32xlarge", vcpus=128, memory_gib=512, accelerator_resource=NEURON_RESOURCE, accelerators=16,
                  accelerator="Trainium", accelerator_memory_gib=32, efa_interfaces=8, gpudirect_rdma=True,
                  network_gbps=800, peak_bf16_flops=PEAK_BF16_FLOPS["Trainium"]),
-    InstanceType(name="trn2.48xlarge", vcpus=192, memory_gib=2048, accelerator_resource=_NEURON, accelerators=16,
+    InstanceType(name="trn2.48xlarge", vcpus=192, memory_gib=2048, accelerator_resource=NEURON_RESOURCE, accelerators=16,
                  accelerator="Trainium2", accelerator_memory_gib=96, efa_interfaces=16, gpudirect_rdma=True,
                  network_gbps=3200, peak_bf16_flops=PEAK_BF16_FLOPS["Trainium2"]),
     *(_gpu(f"g5.{size}", v, m, g, "A10G", 24, efa, False, None, PEAK_BF16_FLOPS["A10G"]) for size, (v, m, g, efa) in {
