@@ -90,8 +90,6 @@ class InstanceType(StrictProps):
         return (kernel - (11 * self.max_pods + 255 + EVICTION_MIB) * MIB).to_integral_value()
 
 
-
-
 # Expected inter-node all-reduce bus bandwidth. No published figure is pinned in the project's sources
 # (EC2 publishes line rates only), so these are estimates: nccl-tests' bus bandwidth of a ring
 # all-reduce across nodes is bounded by the node's network line rate (Gbps / 8 = GB/s), and AWS's
