@@ -3,8 +3,10 @@ the optional TensorBoard and MLflow sinks read back from what they wrote."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -39,6 +41,12 @@ def two_free_ports() -> int:
     raise RuntimeError("no two adjacent free ports")
 
 
+# What a scrape of an endpoint that does not serve yet can meet: a refused connection, or (the port being in the
+# ephemeral range, as a free port from the kernel is) a TCP connection to itself, which reads its own request
+# back as the reply.
+NOT_SERVING = (OSError, http.client.HTTPException)
+
+
 def scrape(port: int) -> dict[str, list]:
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -68,7 +76,7 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
             for rank in (0, 1):
                 try:
                     samples = scrape(port + rank)
-                except OSError:
+                except NOT_SERVING:
                     continue
                 checkpoints = {s.labels["tier"]: s.value for s in samples.get("kubetrain_checkpoints", [])
                                if s.name.endswith("_total")}
@@ -118,9 +126,11 @@ def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp
     config = write_config(tmp_path, max_steps=200, metrics={"port": port, "failure_linger_s": 30},
                           resilience={"max_bad_steps": 1, "max_rollbacks": 0})
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "diverged", "KUBETRAIN_FAULT": "nan:step=3"}
+    # A session of its own: if the test fails early, the agent and its ranks are killed together (a rank left
+    # behind would keep stderr open, and the test would wait on it).
     agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                               "-m", "training", "--config", str(config)], cwd=ROOT, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     failed: dict[int, list] = {}
     try:
         deadline = time.monotonic() + 120
@@ -128,7 +138,7 @@ def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp
             for rank in (0, 1):
                 try:
                     samples = scrape(port + rank).get("kubetrain_permanent_failure")
-                except OSError:
+                except NOT_SERVING:
                     continue
                 if samples:
                     failed[rank] = samples
@@ -136,8 +146,8 @@ def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp
         code = agent.wait(timeout=120)
     finally:
         if agent.poll() is None:
-            agent.kill()
-        stderr = agent.communicate()[1]
+            os.killpg(agent.pid, signal.SIGKILL)
+        stderr = agent.communicate(timeout=60)[1]
     assert code != 0, stderr[-3000:]
     assert sorted(failed) == [0, 1], stderr[-3000:]
     for rank, samples in failed.items():
