@@ -14,6 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.apiserver.apiserver_rules import DERIVED_NAMES, JOB, WORKLOADS
+from kubetrain.apiserver.meta import selector_matches, validate_label_selector, validate_object_meta
+from kubetrain.apiserver.pods import validate_pod_annotations, validate_pod_spec
+from kubetrain.apiserver.report import Report, is_int
 from kubetrain.model.created import JOB_NAME_LABELS, JOB_UID_LABELS, Created, pod_from_template
 from kubetrain.model.names import (
     dns_1123_label_problem,
@@ -21,10 +25,6 @@ from kubetrain.model.names import (
     label_value_problem,
     qualified_name_problem,
 )
-from kubetrain.apiserver.meta import selector_matches, validate_label_selector, validate_object_meta
-from kubetrain.apiserver.pods import validate_pod_annotations, validate_pod_spec
-from kubetrain.apiserver.report import Report
-from kubetrain.apiserver.apiserver_rules import DERIVED_NAMES, JOB, WORKLOADS
 
 _EXIT_CODES_MAX = 255
 _RULES_MAX = 20
@@ -323,7 +323,7 @@ def validate_cron_job(cron_job: Mapping[str, Any], report: Report) -> list[Creat
 
 def _int_or_percent(value: Any, path: str, report: Report, at_most_100: bool) -> int | None:
     """An IntOrString of a rollout: a non-negative count, or 'N%'. Returns the count or percentage."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if is_int(value):
         if value < 0:
             report.add(WORKLOADS.code, path, f"{value} must be greater than or equal to 0")
         return value

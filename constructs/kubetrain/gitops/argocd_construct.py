@@ -1,8 +1,8 @@
 """`ArgoCd(app, "argocd", props)`: the fleet's declaration that Argo CD delivers it.
 
-The construct records the validated props in the fleet's state and adds a render step: after every chart is
-rendered, `delivery.finalize_paths` gets all the objects, since the Argo CD objects depend on all the others. It
-also checks, once the fleet is defined, that Argo CD can sync every change to a run (KT504).
+The construct keeps its validated props and adds a render step: after every chart is rendered,
+`delivery.finalize_paths` gets all the objects, since the Argo CD objects depend on all the others. It also adds a
+fleet check, run by synth once the fleet is defined: that Argo CD can sync every change to a run (KT504).
 """
 
 from __future__ import annotations
@@ -12,17 +12,16 @@ from typing import Any
 
 from constructs import Construct
 from kubetrain.cluster import Cluster, bad_construct_id, construct_id_problem
-from kubetrain.model.diagnostics import Finding
-from kubetrain.gitops.delivery import finalize_paths
 from kubetrain.gitops.argocd_props import ArgoCdProps
+from kubetrain.gitops.delivery import finalize_paths
 from kubetrain.kinds.kind_registry import run_kind
-from kubetrain.state import add_render_step
+from kubetrain.model.diagnostics import Finding
+from kubetrain.model.strict import as_fields
+from kubetrain.model.vocabulary import JOB_LABEL
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import ARGO_APP, cite
-from kubetrain.state import diagnostics, fleet_state
-from kubetrain.model.strict import as_fields
+from kubetrain.state import add_render_step, diagnostics, fleet_state
 from kubetrain_runtime.problems import ConfigError, Problem, validate_model
-from kubetrain.model.vocabulary import JOB_LABEL
 
 FIXED_RUN_NAMES = register(
     "KT504", "warning", "Argo CD delivers runs that keep their name when they change",

@@ -29,8 +29,6 @@ DEFAULT_ACCELERATOR_RESOURCE = GPU_RESOURCE
 DEFAULT_SHM = "1Gi"
 
 
-
-
 @dataclass(frozen=True)
 class JobSpec:
     props: TrainingJobProps
@@ -97,11 +95,11 @@ class JobSpec:
 
     @property
     def max_nodes(self) -> int:
-        return max(self.props.nodes, self.node_range.stop - 1)
+        return self.request.max_nodes
 
-    @property
+    @cached_property
     def request(self) -> JobRequest:
-        """What its launch target reads of it (built anew: the run's name changes once the run is rendered)."""
+        """What its launch target reads of it. Once per spec: a rendered run's hash makes a new spec (`replace`)."""
         props, queue = self.props, self.props.queue
         pod_group = getattr(queue, "scheduling_policy", None)  # Volcano: the operator builds the PodGroup from it
         return JobRequest(
