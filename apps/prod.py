@@ -37,9 +37,9 @@ from kubetrain import (
     Topology,
     TopologyPlacement,
     Trainer,
+    TrainingAlerts,
     TrainingJob,
     TrainingJobProps,
-    TrainingAlerts,
     TrainingPodMonitor,
 )
 

@@ -23,8 +23,8 @@ import torch
 import torch.distributed as dist
 from kubetrain.cost.cost_props import DEFAULT_MFU
 
-from training.config import RunConfig
 from kubetrain_runtime.distributed import init_world
+from training.config import RunConfig
 from training.trainer import Trainer
 
 

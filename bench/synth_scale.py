@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 
 from kubetrain import App, ClaimVolume, Cluster, NodeResources, RunConfig, Trainer, TrainingJob, TrainingJobProps
+from kubetrain.model.manifests import Manifest
 from kubetrain.pipeline import render_objects, synth
 from kubetrain.validation.validate import Schemas, validate_manifests, validate_objects
-from kubetrain.model.manifests import Manifest
 
 RUN = RunConfig.model_validate({"model": {"vocab_size": 512, "dim": 64, "n_layers": 2, "n_heads": 4},
                                 "batch": {"global_size": 16, "micro_size": 4}, "max_steps": 100,

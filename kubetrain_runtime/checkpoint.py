@@ -47,11 +47,11 @@ from torch.distributed.checkpoint.storage import WriteResult
 from torch.distributed.tensor import DTensor
 from torch.futures import Future as TorchFuture
 
-from kubetrain_runtime.runtime_config import CheckpointConfig
 from kubetrain_runtime.distributed import World, all_gather_object, broadcast_object
 from kubetrain_runtime.failures import EXIT_STORAGE, PermanentFailure
 from kubetrain_runtime.faults import FaultInjector
 from kubetrain_runtime.problems import Problem
+from kubetrain_runtime.runtime_config import CheckpointConfig
 
 MARKER = "COMPLETE"
 METADATA = ".metadata"  # DCP's

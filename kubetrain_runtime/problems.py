@@ -182,6 +182,8 @@ def _choices(kind: str, ctx: dict[str, Any]) -> list[str]:
         return re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
     match = _CHOICES.match(str(ctx.get("pattern", ""))) if kind == "string_pattern_mismatch" else None
     return match[1].split("|") if match else []
+
+
 # pydantic's names for the members of a plain union, as they appear in an error's loc
 _UNION_MEMBERS = frozenset({"int", "str", "float", "bool", "none", "bytes", "decimal", "constrained-int",
                             "constrained-str", "constrained-float", "constrained-decimal", "constrained-bytes"})

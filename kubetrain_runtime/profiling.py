@@ -23,8 +23,8 @@ from typing import Any
 
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
-from kubetrain_runtime.runtime_config import ProfilingConfig
 from kubetrain_runtime.distributed import World, all_gather_object
+from kubetrain_runtime.runtime_config import ProfilingConfig
 
 ACTIVITIES = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
 

@@ -54,6 +54,14 @@ from torch.distributed.tensor import DTensor
 
 from kubetrain_runtime import failures, warm
 from kubetrain_runtime.checkpoint import CheckpointManager, LocalCheckpoints
+from kubetrain_runtime.distributed import World, all_gather_object, all_reduce_mean, broadcast_object, init_world
+from kubetrain_runtime.dumps import Dumps
+from kubetrain_runtime.ettr import EttrClock, daly_interval_s, record_start
+from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
+from kubetrain_runtime.faults import FaultInjector
+from kubetrain_runtime.metrics import device_name, peak_flops
+from kubetrain_runtime.preemption import StopRequest
+from kubetrain_runtime.problems import Problem
 from kubetrain_runtime.runtime_config import (
     CHECKPOINT_DIR_ENV,
     JOB_ENV,
@@ -65,14 +73,6 @@ from kubetrain_runtime.runtime_config import (
     load_runtime_config,
     profile_dir,
 )
-from kubetrain_runtime.distributed import World, all_gather_object, all_reduce_mean, broadcast_object, init_world
-from kubetrain_runtime.dumps import Dumps
-from kubetrain_runtime.ettr import EttrClock, daly_interval_s, record_start
-from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
-from kubetrain_runtime.faults import FaultInjector
-from kubetrain_runtime.metrics import device_name, peak_flops
-from kubetrain_runtime.preemption import StopRequest
-from kubetrain_runtime.problems import Problem
 from kubetrain_runtime.telemetry import Telemetry, job_name
 from kubetrain_runtime.watchdog import Watchdog
 

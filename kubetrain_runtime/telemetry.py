@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubetrain_runtime.runtime_config import JOB_ENV, MetricsConfig
 from kubetrain_runtime.distributed import World
 from kubetrain_runtime.metric_names import RUNTIME_METRICS
 from kubetrain_runtime.metrics import emit
 from kubetrain_runtime.progress import ProgressReporter
+from kubetrain_runtime.runtime_config import JOB_ENV, MetricsConfig
 
 MLFLOW_RUN_ID_FILE = "mlflow_run_id"  # beside the durable checkpoints: restarts log to the same run
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain import App, Cluster
-from kubetrain.pipeline import fleet_findings, render_objects
-from kubetrain.validation.validate import Schemas, validate_objects
 from kubetrain.model.manifests import Manifest
+from kubetrain.pipeline import fleet_findings, render_objects
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
+from kubetrain.validation.validate import Schemas, validate_objects
 
 from kubetrain_runtime.problems import Problem
 

@@ -4,8 +4,8 @@ device name up with kubetrain_runtime.accelerators.chip_peak_flops) and the cost
 from __future__ import annotations
 
 import pytest
-
 from kubetrain.model.instances import BUILTIN_CATALOG
+
 from kubetrain_runtime.accelerators import PEAK_BF16_FLOPS, chip_peak_flops, device_chip
 
 # Device names as torch.cuda.get_device_name() returns them (nvidia-smi's product names), and the chip each is.

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cdk8s import JsonPatch
 from conftest import kubetrain, read_tree
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -30,7 +31,6 @@ from kubetrain import (
     TopologyPlacement,
     TrainingJob,
 )
-from cdk8s import JsonPatch
 from kubetrain.admission.plan_command import plan_files
 from kubetrain.pipeline import fleet_findings, render
 from platform_support import rejected

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kubetrain.admission.flavors import FlavorAssigner
 from kubetrain.admission.cluster_objects import ClusterObjects
+from kubetrain.admission.flavors import FlavorAssigner
 from kubetrain.admission.quota import CohortTree
-from kubetrain.model.pod_sets import pod_requests, pod_set
 from kubetrain.admission.verdict import plan_cluster
+from kubetrain.model.pod_sets import pod_requests, pod_set
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 RESOURCE = {"example_com_gpu": "example.com/gpu"}  # keyword arguments cannot hold the resource's name

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from kubetrain.platform.alerts import (
     CustomAlert,
     EttrAlert,
@@ -26,6 +25,7 @@ from kubetrain.platform.alerts import (
 )
 from kubetrain.platform.gpu_monitoring import DcgmExporter, TrainingPodMonitor
 from platform_support import cluster, codes, emitted, pools
+
 from kubetrain_runtime.metric_names import RUNTIME_METRICS
 
 PROMTOOL = shutil.which("promtool")

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT, dist_file, kubetrain
-from kubetrain.validation.validate import Schemas, validate_objects
 from kubetrain.model.manifests import Manifest
 from kubetrain.pipeline import fleet_errors
+from kubetrain.validation.validate import Schemas, validate_objects
 
 DELETE = object()
 

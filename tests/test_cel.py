@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT, dist_file
+from kubetrain.model.manifests import Manifest
+from kubetrain.pipeline import fleet_errors
 from kubetrain.validation.cel_rules import RulePlan, uses_old_self
 from kubetrain.validation.schemas import PROVENANCE, SHIPPED
 from kubetrain.validation.validate import Schemas, validate_objects
-from kubetrain.model.manifests import Manifest
-from kubetrain.pipeline import fleet_errors
 
 FIXTURE_CRDS = ROOT / "tests" / "fixtures" / "crds"
 
@@ -143,7 +143,6 @@ def test_rules_are_not_evaluated_on_an_object_the_schema_refuses():
 
 def _pool_problems(**changes: Any) -> list[str]:
     from kubetrain import App, Cluster, CpuNodePool
-
 
     cluster = Cluster(App(), "prod", kubernetes_version="1.33", namespaces=["ml"])
     props = {"instance_types": ["m5.4xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-0abc1234"],

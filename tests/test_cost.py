@@ -31,18 +31,18 @@ from kubetrain import (
     TrainingJob,
 )
 from kubetrain.cli import app as cli
+from kubetrain.cost.cost_report import number, usd
 from kubetrain.cost.price_sources import build_table
 from kubetrain.cost.prices import PRICES_FILE, price_table
-from kubetrain.cost.cost_report import number, usd
-from kubetrain.pipeline import fleet_findings, synth
 from kubetrain.model.instances import BUILTIN_CATALOG
+from kubetrain.pipeline import fleet_findings, synth
 from platform_support import rejected
 from typer.testing import CliRunner
 
+from kubetrain_runtime.problems import rejection_of
 from training.config import ModelConfig
 from training.flops import flops_per_token, parameter_count
 from training.model import GPT
-from kubetrain_runtime.problems import rejection_of
 
 SOURCES = ROOT / "scripts" / "price_sources"
 FAMILIES = {name.split(".")[0] for name in BUILTIN_CATALOG.names()}

@@ -7,12 +7,11 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from kubetrain.cost.change import CostChange, JobChange, text_lines
-from kubetrain.cost.estimate import JobCost, Work
-from kubetrain.cost.prices import NodePrice
 from kubetrain.cost.cost_props import Estimate
 from kubetrain.cost.cost_report import number, usd
+from kubetrain.cost.estimate import JobCost, Work
+from kubetrain.cost.prices import NodePrice
 from kubetrain.kinds.base import RunShape
 
 _ESTIMATE = Estimate(mfu=0.5, ettr=0.5)

@@ -21,8 +21,8 @@ import yaml
 from conftest import ROOT, kubetrain
 from kubetrain import App, Cluster, Function, PipIndexSecret, PyTorchJob, TrainingJob
 from kubetrain.jobs.function import INSTALL_SCRIPT
-from kubetrain.rules.registry import get as rule
 from kubetrain.pipeline import fleet_findings
+from kubetrain.rules.registry import get as rule
 from platform_support import emitted
 
 from examples.fashion_mnist import train_fashion_mnist

@@ -11,16 +11,16 @@ from conftest import ROOT, dist_file
 from gitops_platform import platform_objects
 from kubetrain.gitops import sync_check, waves
 from kubetrain.gitops.argocd_construct import ArgoCd, delivery_props
-from kubetrain.gitops.delivery import SYNC_OPTIONS_ANNOTATION, finalize, finalize_paths
 from kubetrain.gitops.argocd_props import ArgoCdProps
+from kubetrain.gitops.delivery import SYNC_OPTIONS_ANNOTATION, finalize, finalize_paths
 from kubetrain.kinds import kind_registry
 from kubetrain.kinds.base import PLATFORM, Kind
 from kubetrain.kinds.kind_registry import all_kinds, group_kind
-from kubetrain.output.writer import MARKER, manifest_path, replaceable, write_tree
+from kubetrain.model.manifests import Manifest
 from kubetrain.output.emit import dump_manifest
+from kubetrain.output.writer import MARKER, manifest_path, replaceable, write_tree
 from kubetrain.pipeline import fleet_errors, render_objects
 from kubetrain.validation.validate import Schemas, validate_objects
-from kubetrain.model.manifests import Manifest
 
 import apps
 from kubetrain_runtime.problems import ConfigError

@@ -84,4 +84,3 @@ def test_a_profile_that_cannot_be_read_later_is_refused():
     assert found == [("lost", "KT173", "workload.profile.output_dir"), ("lost", "KT173", "workload.profile.ranks.0"),
                      ("nsys-in-command", "KT140", "workload.command.0")]
     assert "NsysProfile" in fleet_errors(app)[-1].problem.fix
-

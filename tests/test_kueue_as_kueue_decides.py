@@ -30,8 +30,8 @@ from kubetrain import (
 )
 from kubetrain.admission.plan_command import plan_dist, plan_files
 from kubetrain.model.diagnostics import DefinitionError
-from kubetrain.state import add_render_step
 from kubetrain.pipeline import fleet_findings, render, synth
+from kubetrain.state import add_render_step
 from platform_support import emitted, rejected
 
 P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": ["subnet-00000001"],

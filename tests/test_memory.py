@@ -14,8 +14,15 @@ from kubetrain.jobs.command_flags import megatron_flags
 
 from training.config import ModelConfig, RunConfig
 from training.flops import parameter_count
-from training.memory import GIB, Architecture, Layout, gpt_architecture, hf_architecture, megatron_estimate, \
-    run_estimate
+from training.memory import (
+    GIB,
+    Architecture,
+    Layout,
+    gpt_architecture,
+    hf_architecture,
+    megatron_estimate,
+    run_estimate,
+)
 
 sys.path.insert(0, str(ROOT / "bench"))
 import memory_estimate  # noqa: E402  (bench/memory_estimate.py: the tracker harness)

@@ -14,8 +14,8 @@ from kubetrain import (
     ResourceFlavor,
     TrainingJob,
 )
-from kubetrain.pipeline import check_objects, fleet_findings, render_objects
 from kubetrain.model.instances import BUILTIN_CATALOG
+from kubetrain.pipeline import check_objects, fleet_findings, render_objects
 from platform_support import cluster, codes, emitted, pools
 
 G5 = {"instance_types": ["g5.12xlarge"], "zones": ["us-west-2a", "us-west-2b"],

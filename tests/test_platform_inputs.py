@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 from kubetrain import App, ArgoCd, Cluster, NcclTest, TrainingJob
-from kubetrain.platform.kueue_queues import ClusterQueue, ResourceFlavor
+from kubetrain.pipeline import fleet_errors
 from kubetrain.platform.gpu_monitoring import DcgmExporter, TrainingPodMonitor
+from kubetrain.platform.kueue_queues import ClusterQueue, ResourceFlavor
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.security import PodSecurity
@@ -18,7 +19,6 @@ from kubetrain.platform.volcano_queues import VolcanoQueue
 from platform_support import CPU, P5
 
 from kubetrain_runtime.problems import ConfigError, unclaimed_rejections
-from kubetrain.pipeline import fleet_errors
 
 FS = "fs-0123456789abcdef0"
 FSX = {"file_system_id": FS, "dns_name": f"{FS}.fsx.us-west-2.amazonaws.com", "mount_name": "abcdefgh"}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from kubetrain.pipeline import fleet_errors
 from kubetrain.platform.kueue_queues import ResourceFlavor
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool, pool_placement_problems
-from kubetrain.pipeline import fleet_errors
 from platform_support import CPU, P5, cluster, codes, emitted, pools, rejected
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kubetrain.pipeline import fleet_errors
 from kubetrain.platform.kueue_queues import (
     ClusterQueue,
     Cohort,
@@ -13,7 +14,6 @@ from kubetrain.platform.kueue_queues import (
 from kubetrain.platform.node_pools import CpuNodePool, EfaNodePool
 from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.volcano_queues import VolcanoQueue
-from kubetrain.pipeline import fleet_errors
 from platform_support import CPU, P5, cluster, codes, emitted, rejected
 
 LAYER_3 = "topology.k8s.aws/network-node-layer-3"
@@ -93,8 +93,8 @@ def test_volcano_queue_gives_jobs_its_scheduler_and_pod_group(crds):
     objects = emitted(c, crds)
     assert objects["Queue/training"]["spec"] == {"weight": 1, "reclaimable": False,
                                                   "capability": {"nvidia.com/gpu": "128"}}
-    from kubetrain.validation.validate import Schemas, validate_objects
     from kubetrain.model.manifests import Manifest
+    from kubetrain.validation.validate import Schemas, validate_objects
     assert validate_objects([Manifest("podgroup", group)], Schemas([crds]), "1.33") == []
     assert queue.scheduler_name == "volcano" and queue.job_labels() == {}
     assert queue.scheduling_policy(4) == {"queue": "training", "minAvailable": 4}

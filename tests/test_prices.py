@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kubetrain.cost.price_sources import build_table, render
 from kubetrain.cost.cost_props import PoolPricing
+from kubetrain.cost.price_sources import build_table, render
 from kubetrain.cost.prices import PRICES_FILE, PriceTable, node_price, price_table, unpriced_reason
 from kubetrain.model.instances import BUILTIN_CATALOG
 

@@ -20,8 +20,8 @@ from kubetrain import (
     ServiceAccount,
     TrainingJob,
 )
-from kubetrain.rules.catalog import every_rule, markdown_table
 from kubetrain.pipeline import fleet_findings
+from kubetrain.rules.catalog import every_rule, markdown_table
 
 RUN = {"batch": {"global_size": 64, "micro_size": 1}, "max_steps": 10, "optimizer": {"warmup_steps": 1},
        "checkpoint": {"dir": "/ckpt/run"}}

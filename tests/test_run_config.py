@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from training.config import load_run_config
 from kubetrain_runtime.problems import ConfigError
+from training.config import load_run_config
 
 BASE = "batch: {global_size: 8, micro_size: 2}\nmax_steps: 5\n"
 HF = ("model: {kind: hf, model_type: llama, hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 4, "

@@ -84,9 +84,9 @@ def test_validate_never_starts_jsii():
 
 
 def test_render_steps_run_after_every_chart_and_their_objects_are_validated(tmp_path):
-    from kubetrain.state import add_render_step
     from kubetrain.output.writer import manifest_path
     from kubetrain.pipeline import synth
+    from kubetrain.state import add_render_step
 
     from apps import build
     from kubetrain_runtime.problems import ConfigError

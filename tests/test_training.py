@@ -171,4 +171,3 @@ def test_learning_rate_schedule():
     assert learning_rate(60, cfg, 110) == pytest.approx(0.55)
     assert learning_rate(110, cfg, 110) == pytest.approx(0.1)
     assert learning_rate(500, cfg, 110) == pytest.approx(0.1)
-

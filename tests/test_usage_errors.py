@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, kubetrain, read_tree
-
 from kubetrain import App, Cluster, TrainingJob
 from kubetrain.jobs.job_props import TrainingJobProps
 from kubetrain.kinds.pytorchjob import PyTorchJob
 from kubetrain.kinds.trainjob import TrainJob
+from kubetrain.pipeline import fleet_errors, fleet_findings
 from kubetrain.platform.kueue_queues import ClusterQueue, Cohort, ResourceFlavor
 from kubetrain.platform.node_pools import EfaNodePool
 from platform_support import P5, cluster, codes
 from pydantic import ValidationError
+
 from kubetrain_runtime.problems import problems_from_validation_error
-from kubetrain.pipeline import fleet_errors, fleet_findings
 
 
 def fails(*args: str, cwd: Path = ROOT) -> str:
@@ -220,6 +220,7 @@ def delivered(tmp_path: Path, destination: dict, **job) -> list[tuple[str, str, 
     """The problems synth reports for one cluster delivered by Argo CD; nothing is written."""
     from kubetrain import ArgoCd, ArgoCdProps
     from kubetrain.pipeline import synth
+
     from kubetrain_runtime.problems import ConfigError
 
     app = App()

@@ -105,10 +105,10 @@ def run(argv: list[str]) -> int:
         return report(ConfigError(args.config, problems))
 
     # torch is imported only once the config is known to be good: bad input fails fast.
-    from kubetrain_runtime.runtime_config import JOB_ENV
     from kubetrain_runtime.distributed import init_world, shutdown
     from kubetrain_runtime.dumps import Dumps
     from kubetrain_runtime.preemption import StopRequest
+    from kubetrain_runtime.runtime_config import JOB_ENV
     from training.trainer import Trainer
 
     stop = StopRequest(int(os.environ.get("RANK", 0))).install()

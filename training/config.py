@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import Discriminator, Field, Tag, field_validator, model_serializer, model_validator
 
-from kubetrain_runtime.runtime_config import CheckpointConfig, MetricsConfig, ProfilingConfig, ResilienceConfig, StrictModel
 from kubetrain_runtime.problems import (
     INVALID_VALUE,
     UNION_TAG,
@@ -23,6 +22,13 @@ from kubetrain_runtime.problems import (
     Text,
     rule_violation,
     validate_model,
+)
+from kubetrain_runtime.runtime_config import (
+    CheckpointConfig,
+    MetricsConfig,
+    ProfilingConfig,
+    ResilienceConfig,
+    StrictModel,
 )
 from training.yaml_text import BlockWriter
 

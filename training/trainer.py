@@ -12,11 +12,11 @@ import torch
 import torch.nn.functional as F
 from torch.distributed.tensor import DTensor
 
-from kubetrain_runtime.runtime_config import RuntimeConfig
 from kubetrain_runtime.distributed import World
 from kubetrain_runtime.host_memory import keep_freed_memory
 from kubetrain_runtime.preemption import StopRequest
 from kubetrain_runtime.run import Run
+from kubetrain_runtime.runtime_config import RuntimeConfig
 from training import hf_model
 from training.config import RunConfig
 from training.data import build_loader

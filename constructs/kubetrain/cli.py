@@ -253,8 +253,8 @@ def cost(
 ) -> None:
     """What every job's run costs: tokens, FLOPs, hours, GPU-hours and dollars, from dist/ and the price table."""
     from kubetrain.cost.annotations import CostInputError
-    from kubetrain.cost.estimate import fleet_costs, pools
     from kubetrain.cost.cost_report import json_rows, render_text
+    from kubetrain.cost.estimate import fleet_costs, pools
     from kubetrain.gitops.diff import DiffInputError, load_objects
     from kubetrain.model.manifests import yaml_files
 

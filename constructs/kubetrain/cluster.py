@@ -9,14 +9,14 @@ from pydantic import Field, field_validator
 
 from constructs import Construct
 from kubetrain.model.diagnostics import DefinitionError
-from kubetrain.model.names import Dns1123Label
-from kubetrain.validation.validate import supported_kubernetes_versions
-from kubetrain.model.vocabulary import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.model.instances import BUILTIN_CATALOG, InstanceType
+from kubetrain.model.names import Dns1123Label
+from kubetrain.model.strict import StrictProps
+from kubetrain.model.vocabulary import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_NAMES
 from kubetrain.state import AdmissionRecord, ClusterState, Emitted, diagnostics, fleet_state
-from kubetrain.model.strict import StrictProps
+from kubetrain.validation.validate import supported_kubernetes_versions
 from kubetrain_runtime.problems import INVALID_VALUE, ConfigError, Problem, rule_violation, validate_model
 
 # Namespaces the control plane creates and owns; kubetrain's objects never go there.

@@ -19,7 +19,13 @@ from pydantic import ValidationError
 
 from kubetrain.rules.registry import register
 from kubetrain.state import diagnostics
-from kubetrain_runtime.problems import ConfigError, Problem, model_named, problems_from_validation_error, unclaimed_rejections
+from kubetrain_runtime.problems import (
+    ConfigError,
+    Problem,
+    model_named,
+    problems_from_validation_error,
+    unclaimed_rejections,
+)
 
 FLEET_MODULE = register(
     "KT020", "error", "the fleet module cannot be loaded",

@@ -28,6 +28,7 @@ from constructs import Construct
 from kubetrain.admission.fleet_admission import definition_findings, rendered_findings
 from kubetrain.cluster import Cluster
 from kubetrain.model.diagnostics import DefinitionError, Finding
+from kubetrain.model.manifests import Manifest
 from kubetrain.model.phases import Progress, phase
 from kubetrain.output.emit import dump_manifest
 from kubetrain.output.render import as_written
@@ -37,7 +38,6 @@ from kubetrain.rules.registry import register
 from kubetrain.rules.sources import CRDS, KV, PRUNING, cite
 from kubetrain.state import fleet_state
 from kubetrain.validation.validate import Schemas, validate_objects
-from kubetrain.model.manifests import Manifest
 from kubetrain_runtime.problems import ConfigError, Problem
 
 

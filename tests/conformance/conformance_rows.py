@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubetrain.validation.api_checks import api_server_problems
 from kubetrain.model.manifests import Manifest
+from kubetrain.validation.api_checks import api_server_problems
 
 K8S = "kubernetes/kubernetes"
 
@@ -124,7 +124,6 @@ class CelRow:
 
 def check_cel(row: CelRow) -> None:
     from cel_expr_python import cel
-
     from kubetrain.validation.cel_library import environment
 
     where = f"{row.source} {row.id}: {row.expression}"

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.kinds.kind_registry import all_kinds, group_kind, kind_of
 from kubetrain.model.pod_sets import Workload, amount
 from kubetrain.model.vocabulary import JOB_LABEL, QUEUE_LABEL
-from kubetrain.kinds.kind_registry import all_kinds, group_kind, kind_of
 
 MAX_NODES_ANNOTATION = "kubetrain.dev/max-nodes"
 RESERVED_NODES_ANNOTATION = "kubetrain.dev/reserved-nodes"

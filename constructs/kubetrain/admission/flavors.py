@@ -30,7 +30,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.admission.cluster_objects import ClusterObjects, ClusterQueueSnapshot, Flavor, FlavorResource, ResourceGroupSnapshot
+from kubetrain.admission.cluster_objects import (
+    ClusterObjects,
+    ClusterQueueSnapshot,
+    Flavor,
+    FlavorResource,
+    ResourceGroupSnapshot,
+)
 from kubetrain.admission.quota import Amount, CohortTree
 from kubetrain.model.pod_sets import PODS, PodSet, show
 

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.admission.cluster_objects import ClusterObjects, admission_kinds
-from kubetrain.model.vocabulary import ACCELERATOR_RESOURCES, JOB_LABEL
 from kubetrain.admission.verdict import JobPlan, PoolPlan, plan_cluster
 from kubetrain.cost.annotations import ANNOTATION_FIX
-from kubetrain.model.memory_annotation import describe, read_annotation
 from kubetrain.model.manifests import UnreadableManifest, read_manifest, yaml_files
+from kubetrain.model.memory_annotation import describe, read_annotation
+from kubetrain.model.vocabulary import ACCELERATOR_RESOURCES, JOB_LABEL
 
 EXIT_NEVER = 1
 EXIT_BAD_INPUT = 2

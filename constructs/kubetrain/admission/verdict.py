@@ -19,12 +19,18 @@ from typing import Any
 
 from kubetrain.admission import admission_rules
 from kubetrain.admission.capacity import domain_nodes, nodes_needed, pods_per_node
-from kubetrain.admission.flavors import FlavorAssigner, Mismatch, Undecided
 from kubetrain.admission.cluster_objects import ClusterObjects, FlavorResource, Pool
+from kubetrain.admission.flavors import FlavorAssigner, Mismatch, Undecided
 from kubetrain.admission.quota import UNLIMITED, Amount, CohortTree
-from kubetrain.model.pod_sets import CPU, PodSet, Workload, show
-from kubetrain.model.vocabulary import ACCELERATOR_RESOURCES, EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, NEURON_RESOURCE
 from kubetrain.apiserver.meta import selector_matches
+from kubetrain.model.pod_sets import CPU, PodSet, Workload, show
+from kubetrain.model.vocabulary import (
+    ACCELERATOR_RESOURCES,
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    HUGE_PAGES_RESOURCE,
+    NEURON_RESOURCE,
+)
 from kubetrain.rules.registry import get
 
 PLACEMENT_LEVEL_CODE = "KT421"  # kubetrain.platform.queues: topology placement the queue cannot honour
@@ -409,4 +415,3 @@ def _show_quota(plan: JobPlan, assigner: FlavorAssigner, flavors: Sequence[dict[
     potential = tree.queue_potential(queue.name, (flavor, resource))
     unknown = "+" if tree.outside_cohort(queue.name) else ""
     plan.potential = f"{show(resource, potential)}{unknown} {resource}"
-

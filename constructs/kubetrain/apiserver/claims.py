@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from kubetrain.model.names import dns_1123_subdomain_problem
 from kubetrain.apiserver.meta import validate_annotations, validate_label_selector, validate_labels
 from kubetrain.apiserver.report import Report
+from kubetrain.model.names import dns_1123_subdomain_problem
 from kubetrain.model.quantity import parse_quantity
 
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")

@@ -17,6 +17,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.apiserver.apiserver_rules import DATA, SCHEDULING, SERVICE, STORAGE, TYPED_SECRET
+from kubetrain.apiserver.claims import validate_access_modes, validate_claim_spec
+from kubetrain.apiserver.meta import validate_labels, validate_object_meta
+from kubetrain.apiserver.pod_scheduling import node_selector_term
+from kubetrain.apiserver.pods import _csi_driver, _port_ref, quantity
+from kubetrain.apiserver.report import Report
 from kubetrain.model.created import Created
 from kubetrain.model.names import (
     config_map_key_problem,
@@ -25,12 +31,6 @@ from kubetrain.model.names import (
     dns_1123_subdomain_problem,
     qualified_name_problem,
 )
-from kubetrain.apiserver.claims import validate_access_modes, validate_claim_spec
-from kubetrain.apiserver.meta import validate_labels, validate_object_meta
-from kubetrain.apiserver.pod_scheduling import node_selector_term
-from kubetrain.apiserver.pods import _csi_driver, _port_ref, quantity
-from kubetrain.apiserver.report import Report
-from kubetrain.apiserver.apiserver_rules import DATA, SCHEDULING, SERVICE, STORAGE, TYPED_SECRET
 
 DATA_LIMIT = 1024 * 1024  # core.MaxSecretSize: ConfigMap and Secret data
 _SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubetrain.model.names import dns_1123_label_problem, label_value_problem, qualified_name_problem
-from kubetrain.apiserver.report import Report
 from kubetrain.apiserver.apiserver_rules import METADATA
+from kubetrain.apiserver.report import Report
+from kubetrain.model.names import dns_1123_label_problem, label_value_problem, qualified_name_problem
 
 NameCheck = Callable[[str], "str | None"]
 ANNOTATIONS_LIMIT = 256 * 1024  # apimachinery TotalAnnotationSizeLimitB

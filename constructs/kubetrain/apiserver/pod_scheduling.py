@@ -12,10 +12,16 @@ from typing import Any
 from kubetrain.apiserver.apiserver_rules import AFFINITY, TOLERATIONS
 from kubetrain.apiserver.meta import validate_label_selector, validate_requirement
 from kubetrain.apiserver.report import Report, check_value, is_int
-from kubetrain.model.names import (dns_1123_label_problem, dns_1123_subdomain_problem, label_value_problem,
-                                   qualified_name_problem)
+from kubetrain.model.names import (
+    dns_1123_label_problem,
+    dns_1123_subdomain_problem,
+    label_value_problem,
+    qualified_name_problem,
+)
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
 def validate_tolerations(tolerations: Any, path: str, report: Report, spec: Any = None) -> None:
     """ValidateTolerations."""
     code = TOLERATIONS.code

@@ -14,18 +14,6 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-from kubetrain.model.names import (
-    config_map_key_problem,
-    dns_1123_label_problem,
-    dns_1123_subdomain_problem,
-    env_name_problem,
-    port_name_problem,
-    qualified_name_problem,
-)
-from kubetrain.apiserver.claims import validate_claim_template
-from kubetrain.apiserver.meta import validate_labels
-from kubetrain.apiserver.pod_scheduling import validate_affinity, validate_tolerations, validate_topology_spread
-from kubetrain.apiserver.report import Report, check_value, is_int
 from kubetrain.apiserver.apiserver_rules import (
     AFFINITY,
     APPARMOR,
@@ -40,6 +28,18 @@ from kubetrain.apiserver.apiserver_rules import (
     PROCESS_NAMESPACE,
     RESOURCES,
     VOLUMES,
+)
+from kubetrain.apiserver.claims import validate_claim_template
+from kubetrain.apiserver.meta import validate_labels
+from kubetrain.apiserver.pod_scheduling import validate_affinity, validate_tolerations, validate_topology_spread
+from kubetrain.apiserver.report import Report, check_value, is_int
+from kubetrain.model.names import (
+    config_map_key_problem,
+    dns_1123_label_problem,
+    dns_1123_subdomain_problem,
+    env_name_problem,
+    port_name_problem,
+    qualified_name_problem,
 )
 from kubetrain.model.quantity import exact_quantity, huge_pages_problem, parse_quantity
 from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S

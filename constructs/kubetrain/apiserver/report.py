@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.model.created import Created
 from kubetrain.apiserver.apiserver_rules import DERIVED_NAMES, POD_FIELDS
+from kubetrain.model.created import Created
 
 KubernetesVersion = tuple[int, int]
 

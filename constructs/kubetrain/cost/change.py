@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.cost.estimate import JobCost, fleet_costs
-from kubetrain.model.vocabulary import JOB_LABEL, NODEPOOL_LABEL
 from kubetrain.cost.cost_report import number, usd
+from kubetrain.cost.estimate import JobCost, fleet_costs
 from kubetrain.kinds.base import pod_specs
 from kubetrain.kinds.kind_registry import kind_of, run_kind, shape_of
+from kubetrain.model.vocabulary import JOB_LABEL, NODEPOOL_LABEL
 
 # Reads the manifests at the given paths of one side (relative to dist/) as (cluster folder, manifest).
 Loader = Callable[[Iterable[str]], list[tuple[str, dict[str, Any]]]]

@@ -16,10 +16,10 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from kubetrain.rules.registry import register
 from kubetrain.model.strict import StrictProps
-from training.config import ModelConfig
+from kubetrain.rules.registry import register
 from kubetrain_runtime.problems import rule_violation
+from training.config import ModelConfig
 
 # Assumptions of every estimate unless a job says otherwise (Estimate.mfu / .ettr).
 # MFU: torchtitan's H100 benchmark (pytorch/torchtitan, benchmarks/llama3_h100_202412_torchtitan.md): Llama 3.1

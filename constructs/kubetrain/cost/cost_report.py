@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kubetrain.cost.cost_props import DEFAULT_ETTR, DEFAULT_MFU
 from kubetrain.cost.estimate import JobCost, Pool
 from kubetrain.cost.prices import node_price, price_table, region_of
-from kubetrain.cost.cost_props import DEFAULT_ETTR, DEFAULT_MFU
 from kubetrain.model.memory_annotation import describe
 
 

@@ -21,16 +21,16 @@ import yaml
 from pydantic import ValidationError
 
 from kubetrain.cost.annotations import CostInputError, estimate_of, peak_flops_of, pricing_of
-from kubetrain.cost.prices import NodePrice, node_price, price_table, region_of, unpriced_reason
 from kubetrain.cost.cost_props import Estimate, PoolPricing
-from kubetrain.model.memory_annotation import read_annotation
+from kubetrain.cost.prices import NodePrice, node_price, price_table, region_of, unpriced_reason
 from kubetrain.kinds.base import RunShape
 from kubetrain.kinds.kind_registry import group_kind, run_kind, shape_of
 from kubetrain.model.instances import BUILTIN_CATALOG
-from training.config import RunConfig, parse_yaml
-from kubetrain_runtime.problems import problems_from_validation_error
-from training.flops import attention_flops_per_token, flops_per_token, parameter_count
+from kubetrain.model.memory_annotation import read_annotation
 from kubetrain.model.vocabulary import INSTANCE_TYPE_LABEL, JOB_LABEL, NODEPOOL_LABEL
+from kubetrain_runtime.problems import problems_from_validation_error
+from training.config import RunConfig, parse_yaml
+from training.flops import attention_flops_per_token, flops_per_token, parameter_count
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 ZONE_ID_LABEL = "topology.k8s.aws/zone-id"  # Karpenter's well-known label: the zone's ID, the same in every account

@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.gitops import waves
-from kubetrain.gitops.health import argocd_cm_patch
 from kubetrain.gitops.argocd_props import ArgoCdProps
+from kubetrain.gitops.health import argocd_cm_patch
+from kubetrain.kinds.argocd import API_VERSION as ARGOCD_API_VERSION
 from kubetrain.kinds.kind_registry import group_kind, kind_of
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import ARGO_APP, ARGO_PROJECTS, ARGO_WAVES
 from kubetrain_runtime.problems import ConfigError, Problem
-from kubetrain.kinds.argocd import API_VERSION as ARGOCD_API_VERSION
 
 SYNC_OPTIONS_ANNOTATION = "argocd.argoproj.io/sync-options"
 HEALTH_PATCH = Path("_patch", "ConfigMap.argocd-cm.yaml")
@@ -79,6 +79,7 @@ TTL_ON_MANAGED_RUN = register(
     fix="remove ttl_seconds_after_finished (and any patch that sets ttlSecondsAfterFinished): remove the job from "
         "the fleet to delete the run, and its pods with cleanPodPolicy",
     source=ARGO_APP)
+
 
 @dataclass
 class Delivery:

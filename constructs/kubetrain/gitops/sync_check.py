@@ -18,8 +18,8 @@ from typing import Any
 
 from kubetrain.gitops import waves
 from kubetrain.kinds.kind_registry import group_kind
-from kubetrain.validation.validate import load_manifests
 from kubetrain.model.manifests import Manifest, manifest_files
+from kubetrain.validation.validate import load_manifests
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.model.vocabulary import QUEUE_LABEL
 from kubetrain.kinds.base import Reference, pod_specs
 from kubetrain.kinds.kind_registry import group_kind, kind_of
+from kubetrain.model.vocabulary import QUEUE_LABEL
 
 WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
 

@@ -22,9 +22,9 @@ from pydantic import Field, field_validator, model_validator
 
 from kubetrain.model.names import AbsolutePath, Dns1123Label, EnvName, ImageRef, PortName
 from kubetrain.model.quantity import ByteQuantity, Quantity
+from kubetrain.model.strict import StrictProps
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_INIT_CONTAINERS, K8S_PROBES, cite
-from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import Problem, Text, rule_violation
 
 PROBE_INVALID = register(

@@ -71,8 +71,8 @@ from kubetrain.jobs.function_source import (
     read,
 )
 from kubetrain.model.names import AbsolutePath, Dns1123Subdomain, config_map_key_problem
-from kubetrain.rules.registry import register
 from kubetrain.model.strict import StrictProps
+from kubetrain.rules.registry import register
 from kubetrain_runtime.problems import Problem, Text, rule_violation
 
 RUN_PARAMETER = "run"  # a function with a parameter of this name gets kubetrain_runtime.Run from the launcher

@@ -18,6 +18,7 @@ from kubetrain.jobs.function import Function
 from kubetrain.jobs.nsys_profile import NsysProfile
 from kubetrain.kinds.target import Target
 from kubetrain.kinds.trainjob import TrainJob
+from kubetrain.model.efa import NcclProfile
 from kubetrain.model.names import (
     AbsolutePath,
     AnnotationKey,
@@ -29,7 +30,8 @@ from kubetrain.model.names import (
     LabelKey,
     LabelValue,
 )
-from kubetrain.model.efa import NcclProfile
+from kubetrain.model.quantity import ByteQuantity, HugePages2Mi, Quantity, parse_quantity
+from kubetrain.model.strict import StrictProps
 from kubetrain.platform.identity import ServiceAccount
 from kubetrain.platform.kueue_queues import LocalQueue
 from kubetrain.platform.node_pools import NodePool
@@ -37,12 +39,10 @@ from kubetrain.platform.queues import TopologyPlacement
 from kubetrain.platform.scheduling import PriorityClass, Toleration, not_a_system_class
 from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano_queues import VolcanoQueue
-from kubetrain.model.quantity import ByteQuantity, HugePages2Mi, Quantity, parse_quantity
-from kubetrain.model.strict import StrictProps
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import CPU_LIMITS
-from training.config import RunConfig
 from kubetrain_runtime.problems import INVALID_VALUE, Text, rule_violation
+from training.config import RunConfig
 
 MAX_REPLICAS = 2**31 - 1  # replica counts are int32 in every operator's API
 

@@ -35,7 +35,7 @@ import signal
 from kubetrain.jobs.function import FUNCTION_FILE, INSTALL_SCRIPT
 from kubetrain.jobs.nsys_profile import profiled_program
 from kubetrain.jobs.spec import CONFIG_FILE, CONFIG_MOUNT, JobSpec
-from training.config import RunConfig
+from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S
 from kubetrain_runtime.dumps import (
     ATTEMPT_ENV,
     DUMPS_NOTE_ENV,
@@ -47,7 +47,7 @@ from kubetrain_runtime.dumps import (
     POD_FR_FILE,
 )
 from kubetrain_runtime.failures import FAILURE_FILE_ENV, stopped_exit
-from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S
+from training.config import RunConfig
 from training.flops import checkpoint_bytes
 
 EXIT_RETRY = 200

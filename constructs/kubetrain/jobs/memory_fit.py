@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.jobs.command_flags import megatron_flags
-from kubetrain.model.memory_annotation import MEMORY_ANNOTATION
 from kubetrain.jobs.job_props import CommandModel
 from kubetrain.jobs.spec import JobSpec
+from kubetrain.model.memory_annotation import MEMORY_ANNOTATION
 from kubetrain.rules.registry import register
-from training.memory import GIB, Architecture, Layout, MemoryEstimate, estimate, gpt_architecture, run_estimate
 from kubetrain_runtime.problems import Problem
+from training.memory import GIB, Architecture, Layout, MemoryEstimate, estimate, gpt_architecture, run_estimate
 
 WARN_WITHIN = 0.10  # an estimate within 10 % of the accelerator's memory warns: the formula's own error is ~10 %
 

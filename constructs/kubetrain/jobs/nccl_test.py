@@ -27,14 +27,14 @@ from kubetrain.cluster import Cluster
 from kubetrain.jobs.job_props import ByteQuantity, Dns1035Label, Dns1123Label, ImageRef
 from kubetrain.kinds import mpijob
 from kubetrain.kinds.mpijob import longest_names, max_name_length
-from kubetrain.platform.platform_construct import rejected_references
-from kubetrain.platform.kueue_queues import LocalQueue
 from kubetrain.model.quantity import Quantity
+from kubetrain.model.strict import StrictProps
+from kubetrain.model.vocabulary import GPU_RESOURCE
+from kubetrain.platform.kueue_queues import LocalQueue
+from kubetrain.platform.platform_construct import rejected_references
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import NCCL_TESTS
-from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import ConfigError, Problem, validate_model
-from kubetrain.model.vocabulary import GPU_RESOURCE
 
 NOT_A_GPU_POOL = register(
     "KT702", "error", "NCCL test on an instance type without GPUs or EFA",

@@ -14,9 +14,15 @@ from kubetrain.jobs.launch import CONFIG_ENV, container_command, grace_period_s,
 from kubetrain.jobs.spec import CONFIG_MOUNT, LOCAL_TIER_VOLUME, SHM_MOUNT, TRITON_CACHE_DIR, TRITON_VOLUME, JobSpec
 from kubetrain.model.efa import efa_environment
 from kubetrain.model.quantity import parse_quantity
-from kubetrain_runtime.runtime_config import CHECKPOINT_DIR_ENV, JOB_ENV
+from kubetrain.model.vocabulary import (
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    HUGE_PAGES_RESOURCE,
+    INSTANCE_TYPE_LABEL,
+    NEURON_RESOURCE,
+)
 from kubetrain_runtime.dumps import FR_BUFFER_ENTRIES, FR_BUFFER_ENV, FR_FILE_ENV, POD_FR_FILE
-from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, INSTANCE_TYPE_LABEL, NEURON_RESOURCE
+from kubetrain_runtime.runtime_config import CHECKPOINT_DIR_ENV, JOB_ENV
 
 # Hangs and collective failures (torch.distributed's ProcessGroupNCCL environment variables): a timed-out or failed NCCL collective
 # aborts the process instead of hanging it, and first dumps the flight recorder's trace of the

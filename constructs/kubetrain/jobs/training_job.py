@@ -22,20 +22,20 @@ from kubetrain.cluster import Cluster, NodeOnDemand
 from kubetrain.cost import annotations
 from kubetrain.jobs.checks.job_checks import check_job
 from kubetrain.jobs.checks.platform_checks import pod_security_check
+from kubetrain.jobs.job_props import TrainingJobProps
 from kubetrain.jobs.memory_fit import memory_annotations
 from kubetrain.jobs.pod import pod_template
-from kubetrain.jobs.job_props import TrainingJobProps
 from kubetrain.jobs.run_names import rename_in_place, run_hash
 from kubetrain.jobs.spec import JobSpec
 from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION, pod_specs
-from kubetrain.output.render import as_written, patch_object
-from kubetrain.platform.platform_construct import rejected_references
 from kubetrain.model.instances import BUILTIN_CATALOG
+from kubetrain.model.strict import as_fields
+from kubetrain.output.render import as_written, patch_object
 from kubetrain.platform.kueue_queues import queued_job_problems
 from kubetrain.platform.node_pools import patched_pod_problems
+from kubetrain.platform.platform_construct import rejected_references
 from kubetrain.platform.security import check_pod_security, namespace_level
 from kubetrain.state import Emitted
-from kubetrain.model.strict import as_fields
 from kubetrain_runtime.problems import INVALID_VALUE, ConfigError, Problem, validate_model
 
 

@@ -25,10 +25,10 @@ from kubetrain.model.names import dns_1123_subdomain_problem
 from kubetrain.model.vocabulary import ACCELERATOR_RESOURCES
 
 if TYPE_CHECKING:
-    from kubetrain.model.pod_sets import PodSet
+    from kubetrain.apiserver.report import Report
     from kubetrain.kinds.target import Target
     from kubetrain.model.created import Created
-    from kubetrain.apiserver.report import Report
+    from kubetrain.model.pod_sets import PodSet
 
 Manifest = Mapping[str, Any]
 Sibling = Callable[[str, str], "dict[str, Any] | None"]  # (kind, name) -> another object of the same namespace
@@ -86,8 +86,6 @@ class CrdSource:
     project: str
     version: str
     api_versions: tuple[str, ...]  # the served versions kubetrain emits
-
-
 
 
 @dataclass

@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
-from kubetrain.model.pod_sets import count_of, pod_set
-from kubetrain.model.job_request import JobRequest
+from kubetrain.apiserver.workloads import validate_job
 from kubetrain.kinds.base import (
     WORKLOADS,
     IgnoredFields,
@@ -34,9 +33,9 @@ from kubetrain.kinds.base import (
 )
 from kubetrain.kinds.target import LocalPlan, LocalReplica, Target, fail_job_exit_codes, pod_failure_policy
 from kubetrain.model.created import JOB_CONTROLLER_LABELS
-from kubetrain.apiserver.workloads import validate_job
+from kubetrain.model.job_request import JobRequest
+from kubetrain.model.pod_sets import count_of, pod_set
 from kubetrain_runtime.problems import Problem
-
 
 RENDEZVOUS_PORT = 29500
 INDEX_LABEL = "batch.kubernetes.io/job-name"

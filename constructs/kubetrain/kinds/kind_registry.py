@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.model.vocabulary import QUEUE_LABEL
 from kubetrain.kinds import (
     argocd,
     indexed_job,
@@ -24,6 +23,7 @@ from kubetrain.kinds import (
     volcano,
 )
 from kubetrain.kinds.base import Kind, RunShape, Sibling
+from kubetrain.model.vocabulary import QUEUE_LABEL
 
 MODULES = (kubernetes, karpenter, kueue, volcano, monitoring, argocd, pytorchjob, trainjob, indexed_job, mpijob)
 

@@ -17,8 +17,6 @@ is the Indexed Job target's kind (indexed_job.py).
 
 from __future__ import annotations
 
-from kubetrain.kinds.base import DEFINITIONS, NAMESPACES, PLATFORM, WORKLOADS, Kind, Manifest, Reference
-from kubetrain.model.names import path_segment_problem
 from kubetrain.apiserver.core_objects import (
     validate_config_map,
     validate_namespace,
@@ -30,6 +28,8 @@ from kubetrain.apiserver.core_objects import (
     validate_storage_class,
 )
 from kubetrain.apiserver.workloads import validate_cron_job, validate_pod, validate_workload
+from kubetrain.kinds.base import DEFINITIONS, NAMESPACES, PLATFORM, WORKLOADS, Kind, Manifest, Reference
+from kubetrain.model.names import path_segment_problem
 
 
 def _claim_references(obj: Manifest) -> list[Reference]:

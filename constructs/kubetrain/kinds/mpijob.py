@@ -20,9 +20,8 @@ setupSSHOnPod; pkg/apis/kubeflow/v2beta1/default.go; pkg/apis/kubeflow/validatio
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kubetrain.model.pod_sets import replica_pod_sets
 from kubetrain.kinds.base import (
     WORKLOADS,
     CrdSource,
@@ -38,8 +37,9 @@ from kubetrain.kinds.base import (
     scheduling_queue,
 )
 from kubetrain.model.created import Created, pod_from_template
-from kubetrain.model.names import dns_1035_label_problem, label_value_problem
 from kubetrain.model.efa import EFA_HUGEPAGES_DEFAULT, efa_environment
+from kubetrain.model.names import dns_1035_label_problem, label_value_problem
+from kubetrain.model.pod_sets import replica_pod_sets
 from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, INSTANCE_TYPE_LABEL
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ class NcclTestRun(Protocol):
     binary_dir: str
     shm: str
     launcher: Any  # its cpu and memory requests
+
 
 API_VERSION = "kubeflow.org/v2beta1"
 LAUNCHER_SUFFIX, WORKER_SUFFIX = "-launcher", "-worker"

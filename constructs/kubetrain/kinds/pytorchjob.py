@@ -29,8 +29,6 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from kubetrain.model.pod_sets import count_of, replica_pod_sets
-from kubetrain.model.job_request import JobRequest
 from kubetrain.kinds.base import (
     WORKLOADS,
     CrdSource,
@@ -47,11 +45,12 @@ from kubetrain.kinds.base import (
 )
 from kubetrain.kinds.target import LocalPlan, LocalReplica, Target
 from kubetrain.model.created import Created, pod_from_template
+from kubetrain.model.job_request import JobRequest
 from kubetrain.model.names import dns_1035_label_problem
+from kubetrain.model.pod_sets import count_of, replica_pod_sets
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import cite
 from kubetrain_runtime.problems import Problem
-
 
 MASTER_PORT = 23456  # the operator's default, named pytorchjob-port
 PORT_NAME = "pytorchjob-port"

@@ -24,7 +24,6 @@ from kubetrain_runtime.failures import PERMANENT_EXITS
 from kubetrain_runtime.problems import Problem, ReportedLater
 
 
-
 @dataclass
 class LocalReplica:
     """One pod of a committed job, as run-local starts it."""

@@ -38,8 +38,6 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from kubetrain.model.pod_sets import count_of, pod_set
-from kubetrain.model.job_request import JobRequest
 from kubetrain.kinds.base import (
     PLATFORM,
     WORKLOADS,
@@ -57,12 +55,13 @@ from kubetrain.kinds.base import (
 )
 from kubetrain.kinds.target import LocalPlan, LocalReplica, Target, fail_job_exit_codes, pod_failure_policy
 from kubetrain.model.created import JOB_CONTROLLER_LABELS, Created
+from kubetrain.model.job_request import JobRequest
 from kubetrain.model.names import dns_1035_label_problem
+from kubetrain.model.pod_sets import count_of, pod_set
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import TRAINER_STATUS
 from kubetrain_runtime.problems import Problem
 from kubetrain_runtime.progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL
-
 
 GROUP = "trainer.kubeflow.org"
 MASTER_PORT = 29500

@@ -31,10 +31,9 @@ from kubetrain.local.certificates import ServerTLS
 from kubetrain.model.manifests import UnreadableManifest, read_manifest
 from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S, GPU_RESOURCE, NEURON_RESOURCE
 from kubetrain.rules.registry import register
-from training.config import load_run_config
 from kubetrain_runtime.problems import ConfigError, Problem
 from kubetrain_runtime.progress import ENV_CA_CERT, ENV_TOKEN
-
+from training.config import load_run_config
 
 CANNOT_RUN = register(
     "KT301", "error", "run-local cannot run this job here",

@@ -125,8 +125,8 @@ class StatusEndpoint:
             problems.append(f"trainerStatus.lastUpdatedTime: {stamp!r} is not an RFC 3339 time")
         if problems:
             return problems
-        from kubetrain.validation.validate import supported_kubernetes_versions, validate_objects
         from kubetrain.model.manifests import Manifest
+        from kubetrain.validation.validate import supported_kubernetes_versions, validate_objects
         applied = {**self.trainjob, "status": {"trainerStatus": status}}
         findings = validate_objects([Manifest("status", applied)], self._schemas, supported_kubernetes_versions()[-1])
         return [f"{finding.path}: {finding.message}" for finding in findings]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-
 # Kubernetes' Job controller labels a Job's pods with its generated selector (k8s 1.33 pkg/apis/batch/types.go):
 # the Job's name and uid, and in Indexed mode the pod's completion index.
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")

@@ -31,9 +31,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from kubetrain.model.strict import StrictProps
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import CUDA_ENV, EFA_ENV, EKS_EFA, NCCL_ENV, PG, TUNER, cite
-from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
@@ -92,7 +92,6 @@ class NcclDebug(StrictProps):
 
 class NcclProfile(StrictProps):
     """The communication stack of a job's image. Frozen and strict like every input."""
-
 
     aws_ofi_nccl: str = Field(..., description="aws-ofi-nccl version in the image, e.g. '1.14.0'.")
     nccl: str = Field(..., description="NCCL version in the image, e.g. '2.26.2'.")

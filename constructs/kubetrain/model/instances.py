@@ -14,9 +14,9 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from kubetrain.model.strict import StrictProps
+from kubetrain.model.vocabulary import GPU_RESOURCE, NEURON_RESOURCE
 from kubetrain_runtime.accelerators import PEAK_BF16_FLOPS
 from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
-from kubetrain.model.vocabulary import GPU_RESOURCE, NEURON_RESOURCE
 
 GIB = 2**30
 MIB = 2**20

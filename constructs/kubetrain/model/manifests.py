@@ -83,6 +83,8 @@ def dist_fix(file: str) -> str:
         return "fix the file at that line, or give validate only Kubernetes manifests"
     return (f"files in dist/ are written by `kubetrain synth`: undo the hand edit (`git checkout -- {file}`), or "
             "run `kubetrain synth` to write dist/ again")
+
+
 class UnreadableManifest(ValueError):
     """A manifest file that holds no readable Kubernetes objects, as one line: the file, the line, what is wrong
     and how to fix it (`file`, `line`, `reason` and `fix` for callers that print their own layout)."""

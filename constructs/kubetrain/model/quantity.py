@@ -14,10 +14,10 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from kubetrain.model.vocabulary import HUGE_PAGES_RESOURCE
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
-from kubetrain.model.vocabulary import HUGE_PAGES_RESOURCE
 
 _SUFFIXES = {
     "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("0.001"),

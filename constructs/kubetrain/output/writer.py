@@ -55,6 +55,7 @@ def written_by_synth(outdir: Path) -> set[str] | None:
     header = MARKER_TEXT.splitlines()
     return set(lines[len(header):]) if lines[:len(header)] == header else None
 
+
 UNWRITABLE = register(
     "KT603", "error", "the output folder cannot be written",
     rationale="synth stages its output beside the output folder and swaps it in; without write access there "

@@ -22,14 +22,14 @@ import promql_parser
 from pydantic import Field, InstanceOf
 
 from kubetrain.cluster import Cluster
+from kubetrain.kinds.monitoring import API_VERSION as MONITORING_API_VERSION
 from kubetrain.model.names import Dns1123Subdomain, LabelKey, LabelValue, PrometheusDuration
-from kubetrain.platform.platform_construct import PlatformConstruct
-from kubetrain.platform.gpu_monitoring import DCGM_FIELDS, DcgmExporter, TrainingPodMonitor
-from kubetrain.rules.registry import register
 from kubetrain.model.strict import StrictProps
+from kubetrain.platform.gpu_monitoring import DCGM_FIELDS, DcgmExporter, TrainingPodMonitor
+from kubetrain.platform.platform_construct import PlatformConstruct
+from kubetrain.rules.registry import register
 from kubetrain_runtime.metric_names import RUNTIME_METRICS
 from kubetrain_runtime.problems import Problem
-from kubetrain.kinds.monitoring import API_VERSION as MONITORING_API_VERSION
 
 PROMETHEUS_RULES = "https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/"
 RUNBOOKS = "https://github.com/kubetrain/kubetrain/blob/main/README.md"

@@ -17,10 +17,21 @@ from typing import Any
 from pydantic import Field, InstanceOf
 
 from kubetrain.cluster import Cluster
-from kubetrain.model.names import Dns1035Label, Dns1123Label, ImageRef, LabelKey, LabelValue, PortName, PrometheusDuration
+from kubetrain.kinds.kubernetes import APPS_API_VERSION
+from kubetrain.kinds.monitoring import API_VERSION as MONITORING_API_VERSION
+from kubetrain.model.names import (
+    Dns1035Label,
+    Dns1123Label,
+    ImageRef,
+    LabelKey,
+    LabelValue,
+    PortName,
+    PrometheusDuration,
+)
+from kubetrain.model.strict import StrictProps
 from kubetrain.model.vocabulary import GPU_RESOURCE, JOB_LABEL, KUBERNETES_VERSION_ANNOTATION, NODEPOOL_LABEL
-from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.platform.node_pools import NodePool
+from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.platform.security import (
     check_pod_security,
     pod_security_labels,
@@ -28,10 +39,7 @@ from kubetrain.platform.security import (
 )
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import DCGM
-from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import Problem
-from kubetrain.kinds.kubernetes import APPS_API_VERSION
-from kubetrain.kinds.monitoring import API_VERSION as MONITORING_API_VERSION
 
 METRICS_PORT = 9400
 COLLECTORS_PATH = "/etc/dcgm-exporter/kubetrain-counters.csv"

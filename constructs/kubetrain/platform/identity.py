@@ -34,10 +34,10 @@ from pydantic import AfterValidator, Field, model_validator
 
 from kubetrain.cluster import Cluster
 from kubetrain.model.names import Dns1123Label, Dns1123Subdomain, LabelKey, LabelValue
+from kubetrain.model.strict import StrictProps
 from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import IAM_ARNS, IRSA, IRSA_WEBHOOK, POD_IDENTITY, cite
-from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import Problem, Text, rule_violation
 
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"

@@ -28,21 +28,21 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, InstanceOf, field_validator, model_validator
 
-from kubetrain.model.pod_sets import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY
-from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, NEURON_RESOURCE, QUEUE_LABEL
 from kubetrain.cluster import Cluster
 from kubetrain.kinds.kind_registry import run_kind
+from kubetrain.kinds.kueue import API_VERSION
 from kubetrain.model.names import Dns1123Label, Dns1123Subdomain
-from kubetrain.platform.platform_construct import PlatformConstruct
+from kubetrain.model.pod_sets import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY
+from kubetrain.model.quantity import Quantity, ResourceName, format_quantity, parse_quantity
+from kubetrain.model.strict import StrictProps
+from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, NEURON_RESOURCE, QUEUE_LABEL
 from kubetrain.platform.node_pools import NodePool
+from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
 from kubetrain.platform.scheduling import Toleration
-from kubetrain.model.quantity import Quantity, ResourceName, format_quantity, parse_quantity
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import KARPENTER_NODECLASS, KUEUE_JOBS, KUEUE_KEP, cite
-from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
-from kubetrain.kinds.kueue import API_VERSION
 
 # EKS labels nodes with their place in EC2's network hierarchy, broadest first (EKS user guide, "Place
 # distributed AI/ML workloads with network topology labels").

@@ -33,20 +33,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from kubetrain.admission.flavors import tolerated
 from kubetrain.admission.cluster_objects import (
     ALLOCATABLE_ANNOTATION,
     DOMAIN_NODES_ANNOTATION,
     MAX_NODES_ANNOTATION,
     RESERVED_NODES_ANNOTATION,
 )
-from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, INSTANCE_TYPE_LABEL, NEURON_RESOURCE, NODEPOOL_LABEL
+from kubetrain.admission.flavors import tolerated
 from kubetrain.cluster import Cluster
 from kubetrain.cost import annotations as cost_annotations
-from kubetrain.cost.prices import node_price, unpriced_reason
 from kubetrain.cost.cost_props import POOL_PRICING_INVALID, PoolPricing
+from kubetrain.cost.prices import node_price, unpriced_reason
 from kubetrain.kinds.base import pod_specs
-from kubetrain.model.names import Dns1123Label, LabelKey
+from kubetrain.kinds.karpenter import EC2NODECLASS_API_VERSION, NODEPOOL_API_VERSION
 from kubetrain.model.aws_ids import (
     AvailabilityZone,
     CapacityReservationId,
@@ -56,14 +55,22 @@ from kubetrain.model.aws_ids import (
     SubnetId,
     region_of_zone,
 )
-from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.model.instances import InstanceType
+from kubetrain.model.names import Dns1123Label, LabelKey
 from kubetrain.model.quantity import HugePages2Mi, format_bytes, format_quantity, parse_quantity
+from kubetrain.model.strict import StrictProps
+from kubetrain.model.vocabulary import (
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    HUGE_PAGES_RESOURCE,
+    INSTANCE_TYPE_LABEL,
+    NEURON_RESOURCE,
+    NODEPOOL_LABEL,
+)
+from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.rules.registry import register, severity
 from kubetrain.rules.sources import EKS_EFA, KARPENTER_GPU, KARPENTER_NODECLASS, KARPENTER_TYPES, TAINTS, cite
-from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
-from kubetrain.kinds.karpenter import EC2NODECLASS_API_VERSION, NODEPOOL_API_VERSION
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 MIB = 2**20

@@ -18,11 +18,11 @@ from pydantic import BaseModel
 
 from constructs import Construct
 from kubetrain.cluster import Cluster
-from kubetrain.rules.registry import register
 from kubetrain.model.strict import REJECTED_REFERENCE as REJECTED_REFERENCE_CODE
 from kubetrain.model.strict import as_fields
-from training.config import StrictModel as RunConfigModel
+from kubetrain.rules.registry import register
 from kubetrain_runtime.problems import INVALID_VALUE, ConfigError, Problem, rejection_of, validate_model
+from training.config import StrictModel as RunConfigModel
 
 REJECTED_REFERENCE = register(
     REJECTED_REFERENCE_CODE, "error", "refers to a construct whose definition has errors",
@@ -81,7 +81,6 @@ class PlatformConstruct(Construct):
         self.cluster.state.admission.add_platform(manifests or [])
         self.emitted = True
         return True
-
 
 
 def _ends_when_rejected(init: Callable[..., None]) -> Callable[..., None]:

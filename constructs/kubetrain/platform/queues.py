@@ -12,9 +12,9 @@ from pydantic import Field
 
 from kubetrain.cluster import Cluster
 from kubetrain.model.names import LabelKey
+from kubetrain.model.strict import StrictProps
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import KUEUE_JOBS, KUEUE_TAS, VOLCANO, cite
-from kubetrain.model.strict import StrictProps
 from kubetrain.state import QueueSystem
 from kubetrain_runtime.problems import Problem
 

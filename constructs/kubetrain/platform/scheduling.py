@@ -20,13 +20,13 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from kubetrain.cluster import Cluster
+from kubetrain.kinds.kubernetes import SCHEDULING_API_VERSION
 from kubetrain.model.names import Dns1123Subdomain, LabelKey, LabelValue
+from kubetrain.model.strict import StrictProps
 from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION, PRIORITY, cite
-from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import Problem, Text, rule_violation
-from kubetrain.kinds.kubernetes import SCHEDULING_API_VERSION
 
 HIGHEST_USER_PRIORITY = 1_000_000_000  # k8s.io/api/scheduling/v1: HighestUserDefinablePriority
 

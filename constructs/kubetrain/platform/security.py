@@ -22,10 +22,10 @@ from pydantic import Field, model_validator
 
 from kubetrain.cluster import Cluster
 from kubetrain.model.names import Dns1123Label
+from kubetrain.model.strict import StrictProps
 from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import PSS
-from kubetrain.model.strict import StrictProps
 from kubetrain.state import Level, PodCheck
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
 

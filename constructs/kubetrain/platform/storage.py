@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from kubetrain.cluster import Cluster
-from kubetrain.model.names import AbsolutePath, Dns1123Label
+from kubetrain.kinds.kubernetes import STORAGE_API_VERSION
 from kubetrain.model.aws_ids import (
     REGION,
     FileSystemId,
@@ -32,13 +32,13 @@ from kubetrain.model.aws_ids import (
     SubnetId,
     bucket_name_problem,
 )
-from kubetrain.platform.platform_construct import PlatformConstruct
+from kubetrain.model.names import AbsolutePath, Dns1123Label
 from kubetrain.model.quantity import PositiveByteQuantity
+from kubetrain.model.strict import StrictProps
+from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import DCP, FSX_CAPACITY, FSX_CSI, FSX_PERF, MOUNTPOINT, VOLUMES, cite
-from kubetrain.model.strict import StrictProps
 from kubetrain_runtime.problems import INVALID_VALUE, Problem, rule_violation
-from kubetrain.kinds.kubernetes import STORAGE_API_VERSION
 
 FSX_CAPACITY = register(
     "KT410", "error", "FSx for Lustre capacity not valid for the deployment type",

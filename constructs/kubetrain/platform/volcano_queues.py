@@ -17,13 +17,13 @@ from typing import Any
 from pydantic import Field
 
 from kubetrain.cluster import Cluster
+from kubetrain.kinds.volcano import API_VERSION
 from kubetrain.model.names import Dns1123Subdomain
-from kubetrain.platform.platform_construct import PlatformConstruct
-from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
 from kubetrain.model.quantity import Quantity, ResourceName
 from kubetrain.model.strict import StrictProps
+from kubetrain.platform.platform_construct import PlatformConstruct
+from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
 from kubetrain_runtime.problems import Problem
-from kubetrain.kinds.volcano import API_VERSION
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 

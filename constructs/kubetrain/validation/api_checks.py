@@ -10,16 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.apiserver.apiserver_rules import ADMISSION, DERIVED_NAMES
+from kubetrain.apiserver.meta import validate_object_meta
+from kubetrain.apiserver.report import Report
 from kubetrain.kinds.base import Sibling
 from kubetrain.kinds.kind_registry import kind_of
 from kubetrain.model.created import Created
 from kubetrain.model.names import dns_1123_subdomain_problem
-from kubetrain.apiserver.meta import validate_object_meta
-from kubetrain.apiserver.report import Report
-from kubetrain.apiserver.apiserver_rules import ADMISSION, DERIVED_NAMES
 
 if TYPE_CHECKING:
     from kubetrain.model.manifests import Manifest
+
 
 def check_object(obj: dict[str, Any], report: Report, sibling: Sibling) -> None:
     """Every problem the API server (and the controllers and operators behind it) has with `obj`, into `report`."""

@@ -34,9 +34,9 @@ from typing import Any
 from cel_expr_python import cel
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from kubetrain.validation.cel_library import environment
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import CRDS, cite
+from kubetrain.validation.cel_library import environment
 
 RULE_FAILED = register(
     "KT604", "error", "an object fails a CEL validation rule of its CRD",
@@ -457,4 +457,3 @@ def _worded(reason: str, detail: str, rule: _Rule) -> str:
     shown = detail if detail.startswith("failed rule: ") else f"{detail} (rule: {rule.text.strip()})"
     return {"FieldValueForbidden": f"forbidden: {shown}", "FieldValueRequired": f"required: {shown}",
             "FieldValueDuplicate": f"duplicate value: {shown}"}.get(reason, shown)
-

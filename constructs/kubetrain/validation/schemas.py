@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 import yaml

@@ -32,11 +32,11 @@ from kubernetes_validate.utils import all_versions
 from referencing import Registry, Resource
 
 from kubetrain.model.manifests import Manifest, UnreadableManifest, manifest_files, read_manifest
+from kubetrain.model.phases import Advance, Progress, phase
+from kubetrain.model.vocabulary import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.validation.api_checks import api_server_problems
 from kubetrain.validation.cel_rules import RULE_FAILED, RULES_NOT_CHECKED, RulePlan
-from kubetrain.model.phases import Advance, Progress, phase
 from kubetrain.validation.schemas import crd_schemas, shipped_schemas
-from kubetrain.model.vocabulary import KUBERNETES_VERSION_ANNOTATION
 
 _SCHEMAS = files("kubernetes_validate") / "kubernetes-json-schema"
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 from kubetrain.jobs.checks.job_rules import JobRules, Violation
 from kubetrain.jobs.spec import JobSpec
-from kubetrain.rules.sources import KARPENTER_TYPES, cite
 from kubetrain.model.vocabulary import INSTANCE_TYPE_LABEL
+from kubetrain.rules.sources import KARPENTER_TYPES, cite
 
 RULES = JobRules()  # this module's rules, in the order their problems are reported
 job_rule = RULES.rule

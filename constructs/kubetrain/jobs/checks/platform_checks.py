@@ -8,15 +8,14 @@ from dataclasses import replace
 from typing import Any
 
 from kubetrain.jobs.containers import container_part_problems
-from kubetrain.jobs.pod import container_resources, metrics_ports, placement, pod_volumes
 from kubetrain.jobs.job_props import ClaimVolume
+from kubetrain.jobs.pod import container_resources, metrics_ports, placement, pod_volumes
 from kubetrain.jobs.spec import JobSpec
-from kubetrain.platform.identity import ServiceAccount, identity_problems
 from kubetrain.model.vocabulary import EFA_RESOURCE, HUGE_PAGES_RESOURCE
+from kubetrain.platform.identity import ServiceAccount, identity_problems
 from kubetrain.platform.node_pools import pool_placement_problems
 from kubetrain.platform.queues import OTHER_SCHEDULER
 from kubetrain.platform.scheduling import OTHER_PLACE, PriorityClass
-from kubetrain.state import Level, PodCheck
 from kubetrain.platform.security import pod_security_problems
 from kubetrain.platform.storage import (
     Claim,
@@ -24,6 +23,7 @@ from kubetrain.platform.storage import (
     claim_namespace_problems,
     dataset_volume_problems,
 )
+from kubetrain.state import Level, PodCheck
 from kubetrain_runtime.problems import Problem
 
 

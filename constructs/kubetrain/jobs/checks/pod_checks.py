@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from kubetrain.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.jobs.checks.job_rules import JobRules, Violation
-from kubetrain.jobs.pod import metrics_ports, pod_annotations
 from kubetrain.jobs.job_props import EmptyDirVolume
-from kubetrain.model.vocabulary import JOB_LABEL
+from kubetrain.jobs.pod import metrics_ports, pod_annotations
 from kubetrain.jobs.spec import LOCAL_TIER_VOLUME, RESERVED_VOLUMES, JobSpec
 from kubetrain.model.created import JOB_CONTROLLER_LABELS
-from kubetrain.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.model.quantity import parse_quantity
+from kubetrain.model.vocabulary import JOB_LABEL
 from kubetrain.rules.sources import (
     DCP,
     EMPTYDIR,
