@@ -26,7 +26,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from training.config import DataConfig, RunConfig  # noqa: E402
 from training.documents import DocumentLoader  # noqa: E402
-from training.hf_export import check_tokenizer  # noqa: E402
+from training.hf_export import check_tokenizer, write_tokenizer  # noqa: E402
 from training.hf_model import build, model_config  # noqa: E402
 
 WORDS = ("the cat sat on a mat while rain fell and dogs ran far over hills to see what lay beyond the river "
@@ -223,6 +223,10 @@ def assert_loads_as_trained(export: Path, config: dict, finished: dict, tmp: Pat
     out = model.generate(prompt, max_new_tokens=8, do_sample=False, logits_processor=[ForceEndOfText(prompt.shape[1])])
     assert out.shape[1] == prompt.shape[1] + 2 and out[0, -1] == END_OF_TEXT
 
+    tokenizer_config = json.loads((export / "tokenizer_config.json").read_text())
+    assert tokenizer_config["tokenizer_class"] == type(trained_tokenizer).__name__.replace(
+        "TokenizersBackend", "PreTrainedTokenizerFast")  # the class that both transformers 4 and 5 know
+    assert {"eos_token", "unk_token"} <= set(tokenizer_config) and "local_files_only" not in tokenizer_config
     machine = (str(tmp), socket.gethostname())
     for file in export.iterdir():
         if file.suffix != ".safetensors":
@@ -314,6 +318,30 @@ def test_check_names_each_missing_or_wrong_path_before_torchrun(tmp_path):
     (not_given_back,) = lines(model={"model_type": "qwen2"})
     assert "data.tokenizer: an export of this qwen2 model would not give back the tokenizer" in not_given_back
     assert "builds Qwen2Tokenizer" in not_given_back and "[KT235]" in not_given_back
+
+
+def test_a_bare_tokenizer_json_is_exported_with_its_special_tokens_named(tmp_path):
+    """A tokenizers.Tokenizer saved as tokenizer.json alone (data.eos_token_id says the end of text): the export's
+    tokenizer_config.json names PreTrainedTokenizerFast, the end-of-text token as eos and the unknown token."""
+    from tokenizers import Tokenizer
+
+    bare = Tokenizer.from_file(str(make_tokenizer(tmp_path / "full") / "tokenizer.json"))
+    (tmp_path / "tokenizer").mkdir()
+    bare.save(str(tmp_path / "tokenizer" / "tokenizer.json"))
+    config = run_config(tmp_path, "llama", {})
+    run = RunConfig.model_validate({**config, "data": {**config["data"], "eos_token_id": END_OF_TEXT}})
+    trained = transformers.AutoTokenizer.from_pretrained(tmp_path / "tokenizer")
+    assert trained.eos_token is None and trained.unk_token is None
+    export = tmp_path / "export"
+    model_config(run.model).save_pretrained(export)
+    assert write_tokenizer(trained, END_OF_TEXT, export) is None
+    saved = json.loads((export / "tokenizer_config.json").read_text())
+    assert (saved["tokenizer_class"], saved["eos_token"], saved["unk_token"]) == ("PreTrainedTokenizerFast", "<eos>",
+                                                                                 "<unk>")
+    loaded = transformers.AutoTokenizer.from_pretrained(export)
+    text = [*DOCUMENTS[:8], "<eos> never seen <unk>"]
+    assert loaded(text)["input_ids"] == transformers.AutoTokenizer.from_pretrained(tmp_path / "tokenizer")(text)["input_ids"]
+    assert (loaded.eos_token_id, loaded.unk_token_id) == (END_OF_TEXT, 1)
 
 
 @pytest.mark.parametrize(("family", "tokenizer_of", "given_back"), [

@@ -28,7 +28,9 @@ TOKENIZER_CONFIG = "tokenizer_config.json"
 # transformers 5 saves a tokenizer that is only its tokenizer.json as TokenizersBackend, a name transformers 4
 # does not know; PreTrainedTokenizerFast is the same class to 5 (an alias) and to 4, so both load the export.
 GENERIC_TOKENIZER = ("TokenizersBackend", "PreTrainedTokenizerFast")
-SPECIAL_TOKENS = ("bos_token_id", "eos_token_id", "pad_token_id")
+# How this machine loaded the tokenizer (from_pretrained's options, which transformers keeps among the tokenizer's
+# own settings and saves): nothing of the tokenizer, and a path or a stale revision in another place.
+LOAD_OPTIONS = ("local_files_only", "is_local", "cache_dir", "revision", "subfolder", "_commit_hash")
 
 
 def export_path(run: RunConfig, step: int) -> Path:
@@ -109,22 +111,33 @@ def write_configs(model_config, generation_config, tokens: dict[str, int | None]
 
 def write_tokenizer(tokenizer, eos_token_id: int | None, folder: Path) -> str | None:
     """Save the trained tokenizer into `folder` (which holds the model's config.json) and load it back as a user
-    would, with AutoTokenizer: None when it is the trained tokenizer, or what differs. A tokenizer without an eos
-    token gets the trained end-of-text token named as one where it is a special token of the tokenizer's, so that
-    its eos_token_id is the config's."""
+    would, with AutoTokenizer: None when it is the trained tokenizer, or what differs. tokenizer_config.json names
+    the class that was trained, and the special tokens, loading options left out."""
     from transformers import AutoTokenizer
 
-    special = tokenizer.added_tokens_decoder.get(eos_token_id) if eos_token_id is not None else None
-    if tokenizer.eos_token is None and special is not None and special.special:
-        tokenizer.eos_token = special.content  # a special token already: naming it changes no tokenization
+    _name_special_tokens(tokenizer, eos_token_id)
     tokenizer.save_pretrained(str(folder))
     path = folder / TOKENIZER_CONFIG
     saved = json.loads(path.read_text(encoding="utf-8"))
+    for option in LOAD_OPTIONS:
+        saved.pop(option, None)
     if saved.get("tokenizer_class") == GENERIC_TOKENIZER[0]:
         saved["tokenizer_class"] = GENERIC_TOKENIZER[1]
-        path.write_text(json.dumps(saved, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(saved, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     loaded = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     return tokenizer_difference(tokenizer, loaded)
+
+
+def _name_special_tokens(tokenizer, eos_token_id: int | None) -> None:
+    """A tokenizer saved as a bare tokenizer.json names no special tokens: the trained end-of-text token becomes its
+    eos (so that its eos_token_id is the configs'), the vocabulary's unknown token its unk, where each is a special
+    token of the tokenizer already (naming one that is not would change how text containing it is split)."""
+    specials = {token_id: token.content for token_id, token in tokenizer.added_tokens_decoder.items() if token.special}
+    if tokenizer.eos_token is None and eos_token_id in specials:
+        tokenizer.eos_token = specials[eos_token_id]
+    unknown = _pipeline(tokenizer)["model"].get("unk_token")
+    if tokenizer.unk_token is None and unknown in specials.values():
+        tokenizer.unk_token = unknown
 
 
 def tokenizer_difference(trained, loaded) -> str | None:
