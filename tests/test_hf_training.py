@@ -1,5 +1,6 @@
-"""Hugging Face causal LMs on real data sets: three families under torchrun with two CPU ranks, trained from
-parquet with a local tokenizer, killed with SIGKILL and resumed bit-exactly, and loaded back by transformers.
+"""Hugging Face causal LMs on real data sets: five families under torchrun with two CPU ranks, trained from
+parquet with a local tokenizer, killed with SIGKILL and resumed bit-exactly, and exported into folders that
+transformers loads as they trained (weights, logits, tokenizer ids, special tokens, generation).
 
 Every model and tokenizer is built here, tiny, from code: nothing is downloaded (the runtime switches the hub
 off, and so does this module before transformers is imported).
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -22,8 +24,10 @@ torch = pytest.importorskip("torch", reason="the training runtime needs torch: p
 transformers = pytest.importorskip("transformers", reason="Hugging Face models need the train extra")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from training.config import DataConfig  # noqa: E402
+from training.config import DataConfig, RunConfig  # noqa: E402
 from training.documents import DocumentLoader  # noqa: E402
+from training.hf_export import check_tokenizer, write_tokenizer  # noqa: E402
+from training.hf_model import build, model_config  # noqa: E402
 
 WORDS = ("the cat sat on a mat while rain fell and dogs ran far over hills to see what lay beyond the river "
          "bank where old trees grew").split()
@@ -31,17 +35,34 @@ WORDS = ("the cat sat on a mat while rain fell and dogs ran far over hills to se
 DOCUMENTS = [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(3 + (i * 5) % 23)) for i in range(60)]
 SHAPE = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
          "intermediate_size": 64, "vocab_size": 64}
-CONFIG_CLASSES = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "mistral": "MistralConfig"}
+CONFIG_CLASSES = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "mistral": "MistralConfig",
+                  "gemma": "GemmaConfig", "phi3": "Phi3Config"}
+# What a family needs beyond the shape at this size: Gemma's head_dim defaults to 256, Phi3's pad and eos to 32000
+# (past a vocabulary of 64). None of these ids is the tokenizer's: the export must name the tokenizer's own.
+FAMILY_CONFIG = {"gemma": {"head_dim": 8}, "phi3": {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 3}}
+END_OF_TEXT = 0  # the tokenizers' end-of-text id: no family's default eos
 
 
-def make_tokenizer(folder: Path) -> Path:
-    """A word-level tokenizer trained on the documents, saved as transformers saves one."""
+def make_tokenizer(folder: Path, family: str = "llama") -> Path:
+    """A tokenizer trained on the documents, saved as transformers saves one, its end-of-text token id 0. Word-level
+    (a tokenizers.Tokenizer in PreTrainedTokenizerFast, with eos, unk and pad), but for qwen2: transformers gives
+    every qwen2 model its Qwen2Tokenizer (byte-level BPE), so a qwen2 model trains with one of those."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
+    if family == "qwen2":
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.train_from_iterator(DOCUMENTS, trainers.BpeTrainer(vocab_size=SHAPE["vocab_size"],
+                                                                     special_tokens=["<|endoftext|>"]))
+        bpe = json.loads(tokenizer.to_str())["model"]
+        merges = [tuple(merge) for merge in bpe["merges"]]
+        transformers.Qwen2Tokenizer(vocab=bpe["vocab"], merges=merges).save_pretrained(folder)
+        return folder
     tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.train_from_iterator(DOCUMENTS, trainers.WordLevelTrainer(special_tokens=["<unk>", "<eos>"]))
-    wrapped = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", eos_token="<eos>")
+    tokenizer.train_from_iterator(DOCUMENTS, trainers.WordLevelTrainer(special_tokens=["<eos>", "<unk>", "<pad>"]))
+    wrapped = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", eos_token="<eos>",
+                                                   pad_token="<pad>")
     wrapped.save_pretrained(folder)
     return folder
 
@@ -56,12 +77,13 @@ def write_parquet(path: Path, documents: list[str] = DOCUMENTS, row_group_size: 
 
 
 def hf_config(family: str, **extra):
-    return getattr(transformers, CONFIG_CLASSES[family])(**{**SHAPE, **extra})
+    return getattr(transformers, CONFIG_CLASSES[family])(**{**SHAPE, **FAMILY_CONFIG.get(family, {}), **extra})
 
 
 def run_config(tmp: Path, family: str, model_source: dict, **overrides) -> dict:
+    family_config = {"config": FAMILY_CONFIG[family]} if family in FAMILY_CONFIG and not model_source else {}
     return {
-        "model": {"kind": "hf", "model_type": family, **SHAPE, **model_source},
+        "model": {"kind": "hf", "model_type": family, **SHAPE, **family_config, **model_source},
         "data": {"source": "parquet", "path": str(tmp / "data"), "tokenizer": str(tmp / "tokenizer"), "seq_len": 16},
         "optimizer": {"lr": 1e-2, "min_lr": 1e-3, "warmup_steps": 2},
         "batch": {"global_size": 4, "micro_size": 2},
@@ -98,7 +120,7 @@ def digest(state: dict) -> str:
 ])
 @pytest.mark.processes
 def test_family_trains_resumes_bit_exactly_after_kill_and_loads_back(tmp_path, family, source):
-    make_tokenizer(tmp_path / "tokenizer")
+    make_tokenizer(tmp_path / "tokenizer", family)
     write_parquet(tmp_path / "data" / "part-0.parquet", DOCUMENTS[:35])
     write_parquet(tmp_path / "data" / "part-1.parquet", DOCUMENTS[35:])
     model_source: dict = {}
@@ -138,8 +160,78 @@ def test_family_trains_resumes_bit_exactly_after_kill_and_loads_back(tmp_path, f
     tokens = torch.randint(0, SHAPE["vocab_size"], (2, 16), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         assert torch.equal(models[0](tokens).logits, models[1](tokens).logits)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "killed" / "ckpt" / "hf" / "step-8")
-    assert tokenizer.eos_token == "<eos>"
+    assert_loads_as_trained(tmp_path / "killed" / "ckpt" / "hf" / "step-8", config, finished, tmp_path)
+
+
+@pytest.mark.parametrize("family", ["gemma", "phi3"])
+@pytest.mark.processes
+def test_family_exports_as_trained(tmp_path, family):
+    """The families the test above leaves out, trained and exported once each (FSDP2 over two ranks)."""
+    make_tokenizer(tmp_path / "tokenizer", family)
+    write_parquet(tmp_path / "data" / "part-0.parquet")
+    config = run_config(tmp_path, family, {}, max_steps=4)
+    records = train(config, tmp_path / "run")
+    assert [r["event"] for r in records[-2:]] == ["exported", "finished"]
+    assert_loads_as_trained(Path(records[-2]["path"]), config, records[-1], tmp_path)
+
+
+class ForceEndOfText(transformers.LogitsProcessor):
+    """Greedy decoding that picks the end-of-text token as the second new token, and never before."""
+
+    def __init__(self, prompt_len: int):
+        self.prompt_len = prompt_len
+
+    def __call__(self, input_ids, scores):
+        forced = scores.clone()
+        if input_ids.shape[1] == self.prompt_len + 1:
+            forced[:, :] = -float("inf")
+            forced[:, END_OF_TEXT] = 0
+        else:
+            forced[:, END_OF_TEXT] = -float("inf")
+        return forced
+
+
+def assert_loads_as_trained(export: Path, config: dict, finished: dict, tmp: Path) -> None:
+    """What a user of the export gets from transformers: the trained weights and the trainer's logits, the
+    training ids from AutoTokenizer, the trained special tokens in both configs with the KV cache on, generate
+    stopping at the trained end-of-text token, and nothing of the machine it was trained on."""
+    trained_tokenizer = transformers.AutoTokenizer.from_pretrained(config["data"]["tokenizer"])  # as the loader
+    model = transformers.AutoModelForCausalLM.from_pretrained(export)
+    assert digest(model.state_dict()) == finished["weights_sha256_per_rank"][0]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(export)
+    text = [*DOCUMENTS[:8], "a word the tokenizer never saw"]
+    assert tokenizer(text)["input_ids"] == trained_tokenizer(text)["input_ids"]
+    assert tokenizer.eos_token_id == END_OF_TEXT == trained_tokenizer.eos_token_id
+
+    # The trainer's own model (built as the trainer builds it: no KV cache, its config's special tokens) with the
+    # exported weights computes the export's logits exactly.
+    trainer_model = build(RunConfig.model_validate(config).model, torch.device("cpu"))
+    trainer_model.load_state_dict(model.state_dict())
+    ids = torch.tensor([trained_tokenizer(DOCUMENTS[0])["input_ids"]])
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, trainer_model(ids).logits)
+
+    trained_ids = {"bos_token_id": trained_tokenizer.bos_token_id, "eos_token_id": END_OF_TEXT,
+                   "pad_token_id": trained_tokenizer.pad_token_id}
+    for name in ("config.json", "generation_config.json"):
+        written = json.loads((export / name).read_text())
+        assert {key: written.get(key) for key in trained_ids} == trained_ids, name
+        assert written["use_cache"] is True, name
+    assert model.config.use_cache and model.generation_config.use_cache
+
+    # Generation stops right after the trained end-of-text token, through generation_config alone.
+    prompt = tokenizer(DOCUMENTS[1], return_tensors="pt")["input_ids"]
+    out = model.generate(prompt, max_new_tokens=8, do_sample=False, logits_processor=[ForceEndOfText(prompt.shape[1])])
+    assert out.shape[1] == prompt.shape[1] + 2 and out[0, -1] == END_OF_TEXT
+
+    tokenizer_config = json.loads((export / "tokenizer_config.json").read_text())
+    assert tokenizer_config["tokenizer_class"] == type(trained_tokenizer).__name__.replace(
+        "TokenizersBackend", "PreTrainedTokenizerFast")  # the class that both transformers 4 and 5 know
+    assert {"eos_token", "unk_token"} <= set(tokenizer_config) and "local_files_only" not in tokenizer_config
+    machine = (str(tmp), socket.gethostname())
+    for file in export.iterdir():
+        if file.suffix != ".safetensors":
+            assert not any(part in file.read_text() for part in machine), file
 
 
 def write_sources(tmp: Path) -> dict[str, dict]:
@@ -158,7 +250,8 @@ def write_sources(tmp: Path) -> dict[str, dict]:
     assert len(list((tmp / "arrow").glob("*.arrow"))) > 1
     tokenizer_path = str(tmp / "tokenizer")
     return {"parquet": {"source": "parquet", "path": str(tmp / "parquet"), "tokenizer": tokenizer_path},
-            "jsonl": {"source": "jsonl", "path": str(tmp / "jsonl"), "tokens_field": "ids", "eos_token_id": 1},
+            "jsonl": {"source": "jsonl", "path": str(tmp / "jsonl"), "tokens_field": "ids",
+                      "eos_token_id": END_OF_TEXT},
             "datasets": {"source": "datasets", "path": str(tmp / "arrow"), "text_field": "body",
                          "tokenizer": tokenizer_path}}
 
@@ -223,6 +316,55 @@ def test_check_names_each_missing_or_wrong_path_before_torchrun(tmp_path):
     assert "data.tokenizer: cannot load the tokenizer" in no_tokenizer and "[KT235]" in no_tokenizer
     (too_big,) = lines(model={"vocab_size": 8})
     assert "the tokenizer has" in too_big and "vocab_size 8 [KT235]" in too_big
+    (not_given_back,) = lines(model={"model_type": "qwen2"})
+    assert "data.tokenizer: an export of this qwen2 model would not give back the tokenizer" in not_given_back
+    assert "builds Qwen2Tokenizer" in not_given_back and "[KT235]" in not_given_back
+
+
+def test_a_bare_tokenizer_json_is_exported_with_its_special_tokens_named(tmp_path):
+    """A tokenizers.Tokenizer saved as tokenizer.json alone (data.eos_token_id says the end of text): the export's
+    tokenizer_config.json names PreTrainedTokenizerFast, the end-of-text token as eos and the unknown token."""
+    from tokenizers import Tokenizer
+
+    bare = Tokenizer.from_file(str(make_tokenizer(tmp_path / "full") / "tokenizer.json"))
+    (tmp_path / "tokenizer").mkdir()
+    bare.save(str(tmp_path / "tokenizer" / "tokenizer.json"))
+    config = run_config(tmp_path, "llama", {})
+    run = RunConfig.model_validate({**config, "data": {**config["data"], "eos_token_id": END_OF_TEXT}})
+    trained = transformers.AutoTokenizer.from_pretrained(tmp_path / "tokenizer")
+    assert trained.eos_token is None and trained.unk_token is None
+    export = tmp_path / "export"
+    model_config(run.model).save_pretrained(export)
+    assert write_tokenizer(trained, END_OF_TEXT, export) is None
+    saved = json.loads((export / "tokenizer_config.json").read_text())
+    assert (saved["tokenizer_class"], saved["eos_token"], saved["unk_token"]) == ("PreTrainedTokenizerFast", "<eos>",
+                                                                                 "<unk>")
+    loaded = transformers.AutoTokenizer.from_pretrained(export)
+    text = [*DOCUMENTS[:8], "<eos> never seen <unk>"]
+    as_trained = transformers.AutoTokenizer.from_pretrained(tmp_path / "tokenizer")  # write_tokenizer named its eos
+    assert loaded(text)["input_ids"] == as_trained(text)["input_ids"]
+    assert (loaded.eos_token_id, loaded.unk_token_id) == (END_OF_TEXT, 1)
+
+
+@pytest.mark.parametrize(("family", "tokenizer_of", "given_back"), [
+    ("llama", "llama", True),  # a tokenizers.Tokenizer in PreTrainedTokenizerFast
+    ("mistral", "llama", True),
+    ("gemma", "llama", True),
+    ("phi3", "llama", True),
+    ("qwen2", "qwen2", True),  # Qwen2Tokenizer, the class transformers gives every qwen2 model
+    ("llama", "qwen2", True),  # ... and that tokenizer under another model type
+    ("qwen2", "llama", False),  # transformers builds Qwen2Tokenizer whatever tokenizer_config.json names
+])
+def test_the_export_gives_back_the_training_tokenizer_or_check_says_why(tmp_path, family, tokenizer_of, given_back):
+    """training.hf_export writes the tokenizer next to the model's config.json and loads the folder back with
+    AutoTokenizer, as a user of the export would; `--check` does the same before a run starts."""
+    make_tokenizer(tmp_path / "tokenizer", tokenizer_of)
+    run_config_ = RunConfig.model_validate(run_config(tmp_path, family, {}))
+    problems = check_tokenizer(run_config_, model_config(run_config_.model))
+    assert (problems == []) == given_back, problems
+    if not given_back:
+        (problem,) = problems
+        assert problem.code == "KT235" and problem.path == "data.tokenizer" and "qwen2" in problem.fix
 
 
 @pytest.mark.parametrize(("family", "tied"), [("llama", False), ("mistral", True), ("qwen2", False)])

@@ -92,6 +92,13 @@ def run(argv: list[str]) -> int:
             from training.documents import check_data
 
             check_data(run_config.data, run_config.model.vocab_size)
+        if run_config.model.kind == "hf" and run_config.data.tokenizer:
+            from training.hf_export import check_tokenizer
+            from training.hf_model import model_config
+
+            problems = check_tokenizer(run_config, model_config(run_config.model))
+            if problems:
+                raise ConfigError(args.config, problems)
     except ConfigError as error:
         return report(error, record=not args.check)
     if args.check:

@@ -178,7 +178,7 @@ class DocumentLoader:
         self.files = data_files(cfg)
         self.reader = RowReader(cfg, dp_rank, dp_size)
         self.tokenizer = load_tokenizer(cfg, vocab_size) if cfg.tokenizer else None
-        eos = cfg.eos_token_id if cfg.eos_token_id is not None else getattr(self.tokenizer, "eos_token_id", None)
+        eos = end_of_text_id(cfg, self.tokenizer)
         if eos is None or eos >= vocab_size:
             raise unusable(cfg.tokenizer or cfg.path, "eos_token_id", f"no end-of-sequence token below vocab_size "
                            f"{vocab_size} (got {eos})", "set data.eos_token_id, or use a tokenizer with an EOS "
@@ -282,6 +282,11 @@ class DocumentLoader:
         if state["dp_size"] != self.dp_size:
             raise ValueError("a data position is only meaningful at the data-parallel size it was saved at")
         self.samples, self.start, self._documents = state["position"], Position(**state["start"]), None
+
+
+def end_of_text_id(cfg: DataConfig, tokenizer) -> int | None:
+    """The token put between documents: data.eos_token_id, or the tokenizer's EOS (the export's eos too)."""
+    return cfg.eos_token_id if cfg.eos_token_id is not None else getattr(tokenizer, "eos_token_id", None)
 
 
 def load_tokenizer(cfg: DataConfig, vocab_size: int):

@@ -1,4 +1,4 @@
-"""Hugging Face causal LMs (`model.kind: hf`): checked, built, and saved back in transformers' own layout.
+"""Hugging Face causal LMs (`model.kind: hf`): checked and built (training/hf_export.py saves them back).
 
 Nothing is ever downloaded: the hub is switched off for the whole process (HF_HUB_OFFLINE,
 TRANSFORMERS_OFFLINE) and every load passes local_files_only, so a missing file is an error that
@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from training.config import HF_SHAPE_FIELDS, HFModelConfig, RunConfig
+from training.config import HF_SHAPE_FIELDS, HFModelConfig
 from kubetrain_runtime.problems import ConfigError, Problem
 
 CONFIG_FILE = "config.json"
@@ -126,18 +126,25 @@ def _check_weights(folder: Path) -> list[Problem]:
     return []
 
 
+def model_config(cfg: HFModelConfig):
+    """The transformers config the model is built from: the file's, or the run config's."""
+    from transformers import AutoConfig
+
+    file = config_file(cfg)
+    return (AutoConfig.from_pretrained(str(file), local_files_only=True) if file is not None
+            else AutoConfig.for_model(**cfg.transformers_config()))
+
+
 def build(cfg: HFModelConfig, device: Any):
     """The model in fp32 (master weights; bf16 compute comes from the strategy), on `device`: random
     weights from the torch RNG (seeded alike on every rank), or the pretrained safetensors."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM
 
     problems = check_model(cfg)
     if problems:
         raise ConfigError("model", problems)
-    file = config_file(cfg)
-    config = (AutoConfig.from_pretrained(str(file), local_files_only=True) if file is not None
-              else AutoConfig.for_model(**cfg.transformers_config()))
+    config = model_config(cfg)
     config.use_cache = False  # a KV cache is for generation; in training it only costs memory
     options = {"config": config, "dtype": torch.float32, "attn_implementation": "sdpa"}
     if cfg.pretrained_path:
@@ -166,41 +173,3 @@ def decoder_layers(model) -> list:
 def enable_activation_checkpointing(model) -> None:
     """Recompute each decoder layer in backward (non-reentrant: composes with FSDP2 and torch.compile)."""
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-
-
-EXPORT_MARK = "kubetrain-export.json"  # in every folder an export writes: the only folders it ever replaces
-
-
-def export_path(run: RunConfig, step: int) -> Path:
-    return Path(run.model.export_dir or Path(run.checkpoint.dir) / "hf") / f"step-{step}"
-
-
-def save_pretrained(model, run: RunConfig, step: int, is_main: bool) -> Path:
-    """Write the full weights as transformers' save_pretrained does (config.json + safetensors) into
-    <export_dir>/step-N, gathered from the FSDP2 shards (a collective: every rank calls this), by rank 0 into
-    a temporary folder renamed when complete. The data set's tokenizer goes with it, so the folder is ready
-    for AutoModelForCausalLM and AutoTokenizer. A folder of that name is replaced only if an export wrote it."""
-    import shutil
-
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-    out = export_path(run, step)
-    if not is_main:
-        return out
-    if out.exists() and not (out / EXPORT_MARK).exists():
-        raise ConfigError(str(out), [Problem("KT230", "model.export_dir", f"{out} exists and no export wrote it",
-                                             "point model.export_dir at a folder of its own")])
-    partial = out.with_name(out.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)  # a partial folder is only ever an interrupted export's
-    unwrapped = getattr(model, "module", model)  # DDP's wrapper; FSDP2 keeps the model's own class
-    unwrapped.save_pretrained(str(partial), state_dict=state, safe_serialization=True)
-    if run.data.tokenizer:
-        from transformers import AutoTokenizer
-
-        AutoTokenizer.from_pretrained(run.data.tokenizer, local_files_only=True).save_pretrained(str(partial))
-    (partial / EXPORT_MARK).write_text(json.dumps({"step": step}) + "\n", encoding="utf-8")
-    if out.exists():
-        shutil.rmtree(out)
-    partial.rename(out)
-    return out

@@ -17,7 +17,7 @@ from kubetrain_runtime.host_memory import keep_freed_memory
 from kubetrain_runtime.preemption import StopRequest
 from kubetrain_runtime.run import Run
 from kubetrain_runtime.runtime_config import RuntimeConfig
-from training import hf_model
+from training import hf_export, hf_model
 from training.config import RunConfig
 from training.data import build_loader
 from training.flops import flops_per_token
@@ -88,7 +88,7 @@ class Trainer:
         """The weights in transformers' save_pretrained layout (at the end of a run, and on request:
         `python -m training --export`, after `runtime.restore()`)."""
         started = time.perf_counter()
-        path = hf_model.save_pretrained(self.model, self.run, self.runtime.step, self.world.is_main)
+        path = hf_export.save_pretrained(self.model, self.run, self.runtime.step, self.world.is_main)
         self.runtime.report({"event": "exported", "step": self.runtime.step, "path": str(path),
                              "save_s": time.perf_counter() - started})
 

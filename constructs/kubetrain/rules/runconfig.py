@@ -121,7 +121,9 @@ register("KT234", "error", "data set missing or unreadable",
 register("KT235", "error", "tokenizer missing or unusable",
          rationale="Raw text is tokenized in the pod with the tokenizer from a local folder (never downloaded); "
                    "a folder that does not load, a tokenizer larger than the model's vocabulary, or no "
-                   "end-of-sequence token to put between documents cannot train the model.",
+                   "end-of-sequence token to put between documents cannot train the model; one that AutoTokenizer "
+                   "would not give back from the export (transformers builds Qwen2Tokenizer for every qwen2 model, "
+                   "whatever tokenizer_config.json names) would make a model that does not load as it trained.",
          fix="point data.tokenizer at the folder the model's tokenizer was saved to (save_pretrained)",
          source="training/documents.py", checked_by=("pod",))
 register("KT236", "error", "data set source incomplete",
