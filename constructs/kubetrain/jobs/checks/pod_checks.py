@@ -108,8 +108,8 @@ def run_paths_mounted(job: JobSpec) -> Iterator[Violation]:
                    f"(volumes: {mounts})")
         elif not path.startswith("/") and not item.writes and _HUB_ID.match(path):
             folder = f"{_download_root(job)}/models/{path.rsplit('/', 1)[1]}"
-            yield (field, f"{path} is a Hugging Face Hub id: the pods never download (HF_HUB_OFFLINE), they read "
-                   "files from their volumes", f"download it once where the job's storage is mounted (hf download "
+            yield (field, f"{path} is a Hugging Face Hub id (or a relative path): the pods never download "
+                   "(HF_HUB_OFFLINE), they read files from their volumes", f"download it once where the job's storage is mounted (hf download "
                    f"{path} --local-dir {folder}) and set {item.field}: {folder}")
         elif not path.startswith("/"):
             yield (field, f"{path} is relative: the pod would resolve it in the container's working folder, on no "
