@@ -102,8 +102,8 @@ def _check_type(model_type: Any, auto_map: Any, file: Path | None) -> list[Probl
 def _check_limits(cfg: HFModelConfig, raw: dict[str, Any], loaded: Any, file: Path | None,
                   seq_len: int | None) -> list[Problem]:
     """Positions and special token ids, as training/hf_limits.py judges them at synth, of the config as built.
-    Ids the config leaves out are judged only for pad, the one the embedding is built with (bos and eos of an
-    export come from the tokenizer)."""
+    Ids the config leaves out are judged only for pad, the one the embedding is built with (a family's default bos
+    and eos matter only to generation)."""
     try:
         text = loaded.get_text_config()
     except ValueError:  # several text configs (an encoder-decoder): nothing to judge by

@@ -89,13 +89,13 @@ def token_ids_in_vocabulary(job: JobSpec) -> Iterator[Violation]:
     run = job.trainer.run if job.trainer else None
     if run is None:
         return
-    yield from _violations(run_token_id_problems(run))
+    yield from _violations(_run_token_id_problems(run))
 
 
-def run_token_id_problems(run: RunConfig) -> list[Problem]:
+def _run_token_id_problems(run: RunConfig) -> list[Problem]:
     """The run config's own special token ids against its vocabulary: data.eos_token_id, the ids model.config
-    sets, and the family's default pad_token_id when the config leaves it out (the one id the model is built with;
-    the exported config takes bos and eos from the tokenizer)."""
+    sets, and the family's default pad_token_id when the config leaves it out: the one id the model is built with
+    (a family's default bos and eos matter only to generation, and the tokenizer's are what training used)."""
     vocab = run.model.vocab_size
     ids, sources, fields, settings = {}, {}, {}, {}
     model = run.model if isinstance(run.model, HFModelConfig) else None
@@ -103,8 +103,8 @@ def run_token_id_problems(run: RunConfig) -> list[Problem]:
     if family is not None:
         defaults = dict(family.token_ids)
         for name in TOKEN_ID_KEYS:
-            if name in model.config or name == "pad_token_id" and defaults.get(name) is not None:
-                given = name in model.config
+            given = name in model.config
+            if given or (name == "pad_token_id" and defaults.get(name) is not None):
                 ids[name] = model.config[name] if given else defaults[name]
                 sources[name] = "model.config's" if given else f"{model.model_type}'s default"
                 fields[name] = settings[name] = f"model.config.{name}"
