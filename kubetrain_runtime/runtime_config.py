@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from kubetrain_runtime.config_paths import WRITES
 from kubetrain_runtime.problems import (
     INVALID_VALUE,
     ConfigError,
@@ -38,15 +39,17 @@ class StrictModel(ReportedLater):
 class CheckpointConfig(StrictModel):
     """Distributed checkpoints (torch.distributed.checkpoint) for exact resume."""
 
-    dir: Text = Field("/checkpoints", description="Folder shared by all ranks; must be on a persistent volume.")
+    dir: Text = Field("/checkpoints", json_schema_extra=WRITES,
+                      description="Folder shared by all ranks; must be on a persistent volume.")
     interval: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(
         100, description="Save every this many steps; `auto`: from the measured save cost and "
                          "resilience.mtbf_s (Young/Daly), announced in a `checkpoint_interval` event.")
     keep: int = Field(3, ge=1, description="Keep the newest this many complete checkpoints.")
     async_save: bool = Field(False, description="Save in the background so training blocks only for the copy.")
-    local_dir: Text | None = Field(None, description="Node-local folder of the fast tier (an emptyDir or the "
-                                                    "instance store), saved often, each rank its own state; "
-                                                    "unset: only the durable tier in `dir`.")
+    local_dir: Text | None = Field(None, json_schema_extra=WRITES,
+                                   description="Node-local folder of the fast tier (an emptyDir or the "
+                                               "instance store), saved often, each rank its own state; "
+                                               "unset: only the durable tier in `dir`.")
     local_interval: Annotated[int, Field(gt=0)] | None = Field(
         None, description="Save to local_dir every this many steps; required with a numeric interval, "
                           "chosen with it (and left unset) when interval is `auto`.")
@@ -90,9 +93,10 @@ class MetricsConfig(StrictModel):
     port: int = Field(9400, ge=0, le=65535 - 255,
                       description="Prometheus endpoint: each rank serves /metrics on port + its local rank "
                                   "(a pod with 8 ranks uses 8 ports); 0 disables it.")
-    tensorboard_dir: Text | None = Field(None, pattern=r"^/", description="Rank 0 writes TensorBoard event files "
-                                                                        "here (an absolute path on a volume); needs "
-                                                                        "the `tensorboard` extra.")
+    tensorboard_dir: Text | None = Field(None, pattern=r"^/", json_schema_extra=WRITES,
+                                         description="Rank 0 writes TensorBoard event files "
+                                                     "here (an absolute path on a volume); needs "
+                                                     "the `tensorboard` extra.")
     mlflow_tracking_uri: Text | None = Field(None, description="Rank 0 logs params and metrics to this MLflow "
                                                               "server or store (http(s)://host, databricks, or a "
                                                               "file:, sqlite:, postgresql: ... store); needs the "
@@ -161,9 +165,10 @@ class ProfilingConfig(StrictModel):
         [0], description="Ranks profiled: rank 0 by default, since data-parallel ranks run the same program and "
                          "every rank's trace costs its step time and tens of MB; `all` (or a list) to find a "
                          "straggler.")
-    dir: Text | None = Field(None, description="Folder of the traces (on a persistent volume of the job); unset: "
-                                               "<metrics.tensorboard_dir>/profile when TensorBoard is on, else "
-                                               "<checkpoint.dir>/profiles.")
+    dir: Text | None = Field(None, json_schema_extra=WRITES,
+                             description="Folder of the traces (on a persistent volume of the job); unset: "
+                                         "<metrics.tensorboard_dir>/profile when TensorBoard is on, else "
+                                         "<checkpoint.dir>/profiles.")
 
     @model_validator(mode="after")
     def _window_after_start(self) -> ProfilingConfig:

@@ -29,6 +29,7 @@ CKPT = {"name": "ckpt", "claim": "ckpt", "mount_path": "/ckpt"}
 P5 = {"image": "img:1", "nodes": 2, "procs_per_node": 8, "instance_type": "p5.48xlarge",
       "resources": {"cpu": "96", "memory": "1000Gi", "accelerators": 8, "efa": 32}, "volumes": [CKPT],
       "workload": {"kind": "trainer", "run": RUN}}
+SCRATCH = {"name": "scratch", "empty_dir": "disk", "mount_path": "/scratch"}
 CPU = {"image": "img:1", "nodes": 2, "procs_per_node": 1, "resources": {"cpu": "2", "memory": "4Gi"},
        "volumes": [CKPT], "workload": {"kind": "trainer", "run": {**RUN, "batch": {"global_size": 4, "micro_size": 1}}}}
 
@@ -142,14 +143,10 @@ CASES = [
         CKPT, {"name": "data", "empty_dir": "disk", "mount_path": "/data"}]}, "workload.run.data.path",
      {**run(CPU, data={"source": "tokens", "path": "/data/t.bin"}), "volumes": [
          CKPT, {"name": "data", "claim": "data", "mount_path": "/data"}]}),
-    ("KT108", {**CPU, "volumes": []}, "workload.run.checkpoint.dir", CPU),
-    ("KT108", {**CPU, "volumes": [{**CKPT, "read_only": True}]}, "workload.run.checkpoint.dir",
-     # The deepest mount decides: a read-only /ckpt around a writable /ckpt/run is fine.
-     {**CPU, "volumes": [{**CKPT, "read_only": True}, {"name": "run", "claim": "run", "mount_path": "/ckpt/run"}]}),
     ("KT108", {**CPU, "volumes": [{"name": "scratch", "empty_dir": "disk", "mount_path": "/ckpt"}]},
      "workload.run.checkpoint.dir", CPU),
-    ("KT108", run(CPU, data={"source": "tokens", "path": "/elsewhere/t.bin"}), "workload.run.data.path",
-     run(CPU, data={"source": "tokens", "path": "/ckpt/t.bin"})),
+    ("KT108", command(["train.py"], checkpoint_dir="/var/ckpt"), "workload.checkpoint_dir",
+     command(["train.py"], checkpoint_dir="/ckpt/run")),
     ("KT109", {**CPU, "namespace": "nope"}, "namespace", {**CPU, "namespace": "ml"}),
     ("KT111", {**P5, "instance_type": "p9.huge"}, "instance_type", P5),
     ("KT112", {**CPU, "volumes": [CKPT, {"name": "shm", "claim": "x", "mount_path": "/x"}]}, "volumes.1.name", CPU),
@@ -302,13 +299,13 @@ CASES = [
     ("KT217", run(CPU, checkpoint={"dir": "/ckpt/run", "interval": 5, "local_dir": "/var/local", "local_interval": 5}),
      "workload.run.checkpoint.local_interval",
      run(CPU, checkpoint={"dir": "/ckpt/run", "interval": 5, "local_dir": "/var/local", "local_interval": 1})),
-    ("KT108", run(CPU, metrics={"tensorboard_dir": "/var/tb"}), "workload.run.metrics.tensorboard_dir",
-     run(CPU, metrics={"tensorboard_dir": "/ckpt/tb"})),
+    ("KT108", {**run(CPU, metrics={"tensorboard_dir": "/scratch/tb"}), "volumes": [CKPT, SCRATCH]},
+     "workload.run.metrics.tensorboard_dir", run(CPU, metrics={"tensorboard_dir": "/ckpt/tb"})),
     # Profiling: the default folder is beside the checkpoints, or TensorBoard's when it is on (KT108 then covers it).
     ("KT255", run(CPU, checkpoint={"dir": "/var/run"}, profiling={"enabled": True, "start_step": 2}),
      "workload.run.profiling.dir", run(CPU, profiling={"enabled": True, "start_step": 2})),
-    ("KT255", run(CPU, profiling={"enabled": True, "start_step": 2, "dir": "/tmp/profile"}),
-     "workload.run.profiling.dir", run(CPU, profiling={"enabled": True, "start_step": 2, "dir": "/ckpt/profile"})),
+    ("KT255", {**run(CPU, profiling={"enabled": True, "start_step": 2, "dir": "/scratch/profile"}),
+               "volumes": [CKPT, SCRATCH]}, "workload.run.profiling.dir", run(CPU, profiling={"enabled": True, "start_step": 2, "dir": "/ckpt/profile"})),
     ("KT255", run(CPU, profiling={"enabled": True, "start_step": 9, "active": 3}), "workload.run.profiling.start_step",
      run(CPU, profiling={"enabled": True, "start_step": 8, "active": 3})),
     ("KT255", run(CPU, profiling={"enabled": True, "start_step": 2, "repeat": 4}),

@@ -83,7 +83,7 @@ def run(argv: list[str]) -> int:
             raise ConfigError(args.config, [Problem("KT232", "model.kind", "--export saves a Hugging Face model's "
                                                     "weights, and model.kind is gpt", "drop --export")])
         if run_config.model.kind == "hf":
-            problems = check_model(run_config.model)
+            problems = check_model(run_config.model, run_config.data.seq_len)
             if problems:
                 raise ConfigError(args.config, problems)
         if run_config.data.source == "tokens":

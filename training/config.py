@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import Discriminator, Field, Tag, field_validator, model_serializer, model_validator
 
+from kubetrain_runtime.config_paths import READS, WRITES
 from kubetrain_runtime.problems import (
     INVALID_VALUE,
     UNION_TAG,
@@ -88,13 +89,16 @@ class HFModelConfig(StrictModel):
     config: dict[str, Any] = Field(default_factory=dict, description="Further transformers config fields "
                                    "(rope_theta, rms_norm_eps, max_position_embeddings, ...) for a random init; "
                                    "not the shape fields above.")
-    config_path: Text | None = Field(None, description="Random init from a transformers config: a config.json "
-                                                       "or a folder holding one, on a mounted volume.")
-    pretrained_path: Text | None = Field(None, description="Fine-tune: a save_pretrained folder (config.json and "
-                                                           "*.safetensors) on a mounted volume.")
-    export_dir: Text | None = Field(None, description="Where the weights are saved in save_pretrained layout "
-                                                      "(config.json + safetensors), as step-N/, at the end and "
-                                                      "with --export; unset: <checkpoint.dir>/hf.")
+    config_path: Text | None = Field(None, json_schema_extra=READS,
+                                     description="Random init from a transformers config: a config.json "
+                                                 "or a folder holding one, on a mounted volume.")
+    pretrained_path: Text | None = Field(None, json_schema_extra=READS,
+                                         description="Fine-tune: a save_pretrained folder (config.json and "
+                                                     "*.safetensors) on a mounted volume.")
+    export_dir: Text | None = Field(None, json_schema_extra=WRITES,
+                                    description="Where the weights are saved in save_pretrained layout "
+                                                "(config.json + safetensors), as step-N/, at the end and "
+                                                "with --export; unset: <checkpoint.dir>/hf.")
 
     @property
     def kv_heads(self) -> int:
@@ -157,16 +161,18 @@ class DataConfig(StrictModel):
         "synthetic", description="`synthetic`: a deterministic stream from the seed; `tokens`: a flat token file; "
                                  "`parquet`, `jsonl`: a file, or a folder of them read in name order; `datasets`: "
                                  "a folder written by datasets' save_to_disk.")
-    path: Text | None = Field(None, description="The token file (memory-mapped, `dtype`), or the data set's file "
-                                                "or folder (read-only: an FSx or S3 Mountpoint path).")
+    path: Text | None = Field(None, json_schema_extra=READS,
+                              description="The token file (memory-mapped, `dtype`), or the data set's file "
+                                          "or folder (read-only: an FSx or S3 Mountpoint path).")
     dtype: Literal["uint16", "uint32"] = Field(
         "uint16", description="Integer type of the token file: uint16 holds vocabularies up to 65,536 tokens.")
     seq_len: int = Field(256, gt=0, le=1_048_576, description="Tokens per training sequence.")
     text_field: Text = Field("text", min_length=1, description="Data sets: the column (or JSON key) of raw text.")
     tokens_field: Text | None = Field(None, min_length=1, description="Data sets: the column of token ids, "
                                                                       "when the documents are tokenized already.")
-    tokenizer: Text | None = Field(None, description="Data sets: a local tokenizer folder (tokenizer.json, as "
-                                                     "save_pretrained writes it), loaded with local_files_only.")
+    tokenizer: Text | None = Field(None, json_schema_extra=READS,
+                                   description="Data sets: a local tokenizer folder (tokenizer.json, as "
+                                               "save_pretrained writes it), loaded with local_files_only.")
     eos_token_id: int | None = Field(None, ge=0, description="Data sets: the token between documents; unset: "
                                                              "the tokenizer's eos_token_id.")
 

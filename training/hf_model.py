@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from training.config import HF_SHAPE_FIELDS, HFModelConfig
+from training.hf_limits import TOKEN_ID_KEYS, model_type_problems, position_key, position_problems, token_id_problems
 from kubetrain_runtime.problems import ConfigError, Problem
 
 CONFIG_FILE = "config.json"
@@ -37,10 +38,12 @@ def config_file(cfg: HFModelConfig) -> Path | None:
     return path if path.suffix == ".json" else path / CONFIG_FILE
 
 
-def check_model(cfg: HFModelConfig) -> list[Problem]:
-    """Every reason the pod could not build this model, found before torchrun starts: files missing or
-    unreadable (KT230), a shape that disagrees with the file (KT231), a model type transformers cannot
-    build as a causal LM (KT233)."""
+def check_model(cfg: HFModelConfig, seq_len: int | None = None) -> list[Problem]:
+    """Every reason the pod could not build or train this model, found before torchrun starts: files missing or
+    unreadable (KT230), a shape that disagrees with the file (KT231), a model type transformers cannot build as a
+    causal LM without remote code (KT233), special token ids outside the vocabulary (KT229) and, given the run's
+    `seq_len`, sequences past the model's positions (KT239); the config is the file's, with its class's defaults
+    for what it leaves out, as transformers builds it."""
     field = "model.pretrained_path" if cfg.pretrained_path else "model.config_path"
     file = config_file(cfg)
     raw: dict[str, Any] = cfg.transformers_config()
@@ -54,35 +57,83 @@ def check_model(cfg: HFModelConfig) -> list[Problem]:
                             "or its config.json)")]
         if not isinstance(raw, dict):
             return [Problem("KT230", field, f"{file} is no JSON object", "point at a transformers config.json")]
-    problems = _check_type(raw.get("model_type"), file)
+    problems = _check_type(raw.get("model_type"), raw.get("auto_map"), file)
     if problems:
         return problems
+    loaded = _load_config(raw)
     if file is not None:
-        problems += _check_shape(cfg, raw, file)
+        problems += _check_shape(cfg, raw, loaded, file)
+    problems += _check_limits(cfg, raw, loaded, file, seq_len)
     if cfg.pretrained_path:
         problems += _check_weights(Path(cfg.pretrained_path))
     return problems
 
 
-def _check_type(model_type: Any, file: Path | None) -> list[Problem]:
+def _load_config(raw: dict[str, Any]) -> Any:
+    """The config as transformers builds it: the class's defaults for what the file (or the run config) leaves
+    out. Quietly: transformers' own warnings about ids past the vocabulary would stand beside the check's lines."""
+    from transformers import AutoConfig
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
     try:
+        return AutoConfig.for_model(**raw)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
+def _check_type(model_type: Any, auto_map: Any, file: Path | None) -> list[Problem]:
+    try:
+        import transformers
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
         from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
     except ImportError:
         return [Problem("KT233", "model.kind", "kind hf needs the transformers library, which is not installed",
                         "install kubetrain[train] in the image (it brings transformers)")]
-    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        where = f"{file}'s model_type" if file else "model_type"
-        return [Problem("KT233", "model.model_type", f"{where} {model_type!r} is no causal LM that this "
-                        "transformers builds", "use a model_type of AutoModelForCausalLM (llama, qwen2, mistral, "
-                        "...), or an image whose transformers knows it; remote code is never run")]
-    return []
+    remote = None
+    if isinstance(auto_map, dict) and auto_map:
+        remote = str(auto_map.get("AutoModelForCausalLM") or next(iter(auto_map.values())))
+    return model_type_problems(model_type, known=CONFIG_MAPPING_NAMES, causal=MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                               version=transformers.__version__, remote_code=remote,
+                               where=f"{file}'s model_type" if file else "model_type")
 
 
-def _check_shape(cfg: HFModelConfig, raw: dict[str, Any], file: Path) -> list[Problem]:
+def _check_limits(cfg: HFModelConfig, raw: dict[str, Any], loaded: Any, file: Path | None,
+                  seq_len: int | None) -> list[Problem]:
+    """Positions and special token ids, as training/hf_limits.py judges them at synth, of the config as built.
+    Ids the config leaves out are judged only for pad, the one the embedding is built with (a family's default bos
+    and eos matter only to generation)."""
+    try:
+        text = loaded.get_text_config()
+    except ValueError:  # several text configs (an encoder-decoder): nothing to judge by
+        return []
+    given = raw  # what the file (or the run config) sets; a multimodal config's decoder is one of its sub-configs
+    if text is not loaded:
+        owner = next((name for name in getattr(loaded, "sub_configs", {}) if getattr(loaded, name, None) is text), "")
+        given = raw.get(owner) if isinstance(raw.get(owner), dict) else {}
+    source = str(file) if file else "model.config"
+    default = f"{cfg.model_type}'s default"
+    field = ("model.pretrained_path" if cfg.pretrained_path else "model.config_path") if file else None
+    problems = []
+    if seq_len is not None:
+        key = position_key(text)
+        problems += position_problems(seq_len, key, getattr(text, key) if key else None,
+                                      source=source if key in given else default, in_file=file is not None)
+    vocab_size = getattr(text, "vocab_size", None)
+    if not isinstance(vocab_size, int):
+        return problems
+    names = [name for name in TOKEN_ID_KEYS if name in given or name == "pad_token_id"]
+    ids = {name: getattr(text, name, None) for name in names}
+    problems += token_id_problems(
+        ids, vocab_size, sources={name: f"{source}'s" if name in given else default for name in names},
+        fields={name: field or f"model.config.{name}" for name in names},
+        settings={name: f"{name} in {file}" if file else f"model.config.{name}" for name in names})
+    return problems
+
+
+def _check_shape(cfg: HFModelConfig, raw: dict[str, Any], loaded: Any, file: Path) -> list[Problem]:
     """The run config states the shape (the compiler estimates cost and memory from it): it must be the file's."""
-    from transformers import AutoConfig
-
-    loaded = AutoConfig.for_model(**raw)  # the class's defaults for what the file leaves out
     problems = []
     if raw.get("model_type") != cfg.model_type:
         problems.append(Problem("KT231", "model.model_type", f"{cfg.model_type!r} but {file} says "

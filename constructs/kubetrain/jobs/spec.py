@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
@@ -165,7 +166,8 @@ class JobSpec:
 
     def volume_at(self, path: str) -> Volume | None:
         """The volume a path in the pod lives on: the deepest mount that holds it, as the kernel resolves it."""
-        holding = [v for v in self.props.volumes if PurePosixPath(path).is_relative_to(v.mount_path)]
+        resolved = PurePosixPath(posixpath.normpath(path))  # /fsx/../etc is not on /fsx
+        holding = [v for v in self.props.volumes if resolved.is_relative_to(v.mount_path)]
         return max(holding, key=lambda v: len(PurePosixPath(v.mount_path).parts), default=None)
 
     def lost_with_pod(self, path: str) -> str | None:

@@ -104,13 +104,6 @@ register("KT232", "error", "Hugging Face model section inconsistent",
                    "(the run config, config_path or pretrained_path); model.config must not restate the shape or "
                    "set what the trainer decides (use_cache, dtype, remote code); --export needs kind hf.",
          fix="change the field the message names", source=TRAINER, checked_by=("synth", "pod"))
-register("KT233", "error", "model type unknown to transformers",
-         rationale="The pod builds the model with AutoModelForCausalLM from its image's transformers, never with "
-                   "remote code: a model_type it does not know as a causal LM cannot be trained.",
-         fix="use a causal LM model_type (llama, qwen2, mistral, ...), or an image whose transformers knows it",
-         source=cite("training/hf_model.py",
-                     "https://huggingface.co/docs/transformers/model_doc/auto#transformers.AutoModelForCausalLM"),
-         checked_by=("pod",))
 register("KT234", "error", "data set missing or unreadable",
          rationale="Checked by `python -m training --check` before torchrun, and by each rank as it reads: a missing "
                    "path, a folder without parquet or JSON lines files or a save_to_disk state.json, a column that "

@@ -54,6 +54,12 @@ KUEUE_KEP = "https://github.com/kubernetes-sigs/kueue/tree/main/keps/2724-topolo
 KARPENTER_GPU = "https://karpenter.sh/docs/concepts/scheduling/#acceleratorsgpu-resources"
 VOLCANO = "https://volcano.sh/en/docs/queue/"
 TRITON = "https://github.com/triton-lang/triton/blob/main/python/triton/runtime/cache.py"
+HF_AUTO = "https://huggingface.co/docs/transformers/model_doc/auto"
+HF_REMOTE_CODE = "https://huggingface.co/docs/transformers/custom_models"
+HF_CONFIG = "https://huggingface.co/docs/transformers/main_classes/configuration"
+HF_OFFLINE = "https://huggingface.co/docs/transformers/installation#offline-mode"
+HF_DOWNLOAD = "https://huggingface.co/docs/huggingface_hub/guides/cli#download-an-entire-repository"
+TORCH_EMBEDDING = "https://docs.pytorch.org/docs/stable/generated/torch.nn.Embedding.html"
 
 # The API server's own validation (Kubernetes 1.33) and what the controllers and operators create.
 _K8S = "https://github.com/kubernetes/kubernetes/blob/v1.33.0/pkg/apis"

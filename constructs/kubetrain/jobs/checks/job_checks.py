@@ -12,6 +12,7 @@ from kubetrain.jobs.checks import (
     container_checks,
     environment_checks,
     function_checks,
+    hf_model_checks,
     node_selector_checks,
     placement_checks,
     pod_checks,
@@ -29,7 +30,8 @@ from kubetrain.model.efa import environment_problems
 from kubetrain_runtime.problems import Problem
 
 SECTIONS = (placement_checks, environment_checks, function_checks, container_checks, pod_checks, resilience_checks,
-            world_size_checks, command_checks, collective_checks, run_config_checks, node_selector_checks)
+            world_size_checks, command_checks, collective_checks, run_config_checks, hf_model_checks,
+            node_selector_checks)
 
 
 def check_job(job: JobSpec) -> list[Problem]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from kubetrain.jobs.spec import JobSpec
-from kubetrain.rules.registry import Rule, Severity, register
+from kubetrain.rules.registry import Rule, Severity, Stage, register
 from kubetrain_runtime.problems import Problem
 
 Violation = tuple[str, str] | tuple[str, str, str]
@@ -25,9 +25,9 @@ class JobRules:
         self._checks: list[tuple[Rule, Check]] = []
 
     def rule(self, code: str, severity: Severity, title: str, *, rationale: str, fix: str,
-             source: str) -> Callable[[Check], Check]:
-        """Register the rule and make the decorated function its check."""
-        rule = register(code, severity, title, rationale=rationale, fix=fix, source=source)
+             source: str, checked_by: tuple[Stage, ...] = ("synth",)) -> Callable[[Check], Check]:
+        """Register the rule and make the decorated function its check (`checked_by`: where else it runs too)."""
+        rule = register(code, severity, title, rationale=rationale, fix=fix, source=source, checked_by=checked_by)
 
         def decorate(check: Check) -> Check:
             self._checks.append((rule, check))

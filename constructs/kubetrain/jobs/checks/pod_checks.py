@@ -4,7 +4,9 @@ API server and the operators accept."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 
 from kubetrain.apiserver.meta import ANNOTATIONS_LIMIT, annotations_size
 from kubetrain.jobs.checks.job_rules import JobRules, Violation
@@ -17,6 +19,8 @@ from kubetrain.model.vocabulary import JOB_LABEL
 from kubetrain.rules.sources import (
     DCP,
     EMPTYDIR,
+    HF_DOWNLOAD,
+    HF_OFFLINE,
     K8S_BATCH_VALIDATION,
     K8S_CORE_VALIDATION,
     K8S_JOB_LABELS,
@@ -25,6 +29,7 @@ from kubetrain.rules.sources import (
     VOLUMES,
     cite,
 )
+from kubetrain_runtime.config_paths import config_paths
 from kubetrain_runtime.runtime_config import profile_dir
 
 RULES = JobRules()  # this module's rules, in the order their problems are reported
@@ -49,31 +54,106 @@ def shm_within_memory(job: JobSpec) -> Iterator[Violation]:
 
 
 @job_rule("KT108", "error", "checkpoints or data not on a suitable volume",
-          rationale="Checkpoints must outlive the pod and be writable by every rank; a token file must be in the pod.",
+          rationale="Checkpoints must outlive the pod and be writable by every rank; a token file must be in the pod. "
+                    "(A run config's folder on no volume, or written on a read-only one, is KT237 or KT238.)",
           fix="mount a persistent, writable volume at the checkpoint dir (and a volume holding the data)",
           source=cite(DCP, "README.md (Resilience)"))
 def paths_on_volumes(job: JobSpec) -> Iterator[Violation]:
     checkpoint = job.checkpoint_dir
     field = "workload.run.checkpoint.dir" if job.trainer else "workload.checkpoint_dir"
-    if checkpoint is not None:
-        volume = job.volume_at(checkpoint)
+    volume = job.volume_at(checkpoint) if checkpoint is not None else None
+    if checkpoint is not None and (volume is not None or not job.trainer):  # the trainer's: KT237 says where
         if (where := job.lost_with_pod(checkpoint)) is not None:
             yield (field, f"{checkpoint} is {where}: checkpoints would vanish with the pod",
                    "mount a PersistentVolumeClaim there (volumes) or move the dir")
-        elif volume.mounted_read_only:
+        elif volume.mounted_read_only and not job.trainer:  # the trainer's: KT238
             yield (field, f"{checkpoint} is on read-only volume {volume.name}",
                    f"set read_only false on {volume.name}, or move the dir")
     board = job.trainer.run.metrics.tensorboard_dir if job.trainer else None
-    if board and not getattr(job.volume_at(board), "persistent", False):
+    if board and job.volume_at(board) is not None and not job.volume_at(board).persistent:
         yield ("workload.run.metrics.tensorboard_dir", f"{board} is not on a persistent volume: the event files "
                "would vanish with the pod", "mount a PersistentVolumeClaim there (volumes) or move the dir")
     data = job.trainer.run.data.path if job.trainer and job.trainer.run.data.source == "tokens" else None
     if data and isinstance(job.volume_at(data), EmptyDirVolume):
         yield ("workload.run.data.path", f"{data} is on emptyDir {job.volume_at(data).name}, which every pod starts "
                "with empty", "mount the claim that holds the token file (volumes)")
-    elif job.trainer and job.trainer.run.data.source == "tokens" and job.volume_at(job.trainer.run.data.path) is None:
-        yield ("workload.run.data.path", f"{job.trainer.run.data.path} is not on a mounted volume",
-               "mount the volume holding the token file (volumes)")
+
+
+# The fast checkpoint tier's folder gets an emptyDir of kubetrain's own when no volume holds it (jobs/pod.py).
+MOUNTED_BY_KUBETRAIN = ("checkpoint.local_dir",)
+# A Hugging Face Hub repository id (`meta-llama/Llama-3.1-8B`): an owner and a name, nothing a path starts with.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@job_rule("KT237", "error", "run config path outside the pod's volumes",
+          rationale="Every file and folder a run reads or writes (model.pretrained_path, model.config_path, "
+                    "model.export_dir, data.path, data.tokenizer, checkpoint.dir, metrics.tensorboard_dir, "
+                    "profiling.dir, ... every path field of the run config) is opened inside the pod: it must be an "
+                    "absolute path under the mount_path of a volume the job mounts (/fsxdata is not under /fsx). A "
+                    "laptop's ~/.cache/huggingface, a relative path or a Hugging Face Hub id is not there, and the "
+                    "pods never download (HF_HUB_OFFLINE): the job would fail on its nodes, or write into the "
+                    "container's own layer and lose it.",
+          fix="give the absolute path under a volume's mount_path; for a hub model, download it once to the job's "
+              "storage (hf download ORG/NAME --local-dir /fsx/models/NAME) and point at that folder",
+          source=cite(VOLUMES, HF_OFFLINE, HF_DOWNLOAD))
+def run_paths_mounted(job: JobSpec) -> Iterator[Violation]:
+    if job.trainer is None:
+        return
+    mounts = ", ".join(f"{v.name} at {v.mount_path}" for v in job.props.volumes) or "none"
+    for item in config_paths(job.trainer.run):
+        field, path = f"workload.run.{item.field}", item.path
+        if path.startswith("~"):
+            yield (field, f"{path} is a home folder: ~ is not expanded, and the pod's home is not the machine that "
+                   "has the files", f"copy the files to a volume of the job and give their absolute path there "
+                   f"(volumes: {mounts})")
+        elif not path.startswith("/") and not item.writes and _HUB_ID.match(path):
+            folder = f"{_download_root(job)}/models/{path.rsplit('/', 1)[1]}"
+            yield (field, f"{path} is a Hugging Face Hub id (or a relative path): the pods never download "
+                   "(HF_HUB_OFFLINE), they read files from their volumes", f"download it once where the job's storage is mounted (hf download "
+                   f"{path} --local-dir {folder}) and set {item.field}: {folder}")
+        elif not path.startswith("/"):
+            yield (field, f"{path} is relative: the pod would resolve it in the container's working folder, on no "
+                   "volume", f"give the absolute path under a volume's mount_path (volumes: {mounts})")
+        elif job.volume_at(path) is None and item.field not in MOUNTED_BY_KUBETRAIN:
+            yield (field, f"{path} is not under any volume the pod mounts (volumes: {mounts})", _remount_fix(job, path))
+
+
+@job_rule("KT238", "error", "run config output on a read-only volume",
+          rationale="What a run writes (checkpoints, the save_pretrained export, TensorBoard events, profiles) must "
+                    "be on a volume the pod mounts read-write: on a read-only mount (read_only: true, or a storage "
+                    "class that is read-only, such as a data set's S3 bucket) the first save fails on the nodes, "
+                    "after the job was admitted and the model loaded.",
+          fix="write under a writable volume's mount_path, or mount the volume read-write",
+          source=cite(VOLUMES, "kubetrain_runtime/config_paths.py"))
+def run_outputs_writable(job: JobSpec) -> Iterator[Violation]:
+    if job.trainer is None:
+        return
+    writable = ", ".join(v.mount_path for v in job.props.volumes if not v.mounted_read_only) or "none"
+    for item in config_paths(job.trainer.run):
+        volume = job.volume_at(item.path) if item.writes and item.path.startswith("/") else None
+        if volume is not None and volume.mounted_read_only:
+            yield (f"workload.run.{item.field}", f"{item.path} is on read-only volume {volume.name} (at "
+                   f"{volume.mount_path})", f"write under a writable volume (mounted at: {writable}), or mount "
+                   f"{volume.name} read-write")
+
+
+def _download_root(job: JobSpec) -> str:
+    """Where a downloaded model would go: the job's first writable persistent volume, else its first."""
+    volumes = sorted(job.props.volumes, key=lambda v: (not v.persistent, v.mounted_read_only))
+    return volumes[0].mount_path if volumes else "/fsx"
+
+
+def _remount_fix(job: JobSpec, path: str) -> str:
+    """A path written for another mount point (/mnt/fsx/... where the volume is at /fsx): the same folder under
+    the job's mount of that name, else the general fix."""
+    parts = PurePosixPath(path).parts[1:]
+    for volume in job.props.volumes:
+        last = PurePosixPath(volume.mount_path).name
+        if last in parts:
+            rest = parts[parts.index(last) + 1:]
+            return f"did you mean {PurePosixPath(volume.mount_path, *rest)}? ({volume.name} is mounted at " \
+                   f"{volume.mount_path})"
+    return "mount the volume that holds it (volumes), or give the path under one's mount_path"
 
 
 @job_rule("KT255", "error", "profiling that cannot leave a trace",
@@ -90,7 +170,9 @@ def profiling_leaves_a_trace(job: JobSpec) -> Iterator[Violation]:
     profiling, field = run.profiling, "workload.run.profiling"
     folder = profile_dir(profiling, run.metrics, run.checkpoint)
     where, volume = job.lost_with_pod(folder), job.volume_at(folder)
-    if where is None and volume.mounted_read_only:
+    if profiling.dir and (volume is None or volume.mounted_read_only):
+        where = None  # the folder named: KT237 or KT238 says where it is
+    elif where is None and volume.mounted_read_only:
         where = f"on read-only volume {volume.name}"
     if where is not None:
         yield (f"{field}.dir", f"the profile folder {folder} is {where}: the traces would be lost",
