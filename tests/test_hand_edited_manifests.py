@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import ROOT, dist_file, kubetrain, read_tree
 
 from kubetrain.kinds.kueue import resource_group_problems
@@ -144,3 +145,27 @@ CPU = {"name": "cpu", "nominalQuota": "8"}
 ])
 def test_resource_groups_kueue_refuses(obj, expected):
     assert [(path, code) for path, _, code in resource_group_problems(obj, lambda kind, name: None)] == expected
+
+
+def test_synth_refuses_the_same_edits_in_raw_objects_of_the_fleet(tmp_path):
+    """The checks are each kind's, so synth's validation step runs them on every object it writes: a raw object
+    a fleet adds (or a patch makes) is held to them as the constructs' own are."""
+    from kubetrain import App, Cluster
+    from kubetrain.pipeline import synth
+
+    from kubetrain_runtime.problems import ConfigError
+
+    app = App()
+    cluster = Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"])
+    for i, (file, old, new, _, _) in enumerate(EDITS):
+        obj = yaml.safe_load(file.read_text().replace(old, new))
+        obj["metadata"]["name"] = f"{obj['metadata']['name'][:40]}-{i}"
+        if obj["metadata"].get("namespace"):
+            obj["metadata"]["namespace"] = "ml"
+        cluster.add_object(obj)
+    with pytest.raises(ConfigError) as raised:
+        synth(app, tmp_path / "dist")
+    found = {(p.code, p.message.split(": ")[1]) for p in raised.value.problems}
+    for i, (file, _, _, _, code) in enumerate(EDITS):
+        assert any(c == code and name.endswith(f"-{i}") for c, name in found), (file.name, code, found)
+    assert not (tmp_path / "dist").exists()

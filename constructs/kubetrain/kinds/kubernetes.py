@@ -31,6 +31,7 @@ from kubetrain.apiserver.workloads import validate_cron_job, validate_pod, valid
 from kubetrain.kinds.base import DEFINITIONS, NAMESPACES, PLATFORM, WORKLOADS, Kind, Manifest, Reference, Sibling
 from kubetrain.model.names import path_segment_problem
 from kubetrain.model.vocabulary import JOB_LABEL, RUN_CONFIG_FILE
+from kubetrain.rules import runconfig  # noqa: F401 - registers the codes a run config's problems carry
 from kubetrain_runtime.problems import ConfigError, Problem
 from training.config import RunConfig, read_run_config
 
