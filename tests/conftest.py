@@ -88,6 +88,6 @@ def read_tree(folder: Path) -> dict[str, bytes]:
 def dist_file(cluster: str, kind: str, job: str, suffix: str = "") -> Path:
     """A job's committed object: `<Kind>.<job><suffix>.yaml`, or `<Kind>.<job>-<hash><suffix>.yaml` for create-once
     runs (a run's ConfigMap: suffix `-config`)."""
-    (path,) = [p for p in (ROOT / "dist" / cluster).glob(f"*/{kind}.{job}*.yaml")
-               if re.fullmatch(rf"{re.escape(kind)}\.{re.escape(job)}(-[0-9a-f]{{8}})?{re.escape(suffix)}\.yaml", p.name)]
+    name = re.compile(rf"{re.escape(kind)}\.{re.escape(job)}(-[0-9a-f]{{8}})?{re.escape(suffix)}\.yaml")
+    (path,) = [p for p in (ROOT / "dist" / cluster).glob(f"*/{kind}.{job}*.yaml") if name.fullmatch(p.name)]
     return path

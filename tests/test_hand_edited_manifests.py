@@ -80,7 +80,8 @@ def test_the_committed_manifests_pass_these_checks():
 @pytest.mark.processes
 @pytest.mark.parametrize(("old", "new", "expected"), [
     ("      n_heads: 4\n", "      n_heads: 5\n", "ConfigMap tiny-gpt-"),
-    ("      dim: 64\n", "      dimm: 64\n", "data[run.yaml].model.dimm: unknown field [KT001]; fix: did you mean 'dim'?"),
+    ("      dim: 64\n", "      dimm: 64\n",
+     "data[run.yaml].model.dimm: unknown field [KT001]; fix: did you mean 'dim'?"),
     ("    max_steps: 100\n", "    max_steps: [100\n", "data[run.yaml]: cannot read the config: "),
     ("  run.yaml: |\n", "  notes.yaml: |\n", "the pods read a run config (KUBETRAIN_RUN_CONFIG), and no ConfigMap they "
                                            "mount (tiny-gpt-"),
@@ -107,7 +108,8 @@ def _rule_group(*rules: dict) -> dict:
     (_rule_group({"record": "r", "expr": "up", "for": "5m", "keep_firing_for": "1m"}),
      [("spec.groups[0].rules[0].for", "KT478"), ("spec.groups[0].rules[0].keep_firing_for", "KT478")]),
     (_rule_group({"alert": "A", "expr": "rate(up[5m]"}), [("spec.groups[0].rules[0].expr", "KT475")]),
-    ({"spec": {"groups": [{"name": "g", "rules": []}, {"name": "g", "rules": []}]}}, [("spec.groups[1].name", "KT478")]),
+    ({"spec": {"groups": [{"name": "g", "rules": []}, {"name": "g", "rules": []}]}},
+     [("spec.groups[1].name", "KT478")]),
 ])
 def test_a_rule_file_prometheus_refuses(obj, expected):
     assert [(path, code) for path, _, code in rule_problems(obj, lambda kind, name: None)] == expected

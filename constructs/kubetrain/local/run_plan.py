@@ -111,8 +111,8 @@ def find_job(dist: Path, ref: str) -> Path:
     cluster, _, name = ref.rpartition("/")
     runs = committed_runs(dist)
     run_name = re.compile(rf"^{re.escape(name)}(-[0-9a-f]{{8}})?$")
-    matches = [(c, job, path) for c, job, path in runs if run_name.match(path.name.split(".", 1)[1].removesuffix(".yaml"))
-               and cluster in ("", c)]
+    matches = [(c, job, path) for c, job, path in runs
+               if run_name.match(path.name.split(".", 1)[1].removesuffix(".yaml")) and cluster in ("", c)]
     if len(matches) == 1:
         return matches[0][2]
     if matches:
