@@ -288,12 +288,6 @@ def test_union_and_alias_mistakes_read_as_the_users_fields(overrides, expected):
     assert expected[2] in found[0][2]
 
 
-@pytest.mark.processes
-def test_diff_of_a_folder_that_is_nowhere_is_bad_input(repo):
-    assert "error: nope is not a folder here nor at HEAD: give --dist the folder synth writes" in \
-        fails("diff", "--dist", "nope", cwd=repo)
-
-
 def test_a_value_no_member_of_a_union_takes_is_one_problem_naming_every_form():
     from training.config import RunConfig
 
