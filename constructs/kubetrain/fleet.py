@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 import sys
 import traceback
 
@@ -26,6 +27,7 @@ from kubetrain_runtime.problems import (
     problems_from_validation_error,
     unclaimed_rejections,
 )
+from kubetrain_runtime.spelling import did_you_mean
 
 FLEET_MODULE = register(
     "KT020", "error", "the fleet module cannot be loaded",
@@ -70,7 +72,8 @@ def build_fleet(module_name: str) -> cdk8s.App:
     except ModuleNotFoundError as error:
         if error.name and (module_name == error.name or module_name.startswith(f"{error.name}.")):
             raise _bad(module_name, f"no module named {module_name!r} (looked in {os.getcwd()} and the installed "
-                                    "packages)", "run synth from the project root, or fix the module name") from None
+                                    "packages)", f"{did_you_mean(module_name, _modules_beside(module_name))}run "
+                                    "synth from the project root, or fix the module name") from None
         raise FleetCodeError(module_name, error) from None
     except ConfigError:
         raise
@@ -98,6 +101,19 @@ def build_fleet(module_name: str) -> cdk8s.App:
     for rejection in unclaimed_rejections():
         diagnostics(app).report(rejection.where, rejection.problems)
     return app
+
+
+def _modules_beside(module_name: str) -> list[str]:
+    """The modules a misspelt --app may have meant: the project's top-level ones, or those of the package it
+    names a module of (apps.dve -> apps.*)."""
+    parent, _, _ = module_name.rpartition(".")
+    if not parent:
+        return [m.name for m in pkgutil.iter_modules([os.getcwd()])]
+    try:
+        package = importlib.import_module(parent)
+    except Exception:  # noqa: BLE001 - no suggestion where the parent itself does not load
+        return []
+    return [f"{parent}.{m.name}" for m in pkgutil.iter_modules(getattr(package, "__path__", []))]
 
 
 def _user_frame(error: BaseException) -> str:

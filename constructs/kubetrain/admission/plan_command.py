@@ -82,7 +82,8 @@ def _culprit(cluster: str, objects: list[dict[str, Any]]) -> str:
 
 def plan_dist(dist: Path) -> tuple[list[JobPlan], list[PoolPlan]]:
     if not dist.is_dir():
-        raise PlanInputError(f"{dist} is not a folder: give the folder synth writes (dist)")
+        raise PlanInputError(f"{dist} is not a folder; fix: run `kubetrain synth` to write dist, or give --dist the "
+                             "folder it wrote")
     return plan_files(yaml_files(dist), folder=str(dist))
 
 

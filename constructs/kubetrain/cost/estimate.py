@@ -17,19 +17,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
 from kubetrain.cost.annotations import CostInputError, estimate_of, peak_flops_of, pricing_of
 from kubetrain.cost.cost_props import Estimate, PoolPricing
 from kubetrain.cost.prices import NodePrice, node_price, price_table, region_of, unpriced_reason
 from kubetrain.kinds.base import RunShape
 from kubetrain.kinds.kind_registry import group_kind, run_kind, shape_of
+from kubetrain.kinds.kubernetes import RUN_CONFIG_FIX, read_config_map_run
 from kubetrain.model.instances import BUILTIN_CATALOG
 from kubetrain.model.memory_annotation import read_annotation
-from kubetrain.model.vocabulary import INSTANCE_TYPE_LABEL, JOB_LABEL, NODEPOOL_LABEL
-from kubetrain_runtime.problems import problems_from_validation_error
-from training.config import RunConfig, parse_yaml
+from kubetrain.model.vocabulary import INSTANCE_TYPE_LABEL, JOB_LABEL, NODEPOOL_LABEL, RUN_CONFIG_ENV, RUN_CONFIG_FILE
+from training.config import RunConfig
 from training.flops import attention_flops_per_token, flops_per_token, parameter_count
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -178,25 +175,25 @@ class _Dist:
                 self.named[(cluster, meta.get("namespace", ""), kind, meta.get("name", ""))] = obj
 
     def run_config(self, cluster: str, namespace: str, pod_spec: dict[str, Any]) -> RunConfig | None:
-        """The run config among the ConfigMaps the pods mount (the trainer's run.yaml)."""
-        for volume in pod_spec.get("volumes") or []:
-            name = (volume.get("configMap") or {}).get("name")
-            config_map = self.named.get((cluster, namespace, "ConfigMap", name))
-            for key, text in ((config_map or {}).get("data") or {}).items():
-                try:
-                    raw = parse_yaml(text)
-                except yaml.YAMLError:
-                    continue
-                if isinstance(raw, dict) and "batch" in raw and "max_steps" in raw:
-                    try:
-                        return RunConfig.model_validate(raw)
-                    except ValidationError as error:
-                        problems = "; ".join(f"{p.path}: {p.message} [{p.code}] ({p.fix})"
-                                             for p in problems_from_validation_error(error, RunConfig))
-                        raise CostInputError(
-                            f"{cluster}/{namespace}: ConfigMap {name}, run config {key}: {problems}; fix: the run "
-                            "config is written by `kubetrain synth` from the job's workload.run: set it there and "
-                            "run synth, or undo the hand edit (`git checkout -- dist/`)") from None
+        """The run config among the ConfigMaps the pods mount (the trainer's run.yaml), read as the pod reads it;
+        None for a job that runs no trainer. A trainer job's (its pods name RUN_CONFIG_ENV) that is missing or
+        that the pod would refuse is bad input: its cost would be a guess."""
+        mounted = [name for volume in pod_spec.get("volumes") or []
+                   if (name := (volume.get("configMap") or {}).get("name"))]
+        for name in mounted:
+            config_map = self.named.get((cluster, namespace, "ConfigMap", name)) or {}
+            run, problems = read_config_map_run(config_map)
+            if problems:
+                found = "; ".join(f"{p.path}: {p.message} [{p.code}]" for p in problems)
+                raise CostInputError(f"{cluster}/{namespace}: ConfigMap {name}: {found}; fix: "
+                                     f"{problems[0].fix if len(problems) == 1 else RUN_CONFIG_FIX}")
+            if run is not None:
+                return run
+        containers = pod_spec.get("containers") or [{}]
+        if any(env.get("name") == RUN_CONFIG_ENV for env in containers[0].get("env") or [] if isinstance(env, dict)):
+            raise CostInputError(f"{cluster}/{namespace}: the pods read a run config ({RUN_CONFIG_ENV}), and no "
+                                 f"ConfigMap they mount ({', '.join(mounted) or 'none'}) holds one as "
+                                 f"{RUN_CONFIG_FILE}; fix: {RUN_CONFIG_FIX}")
         return None
 
     def job_cost(self, cluster: str, obj: dict[str, Any]) -> JobCost:

@@ -30,6 +30,7 @@ from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION, RunShape
 from kubetrain.kinds.kind_registry import group_kind, run_kind, shape_of
 from kubetrain.model.manifests import UnreadableManifest, read_manifest, yaml_files
 from kubetrain.model.vocabulary import GPU_RESOURCE, JOB_LABEL
+from kubetrain_runtime.spelling import did_you_mean
 
 COMMENT_MARKER = "<!-- kubetrain-diff -->"
 _GITHUB_COMMENT_LIMIT = 60_000  # GitHub refuses comments over 65,536 characters
@@ -92,7 +93,8 @@ def repository_root(where: Path) -> Path:
     found = _git(where if where.is_dir() else where.parent, "rev-parse", "--show-toplevel")
     if found.returncode != 0:
         raise DiffInputError(f"{where.resolve()} is not inside a git repository: kubetrain diff compares dist/ "
-                             "with a git revision")
+                             "with a git revision; fix: run it in the repository that holds dist/, or give --dist "
+                             "the dist/ folder of one (a new project: `git init`, then commit dist/)")
     return Path(found.stdout.decode().strip())
 
 
@@ -100,11 +102,19 @@ def read_revision(repo: Path, ref: str, prefix: str) -> dict[str, bytes]:
     """Every file under `prefix` (repository-relative) at `ref`, by path relative to `prefix`."""
     commit = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
     if commit.returncode != 0:
-        raise DiffInputError(f"unknown revision {ref!r}: give a branch, tag or commit of this repository")
+        if _git(repo, "rev-parse", "--verify", "--quiet", "HEAD").returncode != 0 and \
+                not _git(repo, "rev-list", "-n", "1", "--all").stdout.strip():
+            raise DiffInputError(f"the repository at {repo} has no commits yet, so there is no revision {ref!r} to "
+                                 "compare with; fix: commit dist/ first (`git add dist && git commit`), then "
+                                 "`kubetrain diff` shows what changed since")
+        refs = _git(repo, "for-each-ref", "--format=%(refname:short)").stdout.decode().split()
+        raise DiffInputError(f"unknown revision {ref!r}; fix: {did_you_mean(ref, refs)}give --base a branch, tag or "
+                             "commit of this repository (`git branch -a` lists the branches)")
     sha = commit.stdout.decode().strip()
     listing = _git(repo, "ls-tree", "-r", "-z", "--full-tree", sha, "--", prefix)
     if listing.returncode != 0:
-        raise DiffInputError(f"cannot list {prefix}/ at {ref}: {listing.stderr.decode().strip()}")
+        raise DiffInputError(f"cannot list {prefix}/ at {ref}: {' '.join(listing.stderr.decode().split())}; fix: "
+                             "give --base a revision of this repository that git can read")
     blobs: list[tuple[str, str]] = []
     for entry in filter(None, listing.stdout.decode().split("\0")):
         meta, path = entry.split("\t", 1)
@@ -462,12 +472,14 @@ def diff(dist: Path, base: str = "HEAD") -> Report:
     try:
         prefix = dist.resolve().relative_to(repo.resolve()).as_posix()
     except ValueError:
-        raise DiffInputError(f"{dist} is outside the git repository at {repo}") from None
+        raise DiffInputError(f"{dist} is outside the git repository at {repo}; fix: give --dist a folder inside "
+                             "the repository, or run kubetrain diff in the repository that holds it") from None
     if prefix == ".":
-        raise DiffInputError(f"{dist} is the repository root: give the folder synth writes (dist)")
+        raise DiffInputError(f"{dist} is the repository root; fix: give --dist the folder synth writes (dist)")
     old_files, new_files = read_revision(repo, base, prefix), yaml_files(dist)
     if not old_files and not dist.is_dir():  # a typo, not a fleet that was removed: there is nothing on either side
-        raise DiffInputError(f"{dist} is not a folder here nor at {base}: give --dist the folder synth writes (dist)")
+        raise DiffInputError(f"{dist} is not a folder here nor at {base}; fix: give --dist the folder synth writes "
+                             "(dist)")
     # A file with the same bytes on both sides holds the same objects: only the others are parsed, which
     # keeps a one-job change in a fleet of thousands of objects quick.
     same = {path for path in old_files.keys() & new_files.keys() if old_files[path] == new_files[path]}

@@ -3,7 +3,6 @@ it (kubetrain.apiserver), not re-modelled."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from functools import cache
@@ -18,6 +17,7 @@ from kubetrain.apiserver.report import Report
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
+from kubetrain_runtime.spelling import closest
 
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 _AFFINITY = "io.k8s.api.core.v1.Affinity"
@@ -54,8 +54,8 @@ def check_affinity(value: dict[str, Any]) -> None:
         if first.validator == "additionalProperties" and isinstance(first.instance, dict):
             known = list(first.schema.get("properties") or {})
             for key in sorted(set(first.instance) - set(known)):
-                guess = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
-                near += f"did you mean {guess[0]!r} for {key!r}? " if guess else ""
+                guess = closest(key, known, cutoff=0.5)
+                near += f"did you mean {guess!r} for {key!r}? " if guess else ""
         raise rule_violation(INVALID_VALUE, f"not a Kubernetes Affinity: {where}: {first.message}",
                              f"{near}write it as in a pod spec, e.g. {{'nodeAffinity': {{'requiredDuringScheduling"
                              "IgnoredDuringExecution': {'nodeSelectorTerms': [...]}}}")

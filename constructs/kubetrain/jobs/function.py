@@ -43,7 +43,6 @@ install that fails exits 1 with pip's log.
 from __future__ import annotations
 
 import ast
-import difflib
 import inspect
 import json
 import re
@@ -74,6 +73,7 @@ from kubetrain.model.names import AbsolutePath, Dns1123Subdomain, config_map_key
 from kubetrain.model.strict import StrictProps
 from kubetrain.rules.registry import register
 from kubetrain_runtime.problems import Problem, Text, rule_violation
+from kubetrain_runtime.spelling import did_you_mean
 
 RUN_PARAMETER = "run"  # a function with a parameter of this name gets kubetrain_runtime.Run from the launcher
 FUNCTION_FILE = "function.py"
@@ -305,9 +305,8 @@ class Function(StrictProps):
                           field="kwargs")
         for key in self.kwargs:
             if key not in names and not takes_any:
-                guess = difflib.get_close_matches(key, names, n=1)
                 raise _refuse(f"kwargs.{key}: {self.func.__name__}{signature} has no parameter {key!r}",
-                              (f"did you mean {guess[0]!r}? " if guess else "") + f"use its parameters: "
+                              did_you_mean(key, names) + f"use its parameters: "
                               f"{', '.join(names) or 'none'}", field="kwargs")
         try:
             signature.bind(**self.kwargs, **({RUN_PARAMETER: None} if self.takes_run else {}))

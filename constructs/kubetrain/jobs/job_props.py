@@ -40,7 +40,7 @@ from kubetrain.platform.scheduling import PriorityClass, Toleration, not_a_syste
 from kubetrain.platform.storage import Claim
 from kubetrain.platform.volcano_queues import VolcanoQueue
 from kubetrain.rules.registry import register
-from kubetrain.rules.sources import CPU_LIMITS
+from kubetrain.rules.sources import CPU_LIMITS, PYTORCHJOB_TYPES
 from kubetrain_runtime.problems import INVALID_VALUE, Text, rule_violation
 from training.config import RunConfig
 
@@ -48,6 +48,13 @@ MAX_REPLICAS = 2**31 - 1  # replica counts are int32 in every operator's API
 
 
 # -- resources ----------------------------------------------------------------------------------
+
+ELASTIC_RANGE = register(
+    "KT114", "error", "elastic range empty, or not holding the starting node count",
+    rationale="An elastic job trains at any node count from min_nodes to max_nodes and starts `nodes` pods; the "
+              "operator rejects a start outside min..max, and a range whose min is above its max holds no node "
+              "count at all. Checked on the props, so no later rule reads an empty range.",
+    fix="set elastic.min_nodes <= nodes <= elastic.max_nodes", source=PYTORCHJOB_TYPES)
 
 CPU_LIMIT_BELOW_REQUEST = register(
     "KT156", "error", "CPU limit below the CPU request",
@@ -384,6 +391,16 @@ class Elastic(StrictProps):
     max_nodes: int | None = Field(None, ge=1, le=MAX_REPLICAS, description="Most pods that may join. "
                                                                           "Default: the job's `nodes`.")
 
+    @model_validator(mode="after")
+    def _a_range(self) -> Elastic:
+        # An empty range would leave no world size to check or run at: refused here, before any rule reads it.
+        if self.max_nodes is not None and self.min_nodes > self.max_nodes:
+            raise rule_violation(ELASTIC_RANGE.code, f"min_nodes {self.min_nodes} is above max_nodes "
+                                 f"{self.max_nodes}: no node count is in the range",
+                                 f"set min_nodes at most max_nodes, e.g. min_nodes={self.max_nodes} or "
+                                 f"max_nodes={self.min_nodes}", field="min_nodes")
+        return self
+
 
 # -- the job ------------------------------------------------------------------------------------
 
@@ -430,6 +447,19 @@ class TrainingJobProps(StrictProps):
                                                         "cited in kubetrain/cost/cost_props.py), and for a command job "
                                                         "what it trains. Not part of the run's definition: "
                                                         "changing it re-prices the run without re-running it.")
+
+    @model_validator(mode="after")
+    def _elastic_range_holds_nodes(self) -> TrainingJobProps:
+        elastic = self.elastic
+        if elastic is None:
+            return self
+        most = elastic.max_nodes or self.nodes
+        if not elastic.min_nodes <= self.nodes <= most:
+            field = "min_nodes" if elastic.min_nodes > self.nodes else "max_nodes"
+            raise rule_violation(ELASTIC_RANGE.code, f"the job starts {self.nodes} pods, outside its elastic range "
+                                 f"{elastic.min_nodes}..{most}", f"set elastic.min_nodes <= nodes ({self.nodes}) <= "
+                                 "elastic.max_nodes", field=f"elastic.{field}")
+        return self
 
     @model_validator(mode="after")
     def _estimate_fits_the_workload(self) -> TrainingJobProps:

@@ -34,8 +34,8 @@ import signal
 
 from kubetrain.jobs.function import FUNCTION_FILE, INSTALL_SCRIPT
 from kubetrain.jobs.nsys_profile import profiled_program
-from kubetrain.jobs.spec import CONFIG_FILE, CONFIG_MOUNT, JobSpec
-from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S
+from kubetrain.jobs.spec import CONFIG_MOUNT, JobSpec
+from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S, RUN_CONFIG_ENV, RUN_CONFIG_FILE
 from kubetrain_runtime.dumps import (
     ATTEMPT_ENV,
     DUMPS_NOTE_ENV,
@@ -51,7 +51,7 @@ from training.config import RunConfig
 from training.flops import checkpoint_bytes
 
 EXIT_RETRY = 200
-CONFIG_PATH = f"{CONFIG_MOUNT}/{CONFIG_FILE}"
+CONFIG_PATH = f"{CONFIG_MOUNT}/{RUN_CONFIG_FILE}"
 SHUTDOWN_TIMEOUT_ENV = "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"
 
 # torchrun's agents otherwise hand their workers one TCPStore that outlives every restart: keys
@@ -111,7 +111,7 @@ exit {EXIT_RETRY}
 """
 _CHECK_CONFIG = 'python -m training --check --config "$KUBETRAIN_RUN_CONFIG" || exit\n'
 # The script reads the config's path from the environment, where run-local can map it.
-CONFIG_ENV = {"KUBETRAIN_RUN_CONFIG": CONFIG_PATH}
+CONFIG_ENV = {RUN_CONFIG_ENV: CONFIG_PATH}
 
 
 def torchrun_args(job: JobSpec) -> list[str]:

@@ -14,13 +14,12 @@ from kubetrain.jobs.job_props import Command, NodeResources, Parallelism, Traine
 from kubetrain.jobs.run_names import HASH_PLACEHOLDER
 from kubetrain.model.efa import EFA_HUGEPAGES_DEFAULT
 from kubetrain.model.job_request import JobRequest, MountedVolume
-from kubetrain.model.vocabulary import GPU_RESOURCE, JOB_LABEL
+from kubetrain.model.vocabulary import GPU_RESOURCE, JOB_LABEL, RUN_CONFIG_FILE
 
 if TYPE_CHECKING:
     from kubetrain.model.instances import InstanceType
 
 CONFIG_MOUNT = "/etc/kubetrain"
-CONFIG_FILE = "run.yaml"
 SHM_MOUNT = "/dev/shm"
 TRITON_VOLUME, TRITON_CACHE_DIR = "triton-cache", "/var/cache/triton"  # GPU jobs' node-local JIT cache
 RESERVED_VOLUMES = {"kubetrain-config": CONFIG_MOUNT, "shm": SHM_MOUNT, TRITON_VOLUME: TRITON_CACHE_DIR,
@@ -79,7 +78,7 @@ class JobSpec:
         """The data of the job's ConfigMap, mounted at CONFIG_MOUNT: the trainer's run config, or the function's
         source, kwargs and requirements; None for a command job."""
         if self.trainer is not None:
-            return {CONFIG_FILE: self.trainer.run.to_yaml()}
+            return {RUN_CONFIG_FILE: self.trainer.run.to_yaml()}
         return self.function.files() if self.function is not None else None
 
     @property

@@ -17,7 +17,7 @@ Node.js.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -203,11 +203,15 @@ class Kind:
     # every problem into the report, and the objects its controller creates (a Job's pods)
     check: Callable[[Manifest, Report], list[Created]] | None = None
     # Otherwise: what its name must be (the API server's or its operator's format), the names its operator
-    # derives from it that would be refused and what its operator's webhook refuses ((path, message) each), and
-    # what its operator creates from it (a PyTorchJob's pods and Services), each checked as the API server will
+    # derives from it that would be refused ((path, message) each), and what its operator creates from it (a
+    # PyTorchJob's pods and Services), each checked as the API server will
     name_problem: Callable[[str], str | None] = dns_1123_subdomain_problem
     derived_names: Callable[[Manifest, Sibling], list[tuple[str, str]]] = no_problems
-    admission: Callable[[Manifest, Sibling], list[tuple[str, str]]] = no_problems
+    # Of every kind: what its operator's webhook refuses, or the program that reads it (the trainer its run
+    # config, Prometheus its rules): (path, message) under KT625, or (path, message with its fix, code). The
+    # constructs that build these objects call the same checks on their props, so synth and `kubetrain
+    # validate` refuse the same mistakes.
+    admission: Callable[[Manifest, Sibling], Sequence[tuple[str, str] | tuple[str, str, str]]] = no_problems
     created: Callable[[Manifest, Sibling], list[Created]] = creates_nothing
     crd: CrdSource | None = None  # None: served by the API server itself (schema from kubernetes-validate)
     create_once: bool = False  # its spec cannot change once created: a changed definition is a new object

@@ -28,8 +28,16 @@ from kubetrain.apiserver.core_objects import (
     validate_storage_class,
 )
 from kubetrain.apiserver.workloads import validate_cron_job, validate_pod, validate_workload
-from kubetrain.kinds.base import DEFINITIONS, NAMESPACES, PLATFORM, WORKLOADS, Kind, Manifest, Reference
+from kubetrain.kinds.base import DEFINITIONS, NAMESPACES, PLATFORM, WORKLOADS, Kind, Manifest, Reference, Sibling
 from kubetrain.model.names import path_segment_problem
+from kubetrain.model.vocabulary import JOB_LABEL, RUN_CONFIG_FILE
+from kubetrain.rules import runconfig  # noqa: F401 - registers the codes a run config's problems carry
+from kubetrain_runtime.problems import ConfigError, Problem
+from training.config import RunConfig, read_run_config
+
+# A run config in dist/ that cannot be read was edited by hand: it is written from the job's workload.run.
+RUN_CONFIG_FIX = ("the run config is written by `kubetrain synth` from the job's workload.run: set it there and run "
+                  "synth, or undo the hand edit (`git checkout -- dist/`)")
 
 
 def _claim_references(obj: Manifest) -> list[Reference]:
@@ -46,6 +54,32 @@ def _volume_references(obj: Manifest) -> list[Reference]:
     return [Reference("storage.k8s.io", "StorageClass", None, storage_class)] if storage_class else []
 
 
+def run_config_text(config_map: Manifest) -> str | None:
+    """The trainer's run config a job's ConfigMap holds (its run.yaml), or None for any other ConfigMap."""
+    labels = (config_map.get("metadata") or {}).get("labels") or {}
+    text = (config_map.get("data") or {}).get(RUN_CONFIG_FILE) if isinstance(labels, dict) and JOB_LABEL in labels \
+        else None
+    return text if isinstance(text, str) else None
+
+
+def read_config_map_run(config_map: Manifest) -> tuple[RunConfig | None, list[Problem]]:
+    """(the run config, []) of a job's ConfigMap, read as the pod reads its file; (None, its problems) when the pod
+    would refuse it, paths from the ConfigMap (data[run.yaml].model.n_heads); (None, []) for another ConfigMap."""
+    text = run_config_text(config_map)
+    if text is None:
+        return None, []
+    try:
+        return read_run_config(text, "", unreadable_fix=RUN_CONFIG_FIX), []
+    except ConfigError as error:
+        return None, [Problem(p.code, ".".join(filter(None, [f"data[{RUN_CONFIG_FILE}]", p.path])), p.message, p.fix)
+                      for p in error.problems]
+
+
+def run_config_problems(config_map: Manifest, sibling: Sibling) -> list[tuple[str, str, str]]:
+    """What the pod's `python -m training --check` refuses in a job's run config: (path, message and fix, code)."""
+    return [(p.path, f"{p.message}; fix: {p.fix}", p.code) for p in read_config_map_run(config_map)[1]]
+
+
 RBAC = "rbac.authorization.k8s.io/v1"
 
 APPS_API_VERSION = "apps/v1"
@@ -60,7 +94,7 @@ KINDS = (
     Kind(SCHEDULING_API_VERSION, "PriorityClass", DEFINITIONS, check=validate_priority_class),
     Kind(RBAC, "ClusterRole", DEFINITIONS, name_problem=path_segment_problem),
     Kind("v1", "ServiceAccount", PLATFORM),
-    Kind("v1", "ConfigMap", PLATFORM, check=validate_config_map),
+    Kind("v1", "ConfigMap", PLATFORM, check=validate_config_map, admission=run_config_problems),
     Kind("v1", "Secret", PLATFORM, check=validate_secret),
     Kind("v1", "Service", PLATFORM, check=validate_service),
     Kind("v1", "PersistentVolume", PLATFORM, check=validate_persistent_volume, references=_volume_references),

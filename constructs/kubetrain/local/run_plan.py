@@ -33,6 +33,7 @@ from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S, GPU_RESOURCE
 from kubetrain.rules.registry import register
 from kubetrain_runtime.problems import ConfigError, Problem
 from kubetrain_runtime.progress import ENV_CA_CERT, ENV_TOKEN
+from kubetrain_runtime.spelling import did_you_mean
 from training.config import load_run_config
 
 CANNOT_RUN = register(
@@ -104,16 +105,35 @@ def outside(dist: Path, workdir: Path) -> Path:
 def find_job(dist: Path, ref: str) -> Path:
     """`[cluster/]job` -> the job's manifest file under dist/, whatever its target. A create-once run's
     file is `<Kind>.<job>-<hash>.yaml`: the job is found by its own name either way."""
+    if not dist.is_dir():
+        raise _fail(ref, f"{dist} is not a folder", "run `kubetrain synth` to write dist, or give --dist the folder "
+                    "it wrote")
     cluster, _, name = ref.rpartition("/")
-    kinds = {kind.kind for kind in all_kinds() if kind.target is not None}
+    runs = committed_runs(dist)
     run_name = re.compile(rf"^{re.escape(name)}(-[0-9a-f]{{8}})?$")
-    matches = sorted(p for p in dist.glob(f"{cluster or '*'}/*/*.{name}*.yaml")
-                     if p.name.split(".")[0] in kinds and run_name.match(p.name.split(".", 1)[1].removesuffix(".yaml")))
-    if len(matches) != 1:
-        found = "no job" if not matches else f"{len(matches)} jobs ({', '.join(map(str, matches))})"
-        raise _fail(ref, f"{found} named {name!r} in {dist}/{cluster or '*'}",
-                    "name a job that `kubetrain synth` wrote, as CLUSTER/JOB")
-    return matches[0]
+    matches = [(c, job, path) for c, job, path in runs
+               if run_name.match(path.name.split(".", 1)[1].removesuffix(".yaml")) and cluster in ("", c)]
+    if len(matches) == 1:
+        return matches[0][2]
+    if matches:
+        raise _fail(ref, f"{len(matches)} jobs named {name!r} in {dist} ({', '.join(str(m[2]) for m in matches)})",
+                    f"name one as CLUSTER/JOB: {', '.join(sorted({f'{c}/{job}' for c, job, _ in matches}))}")
+    qualified = sorted({f"{c}/{job}" for c, job, _ in runs})
+    names = [*qualified, *({job for _, job, _ in runs} if not cluster else ())]
+    raise _fail(ref, f"no job named {name!r} in {dist}/{cluster or '*'}",
+                f"{did_you_mean(ref, names)}name a job that `kubetrain synth` wrote, as CLUSTER/JOB (the jobs: "
+                f"{', '.join(qualified) or 'none'})")
+
+
+def committed_runs(dist: Path) -> list[tuple[str, str, Path]]:
+    """(cluster, job, manifest file) of every run object under dist/<cluster>/<namespace>/; a create-once run's
+    file is `<Kind>.<job>-<hash>.yaml`, its job the name without the hash."""
+    kinds = {kind.kind for kind in all_kinds() if kind.target is not None}
+    return [(path.parent.parent.name, _RUN_HASH.sub("", path.name.split(".", 1)[1].removesuffix(".yaml")), path)
+            for path in sorted(dist.glob("*/*/*.yaml")) if path.name.split(".")[0] in kinds]
+
+
+_RUN_HASH = re.compile(r"-[0-9a-f]{8}$")
 
 
 def _map_path(path: str, mounts: dict[str, Path]) -> str:

@@ -7,7 +7,6 @@ own types without editing the library: `Cluster(..., instance_types=[InstanceTyp
 
 from __future__ import annotations
 
-import difflib
 from decimal import Decimal
 from typing import Literal
 
@@ -17,6 +16,7 @@ from kubetrain.model.strict import StrictProps
 from kubetrain.model.vocabulary import GPU_RESOURCE, NEURON_RESOURCE
 from kubetrain_runtime.accelerators import PEAK_BF16_FLOPS
 from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
+from kubetrain_runtime.spelling import did_you_mean
 
 GIB = 2**30
 MIB = 2**20
@@ -172,8 +172,7 @@ class InstanceCatalog:
 
     def near(self, name: str) -> str:
         """'did you mean ...? ' for a misspelt type name (a near name of the catalog), else ''."""
-        guess = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.8)
-        return f"did you mean {guess[0]!r}? " if guess else ""
+        return did_you_mean(name, self.names(), cutoff=0.8)
 
     def __contains__(self, name: object) -> bool:
         return name in self._types

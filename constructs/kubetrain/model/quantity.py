@@ -14,10 +14,11 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from kubetrain.model.vocabulary import HUGE_PAGES_RESOURCE
+from kubetrain.model.vocabulary import EXTENDED_RESOURCES, HUGE_PAGES_RESOURCE
 from kubetrain.rules.registry import register
 from kubetrain.rules.sources import K8S_CORE_VALIDATION
 from kubetrain_runtime.problems import INVALID_VALUE, rule_violation
+from kubetrain_runtime.spelling import did_you_mean
 
 _SUFFIXES = {
     "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("0.001"),
@@ -148,27 +149,33 @@ def format_bytes(value: Decimal | int) -> str:
 # Resource names without a domain prefix are Kubernetes' own (k8s.io/api core/v1 ResourceName constants);
 # every other one (nvidia.com/gpu, vpc.amazonaws.com/efa) carries its vendor's domain.
 STANDARD_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "storage", "pods"})
-_DOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
-_RESOURCE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
-def check_resource_name(name: str) -> str:
-    """Pydantic validator: a resource name the API server accepts (its own, hugepages-<size>, or domain/name)."""
-    domain, _, short = name.rpartition("/")
-    if domain:
-        ok = bool(_DOMAIN.match(domain)) and len(short) <= 63 and bool(_RESOURCE.match(short))
-    elif short.startswith("hugepages-"):
+# What a node of the fleet's pools offers: Kubernetes' own resources, huge pages, and the device plugins'.
+NODE_RESOURCES = (*sorted(STANDARD_RESOURCES), HUGE_PAGES_RESOURCE, *EXTENDED_RESOURCES)
+
+
+def node_resource_problem(name: str) -> tuple[str, str] | None:
+    """(what is wrong, the fix) for a resource name no node of the fleet offers (a quota on `nvidia.com/gpus`
+    would cover nothing any pod requests); None for one a node offers."""
+    if name in STANDARD_RESOURCES or name in EXTENDED_RESOURCES:
+        return None
+    if name.startswith("hugepages-"):
         try:
-            ok = parse_quantity(short.removeprefix("hugepages-")) > 0
+            if parse_quantity(name.removeprefix("hugepages-")) > 0:
+                return None
         except ValueError:
-            ok = False
-    else:
-        ok = short in STANDARD_RESOURCES
-    if not ok:
-        raise rule_violation(INVALID_VALUE, f"{name!r} is not a resource name",
-                             f"use {', '.join(sorted(STANDARD_RESOURCES))}, hugepages-2Mi, or a vendor's "
-                             "domain/name (nvidia.com/gpu, vpc.amazonaws.com/efa, aws.amazon.com/neuron)")
+            pass
+    return (f"{name!r} is no resource a node offers",
+            f"{did_you_mean(name, NODE_RESOURCES)}use one of {', '.join(NODE_RESOURCES)} (or another hugepages-<size>)")
+
+
+def check_node_resource(name: str) -> str:
+    """Pydantic validator: a resource name a node of the fleet offers (node_resource_problem)."""
+    problem = node_resource_problem(name)
+    if problem:
+        raise rule_violation(INVALID_VALUE, *problem)
     return name
 
 
-ResourceName = Annotated[str, AfterValidator(check_resource_name)]
+NodeResourceName = Annotated[str, AfterValidator(check_node_resource)]

@@ -14,6 +14,7 @@ NEURON_RESOURCE = "aws.amazon.com/neuron"
 ACCELERATOR_RESOURCES = (GPU_RESOURCE, NEURON_RESOURCE)
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 HUGE_PAGES_RESOURCE = "hugepages-2Mi"  # what the EFA driver's pinned buffers use
+EXTENDED_RESOURCES = (*ACCELERATOR_RESOURCES, EFA_RESOURCE)  # every extended resource a kubetrain pool offers
 
 # Labels.
 JOB_LABEL = "kubetrain.dev/job"  # every object of a training run, and its pods: the job's own name
@@ -23,6 +24,10 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # the LocalQueue that admits a job
 
 # Annotations.
 KUBERNETES_VERSION_ANNOTATION = "kubetrain.dev/kubernetes-version"  # on each namespace: its cluster's version
+
+# Files.
+RUN_CONFIG_FILE = "run.yaml"  # the trainer's run config, a key of its job's ConfigMap
+RUN_CONFIG_ENV = "KUBETRAIN_RUN_CONFIG"  # in a trainer job's pods: where the run config is mounted
 
 # Pod defaults.
 DEFAULT_TERMINATION_GRACE_S = 30  # a pod's terminationGracePeriodSeconds unless its spec sets one

@@ -23,6 +23,7 @@ from pydantic import Field, InstanceOf
 
 from kubetrain.cluster import Cluster
 from kubetrain.kinds.monitoring import API_VERSION as MONITORING_API_VERSION
+from kubetrain.kinds.monitoring import BAD_EXPRESSION, parse_promql
 from kubetrain.model.names import Dns1123Subdomain, LabelKey, LabelValue, PrometheusDuration
 from kubetrain.model.strict import StrictProps
 from kubetrain.platform.gpu_monitoring import DCGM_FIELDS, DcgmExporter, TrainingPodMonitor
@@ -34,11 +35,6 @@ from kubetrain_runtime.problems import Problem
 PROMETHEUS_RULES = "https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/"
 RUNBOOKS = "https://github.com/kubetrain/kubetrain/blob/main/README.md"
 
-BAD_EXPRESSION = register(
-    "KT475", "error", "alert expression that is not PromQL",
-    rationale="The Prometheus operator accepts the PrometheusRule, and Prometheus then refuses to load the rule "
-              "file: none of the group's alerts evaluates, without a word in the pull request.",
-    fix="correct the expression (promtool check rules shows the same error)", source=PROMETHEUS_RULES)
 UNEXPORTED_SERIES = register(
     "KT477", "warning", "alert expression over a series kubetrain's exporters do not export",
     rationale="An expression over a series no exporter writes never fires. kubetrain's own alerts read only the "
@@ -304,9 +300,8 @@ def expression_problems(rules: list[dict[str, Any]], field: str) -> list[Problem
     problems = []
     for i, rule in enumerate(rules):
         path = f"{field}.{i}.expr" if field else f"alerts.{rule['alert']}.expr"
-        try:
-            tree = promql_parser.parse(rule["expr"])
-        except Exception as error:  # the parser raises ValueError or its own errors, naming the position
+        tree, error = parse_promql(rule["expr"])
+        if error is not None:
             problems.append(Problem(BAD_EXPRESSION.code, path, f"not PromQL: {error}", BAD_EXPRESSION.fix))
             continue
         unknown = sorted(name for name in metric_names(tree) if name not in EXPORTED)

@@ -30,10 +30,10 @@ from pydantic import BeforeValidator, Field, InstanceOf, field_validator, model_
 
 from kubetrain.cluster import Cluster
 from kubetrain.kinds.kind_registry import run_kind
-from kubetrain.kinds.kueue import API_VERSION
+from kubetrain.kinds.kueue import API_VERSION, LIMITS_REFUSED, covered_twice
 from kubetrain.model.names import Dns1123Label, Dns1123Subdomain
 from kubetrain.model.pod_sets import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY
-from kubetrain.model.quantity import Quantity, ResourceName, format_quantity, parse_quantity
+from kubetrain.model.quantity import NodeResourceName, Quantity, format_quantity, parse_quantity
 from kubetrain.model.strict import StrictProps
 from kubetrain.model.vocabulary import EFA_RESOURCE, GPU_RESOURCE, HUGE_PAGES_RESOURCE, NEURON_RESOURCE, QUEUE_LABEL
 from kubetrain.platform.node_pools import NodePool
@@ -186,16 +186,8 @@ def _quotas(value: Any) -> Any:
             if isinstance(resources, Mapping) else resources for flavor, resources in value.items()}
 
 
-Quotas = Annotated[dict[str, dict[ResourceName, Quota]], BeforeValidator(_quotas)]
+Quotas = Annotated[dict[str, dict[NodeResourceName, Quota]], BeforeValidator(_quotas)]
 
-LIMITS_REFUSED = register(
-    "KT451", "error", "quota limits Kueue refuses",
-    rationale="Kueue's admission webhook refuses a borrowing or lending limit on a ClusterQueue without a cohort "
-              "(or a Cohort without a parent), where nothing can be borrowed or lent, and a ClusterQueue's lending "
-              "limit above its nominal quota.",
-    fix="give the queue a cohort (the Cohort a parent) or drop the limit; keep lending_limit at most nominal",
-    source="https://github.com/kubernetes-sigs/kueue/blob/v0.19.2/pkg/webhooks/clusterqueue_webhook.go (validateLimit, validateLendingLimit); "
-           "https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#borrowinglimit")
 OUTSIDE_COHORT = register(
     "KT450", "warning", "cohort defined outside the fleet",
     rationale="A cohort named by a string instead of a Cohort object of the fleet may have members and quota "
@@ -300,7 +292,7 @@ class ResourceGroup(StrictProps):
     gives each pod set one flavor per group, trying the group's flavors in order. GPUs in one group and CPU
     and memory in another let a job's accelerators and its host resources come from different flavors."""
 
-    resources: list[ResourceName] = Field(..., min_length=1, max_length=64,
+    resources: list[NodeResourceName] = Field(..., min_length=1, max_length=64,
                                           description="The resources it covers, e.g. ['cpu', 'memory'].")
     flavors: list[InstanceOf[ResourceFlavor]] = Field(..., min_length=1, max_length=64,
                                                       description="In order of preference.")
@@ -384,14 +376,11 @@ class ClusterQueueProps(StrictProps):
 
 def _check_groups(groups: list[ResourceGroup], quotas: Mapping[str, Mapping[str, Quota]]) -> None:
     """Kueue's webhook: a resource in one group at most; and a flavor's quotas only of its group's resources."""
-    seen: dict[str, int] = {}
+    for i, _, resource, first in covered_twice([group.resources for group in groups]):
+        raise rule_violation("KT003", f"{resource} is covered by resource groups {first} and {i}: Kueue takes each "
+                             "resource in one group", "cover each resource in one group",
+                             field=f"resource_groups.{i}.resources")
     for i, group in enumerate(groups):
-        for resource in group.resources:
-            if resource in seen:
-                raise rule_violation("KT003", f"{resource} is covered by resource groups {seen[resource]} and {i}: "
-                                     "Kueue takes each resource in one group", "cover each resource in one group",
-                                     field=f"resource_groups.{i}.resources")
-            seen[resource] = i
         for flavor in group.flavors:
             for resource in quotas.get(flavor.name, {}):
                 if resource not in group.resources:

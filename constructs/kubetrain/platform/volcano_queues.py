@@ -19,7 +19,7 @@ from pydantic import Field
 from kubetrain.cluster import Cluster
 from kubetrain.kinds.volcano import API_VERSION
 from kubetrain.model.names import Dns1123Subdomain
-from kubetrain.model.quantity import Quantity, ResourceName
+from kubetrain.model.quantity import NodeResourceName, Quantity
 from kubetrain.model.strict import StrictProps
 from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.platform.queues import PLACEMENT_LEVEL, TopologyPlacement, claim_queue_system
@@ -31,7 +31,7 @@ GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 class VolcanoQueueProps(StrictProps):
     name: Dns1123Subdomain
     weight: int = Field(1, ge=1, description="Share of the cluster against other queues.")
-    capability: dict[ResourceName, Quantity] = Field(default_factory=dict,
+    capability: dict[NodeResourceName, Quantity] = Field(default_factory=dict,
                                                      description="Upper bound on the queue's resources, e.g. "
                                                                  "{'nvidia.com/gpu': '64'}.")
     reclaimable: bool = Field(False, description="Whether other queues may reclaim what this one borrowed. Off: "

@@ -30,21 +30,24 @@ def check_object(obj: dict[str, Any], report: Report, sibling: Sibling) -> None:
 
 def _check(obj: dict[str, Any], report: Report, sibling: Sibling) -> Iterable[Created]:
     """The object's kind says what is checked: the API server's own check of a kind it validates beyond its
-    schema, else its name's format, the names its operator derives and what its webhook refuses; then what its
-    controller or operator creates. An unknown kind's name is a DNS-1123 subdomain."""
+    schema, else its name's format and the names its operator derives; then what its webhook or the program that
+    reads it refuses, and what its controller or operator creates. An unknown kind's name is a DNS-1123
+    subdomain."""
     kind = kind_of(obj)
     if kind is None:
         validate_object_meta(obj.get("metadata"), obj.get("kind"), dns_1123_subdomain_problem, report)
         return ()
     if kind.check is not None:
-        return kind.check(obj, report)
-    validate_object_meta(obj.get("metadata"), obj.get("kind"), kind.name_problem, report)
-    for path, message in kind.derived_names(obj, sibling):
-        report.add(DERIVED_NAMES.code, path, message)
-        report.root.named.add(path)
-    for path, message in kind.admission(obj, sibling):
-        report.add(ADMISSION.code, path, message)
-    return kind.created(obj, sibling)
+        created = kind.check(obj, report)
+    else:
+        validate_object_meta(obj.get("metadata"), obj.get("kind"), kind.name_problem, report)
+        for path, message in kind.derived_names(obj, sibling):
+            report.add(DERIVED_NAMES.code, path, message)
+            report.root.named.add(path)
+        created = kind.created(obj, sibling)
+    for path, message, *code in kind.admission(obj, sibling):
+        report.add(code[0] if code else ADMISSION.code, path, message)
+    return created
 
 
 def _check_created(created: Created, report: Report, sibling: Sibling) -> None:

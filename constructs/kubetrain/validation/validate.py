@@ -16,7 +16,6 @@ error messages and paths are the ones users see. This module imports no cdk8s.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from kubetrain.model.vocabulary import KUBERNETES_VERSION_ANNOTATION
 from kubetrain.validation.api_checks import api_server_problems
 from kubetrain.validation.cel_rules import RULE_FAILED, RULES_NOT_CHECKED, RulePlan
 from kubetrain.validation.schemas import crd_schemas, shipped_schemas
+from kubetrain_runtime.spelling import closest
 
 _SCHEMAS = files("kubernetes_validate") / "kubernetes-json-schema"
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
@@ -213,8 +213,8 @@ def _near_names(error: jsonschema.ValidationError) -> str:
     if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
         return ""
     known = list(error.schema.get("properties") or {})
-    guesses = [f"{guess[0]!r} for {key!r}" for key in sorted(set(error.instance) - set(known))
-               for guess in [difflib.get_close_matches(key, known, n=1, cutoff=0.6)] if guess]
+    guesses = [f"{guess!r} for {key!r}" for key in sorted(set(error.instance) - set(known))
+               if (guess := closest(key, known))]
     return f" (did you mean {', '.join(guesses)}?)" if guesses else ""
 
 

@@ -1,5 +1,6 @@
 """Job rules on how a job survives a hang or a stop: the watchdog after the collective timeout, a grace
-period that holds the stop checkpoint, an elastic range that holds the starting node count."""
+period that holds the stop checkpoint. (That an elastic range holds the
+starting node count is checked on the props: KT114, kubetrain.jobs.job_props.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 from kubetrain.jobs.checks.job_rules import JobRules, Violation
 from kubetrain.jobs.launch import stop_needs_s
 from kubetrain.jobs.spec import JobSpec
-from kubetrain.rules.sources import PG, PYTORCHJOB_TYPES, cite
+from kubetrain.rules.sources import PG, cite
 from training.flops import checkpoint_bytes
 
 RULES = JobRules()  # this module's rules, in the order their problems are reported
@@ -49,15 +50,3 @@ def grace_period_holds_the_stop(job: JobSpec) -> Iterator[Violation]:
                f"{grace} s may end before the stop checkpoint is written (expected to need {needed} s: "
                f"{checkpoint_bytes(job.trainer.run.model) / 1e9:.1f} GB on {job.node_range.start} node(s))",
                f"set termination_grace_period_s to at least {needed}, or leave it unset")
-
-
-@job_rule("KT114", "error", "elastic range does not hold the starting node count",
-          rationale="The job starts `nodes` pods; the operator rejects a start outside min..max.",
-          fix="set elastic.min_nodes <= nodes <= elastic.max_nodes", source=PYTORCHJOB_TYPES)
-def elastic_range_holds_nodes(job: JobSpec) -> Iterator[Violation]:
-    elastic = job.props.elastic
-    if elastic is not None and job.props.nodes not in job.node_range:
-        field = "min_nodes" if elastic.min_nodes > job.props.nodes else "max_nodes"
-        yield (f"elastic.{field}", f"the job starts {job.props.nodes} pods, outside its elastic range "
-               f"{job.node_range.start}..{job.node_range.stop - 1}",
-               f"set elastic.min_nodes <= nodes ({job.props.nodes}) <= elastic.max_nodes")
