@@ -9,11 +9,11 @@ neither transformers nor torch.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from kubetrain_runtime.problems import Problem
+from kubetrain_runtime.spelling import did_you_mean
 
 # Where a config keeps the longest sequence the model takes, by the names transformers' config classes use (GPT-2's
 # n_positions, MPT's max_seq_len, RWKV's context_length, ...); a class's attribute_map may alias one to another.
@@ -51,9 +51,8 @@ def model_type_problems(model_type: Any, *, known: Collection[str], causal: Coll
         return [Problem("KT233", field, f"{where} {model_type!r} is a transformers {version} model without a causal "
                         "LM head: AutoModelForCausalLM cannot build it",
                         f"use a decoder-only model_type ({COMMON_TYPES}, ...)")]
-    close = [name for name in difflib.get_close_matches(str(model_type), list(causal), n=3, cutoff=0.6)
-             if not _another_version(str(model_type), name)]
-    guess = f"did you mean {close[0]}? " if close else ""
+    guess = did_you_mean(str(model_type), [name for name in causal if not _another_version(str(model_type), name)],
+                         quote=False)
     return [Problem("KT233", field, f"{where} {model_type!r} is not a model type of transformers {version}: a typo, "
                     "or a model that needs trust_remote_code (its own code from the hub), which kubetrain never runs",
                     f"{guess}use a model_type transformers builds ({COMMON_TYPES}, ...); a remote-code model needs a "
