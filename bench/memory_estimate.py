@@ -186,7 +186,7 @@ def measure(case: Case) -> int:
                     loss = F.cross_entropy(logits.flatten(0, 1).float(), batch[:, 1:].flatten())
                     del logits
                     (loss / len(tokens)).backward()
-            tracker.reset_mod_stats()
+                tracker.reset_mod_stats()  # per forward/backward: the tracker's modules count one call each
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)

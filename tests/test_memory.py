@@ -101,7 +101,9 @@ def test_megatrons_8b_at_tp2_needs_67_gib_of_model_state_per_gpu() -> None:
 # -- measured: the formula against PyTorch's memory tracker -------------------------------------------------------
 
 CASES = [memory_estimate.Case("gpt", "ddp", 1, False, "fp32"), memory_estimate.Case("llama", "fsdp", 1, True, "bf16"),
-         memory_estimate.Case("gpt", "fsdp", 2, True, "fp32"), memory_estimate.Case("llama", "ddp", 2, False, "bf16")]
+         memory_estimate.Case("gpt", "fsdp", 2, True, "fp32"), memory_estimate.Case("llama", "ddp", 2, False, "bf16"),
+         memory_estimate.Case("llama", "fsdp", 2, False, "bf16", "vocab8", "unsharded"),
+         memory_estimate.Case("gpt", "fsdp", 2, True, "bf16", "vocab8", "sharded")]
 
 
 @pytest.mark.processes
