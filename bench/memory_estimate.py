@@ -1,9 +1,11 @@
 """The memory formula (training/memory.py) against PyTorch's own memory tracker, on real small models.
 
-    python bench/memory_estimate.py            (every configuration: GPT and Llama, DDP and FSDP2, 1 and 2 ranks,
-                                                with and without activation checkpointing, fp32 and bf16)
+    python bench/memory_estimate.py            (the whole grid: every shape of SHAPES, GPT and Llama, DDP and FSDP2,
+                                                1 and 2 ranks, with and without activation checkpointing, fp32 and
+                                                bf16, without gradient accumulation and with it, FSDP2 holding the
+                                                accumulated gradients sharded and unsharded)
     python bench/memory_estimate.py --quick    (fp32 only)
-    python bench/memory_estimate.py --shape wide   (other sizes: every ratio the formula depends on changes)
+    python bench/memory_estimate.py --shape wide   (one shape)
 
 Each configuration runs two real training steps (forward, cross-entropy, backward, gradient clipping, fused AdamW,
 zero_grad) on CPU tensors in gloo process groups under `torch.distributed._tools.fsdp2_mem_tracker.FSDPMemTracker`
@@ -35,9 +37,10 @@ import torch.nn.functional as F
 
 from training.memory import Architecture, Layout, gpt_architecture, hf_architecture, trainer_estimate
 
-# Model shapes by name: (GPT run config model, LlamaConfig keywords, sequence length, micro batch). `small` is the
-# default; `wide` changes every ratio the formula depends on (vocabulary to width, MLP to width, heads, tied
-# embeddings, tokens per micro-batch).
+# Model shapes by name: (GPT run config model, LlamaConfig keywords, sequence length, micro batch). `wide` changes
+# every ratio the formula depends on (vocabulary to width, MLP to width, heads, tied embeddings, tokens per
+# micro-batch); `vocab8` has a vocabulary 8x the width (the logits outweigh a layer's activations) and grouped-query
+# attention of 4 query heads per key/value head, untied.
 SHAPES: dict[str, tuple[dict[str, Any], dict[str, Any], int, int]] = {
     "small": ({"vocab_size": 512, "dim": 128, "n_layers": 4, "n_heads": 4},
               {"vocab_size": 512, "hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
@@ -45,7 +48,11 @@ SHAPES: dict[str, tuple[dict[str, Any], dict[str, Any], int, int]] = {
     "wide": ({"vocab_size": 2048, "dim": 256, "n_layers": 2, "n_heads": 8, "mlp_ratio": 3.0},
              {"vocab_size": 2048, "hidden_size": 192, "num_hidden_layers": 3, "num_attention_heads": 6,
               "num_key_value_heads": 1, "intermediate_size": 640, "tie_word_embeddings": True}, 64, 6),
+    "vocab8": ({"vocab_size": 1536, "dim": 192, "n_layers": 3, "n_heads": 6, "mlp_ratio": 4.0},
+               {"vocab_size": 2048, "hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 8,
+                "num_key_value_heads": 2, "intermediate_size": 688, "tie_word_embeddings": False}, 96, 4),
 }
+ACCUMULATED = 2  # micro-batches a step runs with gradient accumulation
 
 
 @dataclass(frozen=True)
@@ -56,10 +63,16 @@ class Case:
     checkpointing: bool
     precision: str = "fp32"
     shape: str = "small"
+    accumulation: str = "none"  # "none" (one micro-batch a step), or ACCUMULATED held "sharded" or "unsharded"
 
     def __str__(self) -> str:
-        return (f"{self.shape:5} {self.model:5} {self.strategy:4} {self.world} rank{'s' if self.world > 1 else ' '} "
-                f"{'AC' if self.checkpointing else '--'} {self.precision}")
+        held = {"none": "--", "sharded": f"x{ACCUMULATED} sharded", "unsharded": f"x{ACCUMULATED} unsharded"}
+        return (f"{self.shape:6} {self.model:5} {self.strategy:4} {self.world} rank{'s' if self.world > 1 else ' '} "
+                f"{'AC' if self.checkpointing else '--'} {self.precision} {held[self.accumulation]:13}")
+
+    @property
+    def micro_batches(self) -> int:
+        return 1 if self.accumulation == "none" else ACCUMULATED
 
     @property
     def gpt(self) -> dict[str, Any]:
@@ -85,7 +98,9 @@ class Case:
 
     def layout(self) -> Layout:
         return Layout(strategy=self.strategy, data_parallel=self.world, micro_batch=self.micro, seq_len=self.seq_len,
-                      precision=self.precision, recompute="full" if self.checkpointing else "none")
+                      precision=self.precision, recompute="full" if self.checkpointing else "none",
+                      accumulates=self.micro_batches > 1,
+                      accumulation="unsharded" if self.accumulation == "unsharded" else "sharded")
 
     def estimate_bytes(self) -> float:
         return trainer_estimate(self.architecture(), self.layout(), gpu=False).tensors
@@ -112,7 +127,8 @@ def _parallelize(case: Case, model: torch.nn.Module) -> torch.nn.Module:
     if case.model == "gpt":
         from training.config import RunConfig
         run = RunConfig.model_validate({"model": case.gpt, "data": {"seq_len": case.seq_len},
-                                        "batch": {"global_size": case.micro * case.world, "micro_size": case.micro},
+                                        "batch": {"global_size": case.micro * case.world * case.micro_batches,
+                                                  "micro_size": case.micro},
                                         "strategy": {"name": case.strategy,
                                                      "activation_checkpointing": case.checkpointing},
                                         "precision": case.precision, "max_steps": 2})
@@ -138,16 +154,19 @@ def measure(case: Case) -> int:
     from training.optimizer import build_optimizer
     from training.config import OptimizerConfig
 
+    from training.parallel import gradient_sync
+
     model = _model(case)
     vocab = case.gpt["vocab_size"] if case.model == "gpt" else case.llama["vocab_size"]
-    tokens = torch.randint(0, vocab, (case.micro, case.seq_len + 1),
-                           generator=torch.Generator().manual_seed(dist.get_rank()))
+    tokens = [torch.randint(0, vocab, (case.micro, case.seq_len + 1),
+                            generator=torch.Generator().manual_seed(dist.get_rank() * 7 + i))
+              for i in range(case.micro_batches)]
     autocast = case.precision == "bf16" and case.strategy == "ddp"
     if case.strategy == "fsdp":
         model = _parallelize(case, model)
         optimizer = build_optimizer(model, OptimizerConfig())
         tracker = FSDPMemTracker(model, optimizer)
-        tracker.track_inputs((tokens,))
+        tracker.track_inputs(tuple(tokens))
     else:
         tracker = MemTracker()
         tracker.track_external(model)
@@ -157,14 +176,17 @@ def measure(case: Case) -> int:
             optimizer = build_optimizer(model, OptimizerConfig())
             tracker.track_external(optimizer)
         for _ in range(2):
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-                out = model(tokens[:, :-1])
-                logits = out if isinstance(out, torch.Tensor) else out.logits
-                del out
-                loss = F.cross_entropy(logits.flatten(0, 1).float(), tokens[:, 1:].flatten())
-                del logits
-                loss.backward()
-            tracker.reset_mod_stats()
+            for micro, batch in enumerate(tokens):  # the trainer's step (training/trainer.py train_step)
+                last = micro == len(tokens) - 1
+                with gradient_sync(model, last, case.accumulation), \
+                        torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                    out = model(batch[:, :-1])
+                    logits = out if isinstance(out, torch.Tensor) else out.logits
+                    del out
+                    loss = F.cross_entropy(logits.flatten(0, 1).float(), batch[:, 1:].flatten())
+                    del logits
+                    (loss / len(tokens)).backward()
+                tracker.reset_mod_stats()  # per forward/backward: the tracker's modules count one call each
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
@@ -209,24 +231,32 @@ def measure_all(cases: list[Case]) -> dict[Case, int]:
     return peaks
 
 
-def all_cases(precisions: tuple[str, ...] = ("fp32", "bf16"), shape: str = "small") -> list[Case]:
-    return [Case(model, strategy, world, ac, precision, shape) for model, strategy, world, ac, precision in
-            itertools.product(("gpt", "llama"), ("ddp", "fsdp"), (1, 2), (False, True), precisions)]
+# (strategy, ranks, accumulation) of the grid: accumulation over 2 ranks, where FSDP2 shards what it holds.
+LAYOUTS = [("ddp", 1, "none"), ("ddp", 2, "none"), ("ddp", 2, "unsharded"), ("fsdp", 1, "none"), ("fsdp", 2, "none"),
+           ("fsdp", 2, "sharded"), ("fsdp", 2, "unsharded")]
+
+
+def all_cases(precisions: tuple[str, ...] = ("fp32", "bf16"), shapes: tuple[str, ...] = tuple(SHAPES)) -> list[Case]:
+    return [Case(model, strategy, world, ac, precision, shape, accumulation)
+            for shape, model, (strategy, world, accumulation), ac, precision in
+            itertools.product(shapes, ("gpt", "llama"), LAYOUTS, (False, True), precisions)]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fp32 only")
-    parser.add_argument("--shape", choices=sorted(SHAPES), default="small", help="the models' sizes (SHAPES)")
+    parser.add_argument("--shape", choices=sorted(SHAPES), help="one shape of SHAPES (default: every one)")
     args = parser.parse_args()
-    cases = all_cases(("fp32",) if args.quick else ("fp32", "bf16"), args.shape)
+    cases = all_cases(("fp32",) if args.quick else ("fp32", "bf16"), (args.shape,) if args.shape else tuple(SHAPES))
     peaks = measure_all(cases)
-    worst = 0.0
-    print(f"{'configuration':34} {'tracker MiB':>12} {'formula MiB':>12} {'ratio':>6}")
+    ratios = {case: case.estimate_bytes() / peaks[case] for case in cases}
+    print(f"{'configuration':48} {'tracker MiB':>12} {'formula MiB':>12} {'ratio':>6}")
     for case in cases:
-        ratio = case.estimate_bytes() / peaks[case]
-        worst = max(worst, abs(ratio - 1))
-        print(f"{str(case):34} {peaks[case] / 2**20:12.2f} {case.estimate_bytes() / 2**20:12.2f} {ratio:6.3f}")
+        print(f"{str(case):48} {peaks[case] / 2**20:12.2f} {case.estimate_bytes() / 2**20:12.2f} {ratios[case]:6.3f}")
+    low, high = min(ratios, key=ratios.get), max(ratios, key=ratios.get)
+    worst = max(abs(ratios[low] - 1), abs(ratios[high] - 1))
+    print(f"{len(cases)} configurations; lowest ratio {ratios[low]:.3f} ({str(low).strip()}), highest "
+          f"{ratios[high]:.3f} ({str(high).strip()})")
     print(f"worst |ratio - 1|: {worst:.3f} (target 0.15); formula: training/memory.py, tensors only (no CUDA "
           "context, NCCL or allocator on a CPU)")
     return 0 if worst <= 0.15 else 1

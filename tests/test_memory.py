@@ -4,6 +4,7 @@ and the rules that judge a job with it at synth (KT240, KT241, KT165), shown by 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -100,7 +101,9 @@ def test_megatrons_8b_at_tp2_needs_67_gib_of_model_state_per_gpu() -> None:
 # -- measured: the formula against PyTorch's memory tracker -------------------------------------------------------
 
 CASES = [memory_estimate.Case("gpt", "ddp", 1, False, "fp32"), memory_estimate.Case("llama", "fsdp", 1, True, "bf16"),
-         memory_estimate.Case("gpt", "fsdp", 2, True, "fp32"), memory_estimate.Case("llama", "ddp", 2, False, "bf16")]
+         memory_estimate.Case("gpt", "fsdp", 2, True, "fp32"), memory_estimate.Case("llama", "ddp", 2, False, "bf16"),
+         memory_estimate.Case("llama", "fsdp", 2, False, "bf16", "vocab8", "unsharded"),
+         memory_estimate.Case("gpt", "fsdp", 2, True, "bf16", "vocab8", "sharded")]
 
 
 @pytest.mark.processes
@@ -196,7 +199,10 @@ def test_a_job_whose_model_cannot_fit_does_not_synthesize(tmp_path: Path) -> Non
     (line,) = [line for line in result.stderr.splitlines() if "[KT240]" in line]
     assert line.startswith("error: dev/ml/job: workload.run: the model does not fit: ")
     assert "GiB per H100 against its 80 GiB" in line and "optimizer 50.0" in line
-    assert "shard with strategy.name: fsdp" in line and "activation_checkpointing" in line
+    # FSDP alone fits; checkpointing alone would not (the replicated state is over the H100 by itself)
+    assert re.search(r"shard with strategy\.name: fsdp \(\d+\.\d GiB\)", line)
+    assert "activation checkpointing cannot help: the state alone is 138.5 GiB" in line
+    assert "set strategy.activation_checkpointing" not in line
     assert not (work / "dist").exists()
 
 
@@ -264,3 +270,114 @@ def test_the_example_fleet_fits_and_dist_carries_the_estimates() -> None:
     texts = {path: data.decode() for path, data in read_tree(ROOT / "dist").items() if "/TrainJob." in path}
     estimated = [path for path, text in texts.items() if "kubetrain.dev/memory" in text]
     assert any("gpt-1b-fsdp" in p for p in estimated) and any("megatron-gpt" in p for p in estimated)
+
+
+# -- fine-tuning jobs: accumulated gradients sharded, and a fix that fits -----------------------------------------
+
+# The shape fields of the published config.json files (meta-llama/Meta-Llama-3-8B, mistralai/Mistral-7B-v0.1).
+LLAMA_3_8B_CONFIG = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                     "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+                     "tie_word_embeddings": False}
+MISTRAL_7B_CONFIG = {"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32,
+                     "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                     "vocab_size": 32000, "tie_word_embeddings": False}
+
+
+def fine_tune(config: dict, nodes: int, procs: int, instance: str, micro: int, global_size: int, strategy: dict,
+              seq_len: int = 2048, elastic: dict | None = None) -> tuple[list, dict]:
+    """One job fine-tuning a Hugging Face model stated by its config.json's shape, compiled in this process: its
+    findings and, when it has no error, its rendered run config."""
+    from kubetrain import App, Cluster, TrainingJob
+    from kubetrain.pipeline import fleet_findings, render
+
+    app = App()
+    TrainingJob(Cluster(app, "dev", kubernetes_version="1.33", namespaces=["ml"]), "sft", {
+        "image": "img:1", "nodes": nodes, "procs_per_node": procs, "instance_type": instance,
+        "resources": {"cpu": "4", "memory": "64Gi"}, **({"elastic": elastic} if elastic else {}),
+        "volumes": [{"name": "ckpt", "claim": "ckpt", "mount_path": "/checkpoints"}],
+        "workload": {"kind": "trainer", "run": {
+            "model": {"kind": "hf", **config}, "data": {"seq_len": seq_len},
+            "batch": {"global_size": global_size, "micro_size": micro}, "strategy": strategy,
+            "optimizer": {"warmup_steps": 10}, "precision": "bf16", "max_steps": 100}}})
+    found = [(f.problem.code, f.problem.message, f.problem.fix) for f in fleet_findings(app)]
+    if any(f.severity == "error" for f in fleet_findings(app)):
+        return found, {}
+    (text,) = [text for path, text in render(app).items() if path.name.startswith("ConfigMap.")]
+    import yaml
+    return found, yaml.safe_load(yaml.safe_load(text)["data"]["run.yaml"])
+
+
+@pytest.mark.parametrize(("config", "nodes", "procs", "instance", "micro", "global_size"), [
+    (LLAMA_3_8B_CONFIG, 4, 8, "p4d.24xlarge", 2, 512),  # 32 A100-40GB
+    (MISTRAL_7B_CONFIG, 1, 8, "g5.48xlarge", 1, 64),  # 8 A10G (24 GiB)
+])
+def test_7b_8b_fsdp_fine_tunes_fit_with_gradients_kept_sharded(config, nodes, procs, instance, micro,
+                                                                global_size) -> None:
+    """Unsharded, the whole model's fp32 gradients (~27-30 GiB) would sit on every rank and neither job would fit;
+    sharded, a rank holds 1/ranks of them, and the job's run config carries the choice to its pods."""
+    strategy = {"name": "fsdp", "activation_checkpointing": True}
+    found, run = fine_tune(config, nodes, procs, instance, micro, global_size, strategy)
+    assert not [f for f in found if f[0] in ("KT240", "KT241")], found
+    assert run["strategy"]["accumulated_gradients"] == "sharded"
+    unsharded, _ = fine_tune(config, nodes, procs, instance, micro, global_size,
+                             {**strategy, "accumulated_gradients": "unsharded"})
+    ((code, message, fix),) = [f for f in unsharded if f[0] == "KT240"]
+    assert "accumulated unsharded" in message
+    assert re.search(r"set strategy\.accumulated_gradients: sharded \(\d+\.\d GiB\)", fix), fix
+
+
+def test_an_h100_job_keeps_its_gradients_unsharded_where_they_fit() -> None:
+    found, run = fine_tune(MISTRAL_7B_CONFIG, 2, 8, "p5.48xlarge", 1, 64, {"name": "fsdp",
+                                                                           "activation_checkpointing": True})
+    assert run["strategy"]["accumulated_gradients"] == "unsharded"
+
+
+def _advised_runs(config: dict, fix: str, micro: int, nodes: int, strategy: dict) -> list[tuple[str, dict, int]]:
+    """Each single change the fix names, applied to the job: (change, strategy, micro batch, nodes)."""
+    changes = []
+    for step in fix.split("; "):
+        if step.startswith("set strategy.activation_checkpointing: true"):
+            changes.append((step, {**strategy, "activation_checkpointing": True}, micro, nodes))
+        elif m := re.match(r"lower batch\.micro_size to (\d+)", step):
+            changes.append((step, strategy, int(m[1]), nodes))
+        elif m := re.match(r"set nodes: (\d+) \(", step):
+            changes.append((step, strategy, micro, int(m[1])))
+        elif step.startswith("set strategy.accumulated_gradients: sharded"):
+            changes.append((step, {**strategy, "accumulated_gradients": "sharded"}, micro, nodes))
+    return changes
+
+
+@pytest.mark.parametrize(("config", "nodes", "instance", "micro", "global_size", "seq_len", "strategy", "expected"), [
+    # 8B without checkpointing at micro 4 on one p4d: its activations do not fit, checkpointing does.
+    (LLAMA_3_8B_CONFIG, 1, "p4d.24xlarge", 4, 512, 2048, {"name": "fsdp"}, ["set strategy.activation_checkpointing"]),
+    # Mistral on one 8-GPU A10G node at micro 4 of 4k tokens, checkpointed: a smaller micro batch.
+    (MISTRAL_7B_CONFIG, 1, "g5.48xlarge", 4, 64, 4096, {"name": "fsdp", "activation_checkpointing": True},
+     ["lower batch.micro_size to"]),
+    # Held unsharded on A100-40GB: sharded fits, or 32 nodes with no accumulation left.
+    (LLAMA_3_8B_CONFIG, 4, "p4d.24xlarge", 2, 512, 2048, {"name": "fsdp", "activation_checkpointing": True,
+                                                          "accumulated_gradients": "unsharded"},
+     ["set strategy.accumulated_gradients: sharded", "set nodes: 32"]),
+])
+def test_the_fix_names_only_changes_that_fit_and_each_does(config, nodes, instance, micro, global_size, seq_len,
+                                                           strategy, expected) -> None:
+    found, _ = fine_tune(config, nodes, 8, instance, micro, global_size, strategy, seq_len)
+    ((_, _, fix),) = [f for f in found if f[0] == "KT240"]
+    for phrase in expected:
+        assert phrase in fix, fix
+    assert re.search(r"or use an instance type with at least \d+ GiB per accelerator$", fix)
+    changes = _advised_runs(config, fix, micro, nodes, strategy)
+    assert len(changes) >= len(expected)
+    for change, changed_strategy, changed_micro, changed_nodes in changes:
+        after, _ = fine_tune(config, changed_nodes, 8, instance, changed_micro, global_size, changed_strategy,
+                             seq_len)
+        assert not [f for f in after if f[0] in ("KT240", "KT241")], (change, after)
+
+
+def test_ddp_state_that_no_activation_change_can_fit_says_so() -> None:
+    """8B under DDP on A100-40GB: 16 bytes a parameter on every rank. Checkpointing and a smaller micro batch
+    cannot help, more DDP nodes neither; the fix names what does, together, and the state's own size."""
+    found, _ = fine_tune(LLAMA_3_8B_CONFIG, 4, 8, "p4d.24xlarge", 2, 512, {"name": "ddp"})
+    ((_, _, fix),) = [f for f in found if f[0] == "KT240"]
+    assert re.search(r"activation checkpointing cannot help: the state alone is \d+\.\d GiB", fix), fix
+    assert "lower batch.micro_size" not in fix.split("together")[0]
+    assert "together: set strategy.name: fsdp" in fix

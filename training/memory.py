@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 GIB = 2**30
@@ -141,6 +141,9 @@ class Layout:
     precision: Literal["fp32", "bf16"] = "bf16"
     recompute: Literal["none", "selective", "full"] = "none"  # activation checkpointing: "full" saves layer inputs
     accumulates: bool = False  # gradient accumulation: gradients live through the next micro-batch's forward
+    # FSDP2 under accumulation: reduce-scatter every micro-batch into the sharded gradients, or keep the whole
+    # model's gradients unsharded until the last one (ACCUMULATION_MODES)
+    accumulation: Literal["sharded", "unsharded"] = "sharded"
     tensor: int = 1  # Megatron-LM
     pipeline: int = 1
     distributed_optimizer: bool = False  # Megatron-LM's --use-distributed-optimizer (ZeRO-1 over data_parallel)
@@ -223,13 +226,14 @@ def layer_activation_bytes(arch: Architecture, layout: Layout) -> float:
     return FP32 * fp32_part + BF16 * (norms - fp32_part + attention + mlp)
 
 
-def _logit_bytes(arch: Architecture, layout: Layout) -> tuple[float, float]:
-    """(kept through the backward's start, transient at it), per token: the trainer takes cross-entropy of the
-    logits in fp32, so autograd keeps log-softmax's fp32 output (and the bf16 logits' fp32 copy); the backward
-    adds the gradients of both."""
+def _logit_bytes(arch: Architecture) -> tuple[float, float]:
+    """(kept through the backward's start, transient at it), per token. The trainer takes cross-entropy of
+    `logits.float()` (training/trainer.py): autograd keeps only log-softmax's fp32 output, since the cast's
+    backward needs nothing saved and log-softmax's needs only its output; the logits and, in bf16, their fp32
+    copy are freed once the loss is computed. The backward adds two fp32 gradients of the same size (the loss's
+    and log-softmax's)."""
     v = arch.vocab
-    kept = FP32 * v + (FP32 * v if layout.precision == "bf16" else 0)
-    return kept, 2 * FP32 * v
+    return FP32 * v, 2 * FP32 * v
 
 
 def trainer_estimate(arch: Architecture, layout: Layout, gpu: bool = True) -> MemoryEstimate:
@@ -247,14 +251,16 @@ def trainer_estimate(arch: Architecture, layout: Layout, gpu: bool = True) -> Me
     grads_full = FP32 * n / shard
     tokens = layout.tokens
     per_layer = layer_activation_bytes(arch, layout) * tokens
-    kept, transient = (b * tokens for b in _logit_bytes(arch, layout))
+    kept, transient = (b * tokens for b in _logit_bytes(arch))
     layer_p, outer_p = arch.layer_parameters, arch.outer_parameters
 
     # Lives through the whole step.
     gathered = compute * (outer_p + layer_p) if fsdp else 0.0  # root module + the layer being computed
     buckets = FP32 * n if (not fsdp and world > 1) else 0.0  # DDP's reducer buckets (gradient_as_bucket_view off)
-    # Gradient accumulation: the previous micro-batches' gradients (FSDP2 keeps them unsharded without sync).
-    carried = (FP32 * n if fsdp else grads_full) if layout.accumulates else 0.0
+    # Gradient accumulation: the previous micro-batches' gradients, sharded (reduce-scattered every micro-batch)
+    # or, FSDP2 without gradient sync, the whole model's in fp32 on every rank.
+    unsharded = fsdp and layout.accumulation == "unsharded"
+    carried = (FP32 * n if unsharded else grads_full) if layout.accumulates else 0.0
     residual = (FP32 if layout.strategy == "ddp" or layout.precision == "fp32" else BF16) * arch.hidden * tokens
 
     full = layout.recompute == "none"
@@ -322,13 +328,46 @@ def estimate(arch: Architecture, layout: Layout, gpu: bool = True) -> MemoryEsti
         trainer_estimate(arch, layout, gpu)
 
 
-def run_layout(run: Any, world_size: int) -> Layout:
-    """The layout of a kubetrain run config (training.config.RunConfig) at `world_size` ranks."""
+# strategy.accumulated_gradients (training/config.py): how FSDP2 holds the gradients while micro-batches accumulate.
+ACCUMULATION_MODES = ("auto", "sharded", "unsharded")
+# `auto` keeps them unsharded (one reduce-scatter a step instead of one a micro-batch) only when the whole rank
+# then stays this far below its accelerator: the band in which KT241 warns, the formula's own error.
+UNSHARDED_HEADROOM = 0.10
+
+
+def accumulation_choice(arch: Architecture, layout: Layout, setting: str, capacity: float | None,
+                        gpu: bool = True) -> Literal["sharded", "unsharded"]:
+    """What the trainer does for `strategy.accumulated_gradients: setting` on one accelerator of `capacity` bytes
+    (None: unknown, a CPU): an explicit setting as it says; `auto` unsharded (faster: no reduce-scatter until the
+    last micro-batch) only under FSDP with accumulation, on a known accelerator, when the estimate with the
+    unsharded gradients leaves UNSHARDED_HEADROOM of it free; otherwise sharded (memory bounded by the shards).
+    The compiler (writing the job's run config) and the trainer (meeting `auto` in a config of its own) both
+    decide here."""
+    if setting != "auto":
+        return "unsharded" if setting == "unsharded" else "sharded"
+    if layout.strategy != "fsdp" or not layout.accumulates or not capacity:
+        return "sharded"
+    unsharded = trainer_estimate(arch, replace(layout, accumulation="unsharded"), gpu)
+    return "unsharded" if unsharded.total <= (1 - UNSHARDED_HEADROOM) * capacity else "sharded"
+
+
+def run_layout(run: Any, world_size: int, capacity: float | None = None, gpu: bool = True) -> Layout:
+    """The layout of a kubetrain run config (training.config.RunConfig) at `world_size` ranks, its gradient
+    accumulation as `accumulation_choice` resolves it on an accelerator of `capacity` bytes."""
     strategy = run.strategy
-    return Layout(strategy=strategy.name, data_parallel=world_size, micro_batch=run.batch.micro_size,
-                  seq_len=run.data.seq_len, precision=run.precision,
-                  recompute="full" if strategy.activation_checkpointing else "none",
-                  accumulates=run.grad_accum_steps(world_size) > 1)
+    layout = Layout(strategy=strategy.name, data_parallel=world_size, micro_batch=run.batch.micro_size,
+                    seq_len=run.data.seq_len, precision=run.precision,
+                    recompute="full" if strategy.activation_checkpointing else "none",
+                    accumulates=run.grad_accum_steps(world_size) > 1)
+    mode = accumulation_choice(model_architecture(run.model), layout, strategy.accumulated_gradients, capacity, gpu)
+    return replace(layout, accumulation=mode)
+
+
+def run_accumulation(run: Any, world_size: int, capacity: float | None = None,
+                     gpu: bool = True) -> Literal["sharded", "unsharded"]:
+    """How the run holds its gradients while micro-batches accumulate, at `world_size` ranks on accelerators of
+    `capacity` bytes (`accumulation_choice`)."""
+    return run_layout(run, world_size, capacity, gpu).accumulation
 
 
 def model_architecture(model: Any) -> Architecture:
@@ -343,7 +382,13 @@ def model_architecture(model: Any) -> Architecture:
     return hf_architecture({**model.config, **shape})
 
 
-def run_estimate(run: Any, world_size: int, gpu: bool = True) -> MemoryEstimate:
+def run_estimate(run: Any, world_size: int, gpu: bool = True, capacity: float | None = None) -> MemoryEstimate:
     """Peak memory per accelerator of a kubetrain run config (its GPT or Hugging Face model) at `world_size`
-    ranks."""
-    return trainer_estimate(model_architecture(run.model), run_layout(run, world_size), gpu)
+    ranks, holding accumulated gradients as it would on accelerators of `capacity` bytes."""
+    return trainer_estimate(model_architecture(run.model), run_layout(run, world_size, capacity, gpu), gpu)
+
+
+def state_estimate(arch: Architecture, layout: Layout, gpu: bool = True) -> MemoryEstimate:
+    """What no micro batch, sequence length or activation checkpointing changes: weights, every gradient and
+    AdamW's moments as the layout holds them (the optimizer step's moment), with the framework's overheads."""
+    return estimate(arch, replace(layout, micro_batch=0), gpu)

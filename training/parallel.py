@@ -46,14 +46,17 @@ def parallelize(model: nn.Module, run: RunConfig, world: World) -> nn.Module:
 
 
 @contextlib.contextmanager
-def gradient_sync(model: nn.Module, enabled: bool) -> Iterator[None]:
-    """Skip the gradient all-reduce on all but the last micro-batch of an accumulation."""
-    if isinstance(model, DistributedDataParallel) and not enabled:
+def gradient_sync(model: nn.Module, last_micro_batch: bool, accumulation: str) -> Iterator[None]:
+    """The gradient communication of one micro-batch's backward. DDP all-reduces only after the last micro-batch
+    of an accumulation. FSDP2 with `accumulation` "sharded" reduce-scatters every micro-batch, adding to the
+    sharded gradients (a rank never holds more than its shard); "unsharded" skips it until the last micro-batch,
+    keeping the whole model's gradients on every rank meanwhile (training/memory.py `accumulation_choice`)."""
+    if isinstance(model, DistributedDataParallel) and not last_micro_batch:
         with model.no_sync():
             yield
         return
     if hasattr(model, "set_requires_gradient_sync"):  # FSDP2
-        model.set_requires_gradient_sync(enabled)
+        model.set_requires_gradient_sync(last_micro_batch or accumulation == "sharded")
     yield
 
 

@@ -21,7 +21,7 @@ from training import hf_export, hf_model
 from training.config import RunConfig
 from training.data import build_loader
 from training.flops import flops_per_token
-from training.memory import GIB, run_estimate
+from training.memory import GIB, run_accumulation, run_estimate
 from training.model import GPT
 from training.optimizer import build_optimizer, learning_rate, set_learning_rate
 from training.parallel import autocast, gradient_sync, parallelize
@@ -55,6 +55,11 @@ class Trainer:
         self.model = parallelize(model, run, world)
         self.optimizer = build_optimizer(self.model, run.optimizer)
         self.accum_steps = run.grad_accum_steps(world.world_size)
+        # The GPU's memory decides `accumulated_gradients: auto` as the compiler decided it (a job's run config
+        # arrives with the compiler's choice written in; a config of one's own is decided here).
+        self.capacity = (torch.cuda.get_device_properties(world.device).total_memory
+                         if world.device_type == "cuda" else None)
+        self.accumulation = run_accumulation(run, world.world_size, self.capacity, world.device_type == "cuda")
         self.loader = build_loader(run, dp_rank=world.rank, dp_size=world.world_size)
         tokens_per_step = run.batch.global_size * run.data.seq_len
         # `stop`: the process's stop signals (its entry point installs them), or None: not watched. Either way the
@@ -95,10 +100,12 @@ class Trainer:
     def memory_estimate(self) -> dict[str, Any]:
         """One rank's peak memory as training/memory.py estimates it (the figure `kubetrain synth` checked against the
         GPU), in GiB by category, beside what the device holds (torch.cuda.max_memory_allocated measures it)."""
-        found = run_estimate(self.run, self.world.world_size, gpu=self.world.device_type == "cuda")
-        record: dict[str, Any] = {"event": "memory_estimate", "per_rank_gib": found.gib()}
+        found = run_estimate(self.run, self.world.world_size, gpu=self.world.device_type == "cuda",
+                             capacity=self.capacity)
+        record: dict[str, Any] = {"event": "memory_estimate", "per_rank_gib": found.gib(),
+                                  "accumulated_gradients": self.accumulation}
         if self.world.device_type == "cuda":
-            record["device_gib"] = round(torch.cuda.get_device_properties(self.world.device).total_memory / GIB, 2)
+            record["device_gib"] = round(self.capacity / GIB, 2)
         return record
 
     def train_step(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,7 +114,8 @@ class Trainer:
         poison = self.runtime.faults.poisons_loss(step)
         for micro in range(self.accum_steps):
             inputs, targets = (t.to(self.world.device, non_blocking=True) for t in self.loader.next_batch())
-            with gradient_sync(self.model, micro == self.accum_steps - 1), autocast(self.run, self.world):
+            last = micro == self.accum_steps - 1
+            with gradient_sync(self.model, last, self.accumulation), autocast(self.run, self.world):
                 # The logits get no name: the backward needs only log-softmax's output, so the largest
                 # activation is freed once the loss is computed instead of living through the backward.
                 loss = F.cross_entropy(logits(self.model(inputs)).flatten(0, 1).float(), targets.flatten())

@@ -12,8 +12,9 @@ least there. The estimate is written onto the run object (`kubetrain.dev/memory`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubetrain.jobs.command_flags import megatron_flags
@@ -22,7 +23,19 @@ from kubetrain.jobs.spec import JobSpec
 from kubetrain.model.memory_annotation import MEMORY_ANNOTATION
 from kubetrain.rules.registry import register
 from kubetrain_runtime.problems import Problem
-from training.memory import GIB, Architecture, Layout, MemoryEstimate, estimate, gpt_architecture, run_estimate
+from training.config import RunConfig
+from training.memory import (
+    GIB,
+    Architecture,
+    Layout,
+    MemoryEstimate,
+    estimate,
+    gpt_architecture,
+    model_architecture,
+    run_estimate,
+    run_layout,
+    state_estimate,
+)
 
 WARN_WITHIN = 0.10  # an estimate within 10 % of the accelerator's memory warns: the formula's own error is ~10 %
 
@@ -74,13 +87,14 @@ class JobMemory:
 def job_memory(job: JobSpec) -> JobMemory | None:
     """The job's estimate against its instance type's accelerator; None when there is nothing to judge: no
     instance type, no accelerators, or a command job that says nothing of its model."""
-    instance = job.instance
-    if instance is None or not instance.accelerator_memory_gib or not job.resources.accelerators:
+    capacity = job.accelerator_bytes
+    if capacity is None:
         return None
+    instance = job.instance
     ranks = min(job.node_range) * job.props.procs_per_node
     gpu = job.uses_gpus
     if job.trainer is not None:
-        found, basis = run_estimate(job.trainer.run, ranks, gpu), f"run config at {ranks} ranks"
+        found, basis = run_estimate(job.run, ranks, gpu, capacity), f"run config at {ranks} ranks{_held(job, ranks)}"
     elif job.command is not None:
         shaped = command_shape(job, ranks)
         if shaped is None:
@@ -89,7 +103,15 @@ def job_memory(job: JobSpec) -> JobMemory | None:
         found = estimate(arch, layout, gpu)
     else:
         return None
-    return JobMemory(found, instance.accelerator_memory_gib * GIB, instance.accelerator or instance.name, basis)
+    return JobMemory(found, capacity, instance.accelerator or instance.name, basis)
+
+
+def _held(job: JobSpec, ranks: int) -> str:
+    """How an FSDP run holds its gradients while micro-batches accumulate, for the estimate's basis."""
+    run = job.run
+    if run.strategy.name != "fsdp" or run.grad_accum_steps(ranks) <= 1:
+        return ""
+    return f", {run.grad_accum_steps(ranks)} micro-batches accumulated {run.strategy.accumulated_gradients}"
 
 
 def _declared(job: JobSpec) -> CommandModel | None:
@@ -190,10 +212,11 @@ def memory_problems(job: JobSpec) -> list[Problem]:
     over = f"{found.total / GIB:.1f} GiB per {memory.accelerator} against its {memory.capacity / GIB:g} GiB"
     if memory.share > 1:
         problems.append(Problem(DOES_NOT_FIT.code, field, f"the model does not fit: {over} "
-                                f"({found.breakdown()}; {memory.basis})", _advice(job)))
+                                f"({found.breakdown()}; {memory.basis})", _advice(job, memory)))
     elif memory.share > 1 - WARN_WITHIN:
         problems.append(Problem(NEARLY_FULL.code, field, f"the model fills {memory.share:.0%} of the accelerator: "
-                                f"{over} ({found.breakdown()}; {memory.basis})", _advice(job)))
+                                f"{over} ({found.breakdown()}; {memory.basis})",
+                                _advice(job, memory)))
     return problems
 
 
@@ -203,26 +226,158 @@ def _field(job: JobSpec) -> str:
     return "workload.model" if job.command.model is not None else "workload.command"
 
 
-def _advice(job: JobSpec) -> str:
-    """What to change, in the job's own terms: only what it does not do already."""
-    steps = []
-    if job.trainer is not None:
-        run = job.trainer.run
-        if run.batch.micro_size > 1:
-            steps.append(f"lower batch.micro_size ({run.batch.micro_size})")
-        if not run.strategy.activation_checkpointing:
-            steps.append("set strategy.activation_checkpointing: true")
-        if run.strategy.name == "ddp":
-            steps.append("shard with strategy.name: fsdp")
-        else:
-            steps.append("add nodes (FSDP shards the state over more ranks)")
-        if run.precision == "fp32":
-            steps.append("train in precision: bf16")
-    else:
-        steps += ["lower the micro batch", "recompute activations (--recompute-granularity full)",
-                  "shard the optimizer (--use-distributed-optimizer), raise the tensor or pipeline size",
-                  "or add nodes"]
-    return "; ".join(steps) + "; or use an instance type with more accelerator memory"
+# Node counts the advice searches for one at which the job fits: beyond this many it names an instance type.
+MAX_NODES_ADVISED = 1024
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """One change to the job, in its own terms, and the estimate with it."""
+
+    change: str
+    found: MemoryEstimate
+
+    def __str__(self) -> str:
+        return f"{self.change} ({self.found.total / GIB:.1f} GiB)"
+
+
+def _advice(job: JobSpec, memory: JobMemory) -> str:
+    """What to change so that the job fits with WARN_WITHIN to spare (neither KT240 nor KT241): only changes the
+    same estimate says would get it there, each with its figure; the single changes that do, else all of them
+    together (with the fewest nodes that then fit); and always the accelerator memory that would hold the job as
+    it is."""
+    budget = (1 - WARN_WITHIN) * memory.capacity
+    remedies, together, state = (_trainer_remedies if job.trainer is not None else _command_remedies)(job, budget)
+    steps = [str(remedy) for remedy in remedies]
+    if not steps and together is not None:
+        steps.append(f"together: {together}")
+    if state is not None and state.total > budget:
+        steps.append(f"activation checkpointing cannot help: the state alone is {state.total / GIB:.1f} GiB")
+    needed = math.ceil(memory.estimate.total / (budget / memory.capacity) / GIB)
+    steps.append(f"or use an instance type with at least {needed} GiB per accelerator")
+    return "; ".join(steps)
+
+
+def _fewest_nodes(job: JobSpec, fits: Callable[[int], Remedy | None]) -> Remedy | None:
+    """The first node count above the job's (fewest) at which `fits` finds a remedy."""
+    return next((found for nodes in range(job.node_range.start + 1, MAX_NODES_ADVISED + 1)
+                 if (found := fits(nodes)) is not None), None)
+
+
+def _trainer_remedies(job: JobSpec, budget: float) -> tuple[list[Remedy], Remedy | None, MemoryEstimate | None]:
+    """The trainer's single changes that fit (accumulated gradients sharded, a smaller micro batch, activation
+    checkpointing, FSDP, bf16, more nodes), all of them together when none does alone, and the state alone when
+    checkpointing is off."""
+    run, procs, capacity, gpu = job.trainer.run, job.props.procs_per_node, job.accelerator_bytes, job.uses_gpus
+    nodes_field = "elastic.min_nodes" if job.props.elastic is not None else "nodes"
+
+    def tried(change: str, changed: RunConfig, nodes: int = job.node_range.start) -> Remedy | None:
+        found = run_estimate(changed, nodes * procs, gpu, capacity)
+        return Remedy(change, found) if found.total <= budget else None
+
+    def with_(changed: RunConfig, strategy: dict | None = None, batch: dict | None = None, **fields) -> RunConfig:
+        return changed.model_copy(update={
+            **fields, **({"strategy": changed.strategy.model_copy(update=strategy)} if strategy else {}),
+            **({"batch": changed.batch.model_copy(update=batch)} if batch else {})})
+
+    def more_nodes(changed: RunConfig, said: str = "") -> Remedy | None:
+        if changed.strategy.name != "fsdp":  # DDP replicates the state: more ranks never shrink it
+            return None
+
+        def at(nodes: int, keep_batch: bool) -> Remedy | None:
+            per_step = changed.batch.micro_size * nodes * procs
+            if keep_batch:
+                if changed.batch.global_size % per_step:
+                    return None
+                return tried(f"{said}{nodes_field}: {nodes}", changed, nodes)
+            size = max(per_step, math.ceil(changed.batch.global_size / per_step) * per_step)
+            return tried(f"{said}{nodes_field}: {nodes} and batch.global_size: {size}",
+                         with_(changed, batch={"global_size": size}), nodes)
+        # A node count the global batch divides, else the fewest nodes with the next global batch they divide.
+        return _fewest_nodes(job, lambda n: at(n, True)) or _fewest_nodes(job, lambda n: at(n, False))
+
+    ranks = job.node_range.start * procs
+    per_rank = run.batch.global_size // ranks  # sequences a rank runs per step (KT201 keeps it whole)
+    fsdp, checkpointed = run.strategy.name == "fsdp", run.strategy.activation_checkpointing
+    found = [
+        fsdp and run.strategy.accumulated_gradients == "unsharded" and run.grad_accum_steps(ranks) > 1 and tried(
+            "set strategy.accumulated_gradients: sharded", with_(run, strategy={"accumulated_gradients": "sharded"})),
+        next((remedy for micro in range(run.batch.micro_size - 1, 0, -1) if per_rank % micro == 0
+              and (remedy := tried(f"lower batch.micro_size to {micro}", with_(run, batch={"micro_size": micro})))),
+             None),
+        not checkpointed and tried("set strategy.activation_checkpointing: true",
+                                   with_(run, strategy={"activation_checkpointing": True})),
+        not fsdp and tried("shard with strategy.name: fsdp",
+                           with_(run, strategy={"name": "fsdp", "accumulated_gradients": "auto"})),
+        run.precision == "fp32" and tried("train in precision: bf16", with_(run, precision="bf16")),
+        more_nodes(run, "set "),
+    ]
+    remedies = [remedy for remedy in found if remedy]
+    together = None
+    if not remedies:
+        best = with_(run, strategy={"name": "fsdp", "activation_checkpointing": True,
+                                    "accumulated_gradients": "sharded" if fsdp else "auto"},
+                     batch={"micro_size": 1}, precision="bf16")
+        said = ", ".join(change for change, differs in (
+            ("strategy.name: fsdp", not fsdp), ("strategy.activation_checkpointing: true", not checkpointed),
+            ("strategy.accumulated_gradients: sharded", run.strategy.accumulated_gradients == "unsharded"),
+            ("batch.micro_size: 1", run.batch.micro_size > 1), ("precision: bf16", run.precision == "fp32"))
+            if differs)
+        together = (tried(f"set {said}", best) if said else None) or more_nodes(best, f"set {said}, " if said
+                                                                                  else "set ")
+    state = None
+    if not checkpointed:
+        state = state_estimate(model_architecture(run.model), run_layout(job.run, ranks, capacity, gpu), gpu)
+    return remedies, together, state
+
+
+def _command_remedies(job: JobSpec, budget: float) -> tuple[list[Remedy], Remedy | None, MemoryEstimate | None]:
+    """A command job's single changes that fit, in its flags' terms (or its declared model's): a smaller micro
+    batch, full recomputation, the distributed optimizer or FSDP, a larger tensor-parallel size, more nodes."""
+    arch, layout, _ = command_shape(job, min(job.node_range) * job.props.procs_per_node)
+    gpu, flags = job.uses_gpus, bool(megatron_flags(job.command.command))
+    megatron, nodes = layout.strategy == "megatron", job.node_range.start
+
+    def tried(change: str, changed: Layout) -> Remedy | None:
+        found = estimate(arch, changed, gpu)
+        return Remedy(change, found) if found.total <= budget else None
+
+    def say(flag: str, declared: str) -> str:
+        return flag if flags else declared
+
+    def more_nodes(changed: Layout, said: str = "") -> Remedy | None:
+        if not (changed.strategy == "fsdp" or changed.distributed_optimizer):  # the state does not shrink
+            return None
+        return _fewest_nodes(job, lambda n: tried(f"{said}{n} nodes",
+                                                  replace(changed, data_parallel=changed.data_parallel * n // nodes)))
+
+    sharded = replace(layout, strategy="fsdp") if layout.strategy == "ddp" else replace(layout,
+                                                                                        distributed_optimizer=True)
+    tensor_sizes = [t for t in (2, 4, 8) if megatron and t > layout.tensor and job.props.procs_per_node % t == 0
+                    and layout.data_parallel * layout.tensor % t == 0]
+    found = [
+        next((remedy for micro in range(layout.micro_batch - 1, 0, -1) if (remedy := tried(
+            f"lower the micro batch to {micro}" + (f" (--micro-batch-size {micro})" if flags else ""),
+            replace(layout, micro_batch=micro)))), None),
+        layout.recompute != "full" and tried(say("recompute activations (--recompute-granularity full)",
+                                                 "recompute activations (CommandModel.recompute 'full')"),
+                                             replace(layout, recompute="full")),
+        layout.strategy != "fsdp" and not layout.distributed_optimizer and tried(
+            say("shard the optimizer (--use-distributed-optimizer)", "shard the optimizer (distributed_optimizer=True)"
+                if megatron else "shard with FSDP"), sharded),
+        next((remedy for t in tensor_sizes if (remedy := tried(
+            f"tensor-parallel size {t} (--tensor-model-parallel-size {t})",
+            replace(layout, tensor=t, data_parallel=layout.data_parallel * layout.tensor // t)))), None),
+        more_nodes(layout, "use "),
+    ]
+    remedies = [remedy for remedy in found if remedy]
+    together = None
+    if not remedies:
+        best = replace(sharded, micro_batch=1, recompute="full")
+        together = tried("shard the state, recompute activations and a micro batch of 1", best) or more_nodes(
+            best, "shard the state, recompute activations, a micro batch of 1 and ")
+    state = state_estimate(arch, layout, gpu) if layout.recompute == "none" else None
+    return remedies, together, state
 
 
 def memory_annotations(job: JobSpec) -> dict[str, str]:

@@ -15,6 +15,8 @@ from kubetrain.jobs.run_names import HASH_PLACEHOLDER
 from kubetrain.model.efa import EFA_HUGEPAGES_DEFAULT
 from kubetrain.model.job_request import JobRequest, MountedVolume
 from kubetrain.model.vocabulary import GPU_RESOURCE, JOB_LABEL, RUN_CONFIG_FILE
+from training.config import RunConfig
+from training.memory import GIB, run_accumulation
 
 if TYPE_CHECKING:
     from kubetrain.model.instances import InstanceType
@@ -78,8 +80,32 @@ class JobSpec:
         """The data of the job's ConfigMap, mounted at CONFIG_MOUNT: the trainer's run config, or the function's
         source, kwargs and requirements; None for a command job."""
         if self.trainer is not None:
-            return {RUN_CONFIG_FILE: self.trainer.run.to_yaml()}
+            return {RUN_CONFIG_FILE: self.run.to_yaml()}
         return self.function.files() if self.function is not None else None
+
+    @cached_property
+    def run(self) -> RunConfig | None:
+        """The trainer's run config as its pods read it: under FSDP, `strategy.accumulated_gradients: auto`
+        resolved by the memory estimate against one of the job's accelerators at its fewest ranks
+        (training/memory.py `accumulation_choice`, the function the trainer decides `auto` with), so the pods hold
+        the gradients as synth judged them. None for other workloads."""
+        if self.trainer is None:
+            return None
+        run = self.trainer.run
+        if run.strategy.name != "fsdp" or run.strategy.accumulated_gradients != "auto":
+            return run
+        mode = run_accumulation(run, self.node_range.start * self.props.procs_per_node, self.accelerator_bytes,
+                                self.uses_gpus)
+        return run.model_copy(update={"strategy": run.strategy.model_copy(update={"accumulated_gradients": mode})})
+
+    @property
+    def accelerator_bytes(self) -> float | None:
+        """Memory of one of the job's accelerators (its instance type's); None when it uses none or it is not
+        known."""
+        instance = self.instance
+        if instance is None or not instance.accelerator_memory_gib or not self.resources.accelerators:
+            return None
+        return instance.accelerator_memory_gib * GIB
 
     @property
     def config_map_name(self) -> str:

@@ -61,6 +61,11 @@ register("KT207", "error", "checkpoint tiers inconsistent",
                    "without local_dir would save nothing, and a local_dir equal to dir would put the fast tier on "
                    "the shared volume.",
          fix="set local_dir and local_interval together, or interval: auto with local_dir alone", source=TRAINER)
+register("KT242", "error", "gradient accumulation setting under DDP",
+         rationale="strategy.accumulated_gradients says whether FSDP reduce-scatters every micro-batch (sharded "
+                   "gradients) or once a step (the whole model's gradients on every rank); DDP replicates every "
+                   "gradient and all-reduces once a step whatever it says, so the setting would be ignored.",
+         fix="remove strategy.accumulated_gradients, or shard the model with strategy.name: fsdp", source=TRAINER)
 register("KT217", "error", "fast checkpoint tier saved no more often than the durable one",
          rationale="The node-local tier exists to be saved often and cheaply; saved every local_interval steps "
                    "with local_interval >= interval, a crash always finds a durable checkpoint as new, and the "
