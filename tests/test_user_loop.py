@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SOURCES_PATH, kubetrain, run
 
+from kubetrain.local.run_plan import free_port
 from kubetrain_runtime.failures import stopped_exit
 
 pytest.importorskip("torch", reason="the training runtime needs torch")
@@ -413,6 +414,9 @@ def test_two_ranks_restarted_ten_times_in_a_row_never_hang(tmp_path):
                   f"--max-restarts={restarts}", "--monitor-interval=0.1", "-m", "kubetrain_runtime",
                   "restarting.py"], cwd=tmp_path, env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": ""}, timeout=400)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # The warm launcher's client died of its rank's SIGKILL, as torchrun's own process for the rank (no OSError
+    # traceback from restoring SIGKILL's handler).
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
     for attempt in range(restarts + 1):
         assert sum(f"attempt {attempt}: rank" in line for line in result.stdout.splitlines()) == 2, attempt
 
@@ -420,11 +424,12 @@ def test_two_ranks_restarted_ten_times_in_a_row_never_hang(tmp_path):
 # -- run-local: an agreed stop is a clean end -------------------------------------------------------------------
 
 POD = """
-import json, signal, sys, time
+import json, os, signal, time
 def stop(number, frame):
     if SAVES:
-        print(json.dumps({"event": "stopped", "signal": "SIGTERM", "step": 7, "checkpoint_step": 7}), flush=True)
-    sys.exit(143)
+        os.write(1, (json.dumps({"event": "stopped", "signal": "SIGTERM", "step": 7, "checkpoint_step": 7})
+                     + "\\n").encode())
+    os._exit(143)
 signal.signal(signal.SIGTERM, stop)
 print("ready", flush=True)
 time.sleep(60)
@@ -449,11 +454,58 @@ def test_run_local_ends_well_after_a_stop_the_ranks_answered_with_a_checkpoint(s
     supervisor = subprocess.Popen([sys.executable, "-c", SUPERVISE, POD.replace("SAVES", str(saves))],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   env={**os.environ, "PYTHONPATH": SOURCES_PATH})
+    before = []
     for line in supervisor.stdout:
+        before.append(line)
         if "ready" in line:
             break
     supervisor.send_signal(signal.SIGTERM)
-    output, _ = supervisor.communicate(timeout=60)
+    output = "".join(before) + supervisor.communicate(timeout=60)[0]
     assert supervisor.returncode == code, output
     last = output.splitlines()[-1]
     assert says in last and (("stopped with a checkpoint of step 7" in last) == saves), last
+
+
+# -- a clean end: no abort at the interpreter's exit -------------------------------------------------------------
+
+FINISHED = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from kubetrain_runtime import Run
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DistributedDataParallel(torch.nn.Linear(4, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+run = Run(model, optimizer, max_steps=2, checkpoint_dir="ckpt")
+for step in run.steps():
+    model(torch.randn(8, 4)).square().mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.processes
+def test_a_run_started_again_after_it_finished_exits_cleanly_thirty_times(tmp_path):
+    """Two ranks of a script that finished, started again and again: each resumes at max_steps, finishes at once and
+    exits 0, with no `terminate called without an active exception` at the interpreter's exit (the runtime's own
+    process groups are destroyed before it, not by its finalization). Ranks started directly (env://, rank 0 hosts
+    the store): the cheapest real two-rank start."""
+    (tmp_path / "train.py").write_text(FINISHED)
+
+    def both_ranks() -> list[tuple[int, str, str]]:
+        port = str(free_port())
+        ranks = [subprocess.Popen([sys.executable, "train.py"], cwd=tmp_path, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, "PYTHONPATH": SOURCES_PATH, "RANK": str(rank), "WORLD_SIZE": "2",
+                                       "LOCAL_RANK": str(rank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
+                 for rank in (0, 1)]
+        outputs = [rank.communicate(timeout=120) for rank in ranks]
+        return [(rank.returncode, *out) for rank, out in zip(ranks, outputs)]
+
+    for attempt in range(31):  # the first run finishes; thirty start again after it
+        ranks = both_ranks()
+        for code, _, stderr in ranks:
+            assert code == 0 and "terminate called" not in stderr, (attempt, code, stderr[-2000:])
+    records = [json.loads(line) for line in ranks[0][1].splitlines() if line.startswith("{")]
+    assert resumed_steps(records) == [2] and records[-1]["event"] == "finished"
