@@ -33,6 +33,7 @@ Configuration: the arguments, else the launcher's environment (`KUBETRAIN_RUNTIM
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
@@ -54,7 +55,14 @@ from torch.distributed.tensor import DTensor
 
 from kubetrain_runtime import failures, warm
 from kubetrain_runtime.checkpoint import CheckpointManager, LocalCheckpoints
-from kubetrain_runtime.distributed import World, all_gather_object, all_reduce_mean, broadcast_object, init_world
+from kubetrain_runtime.distributed import (
+    World,
+    all_gather_object,
+    all_reduce_mean,
+    broadcast_object,
+    init_world,
+    shutdown,
+)
 from kubetrain_runtime.dumps import Dumps
 from kubetrain_runtime.ettr import EttrClock, daly_interval_s, record_start
 from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
@@ -103,6 +111,9 @@ def world_of(model: torch.nn.Module, collective_timeout_s: float, dumps: Dumps) 
     one); the device is the model's."""
     if not dist.is_initialized():
         init_world(collective_timeout_s, dumps)
+        # The group is the runtime's: destroyed at the interpreter's exit, while it is whole (the script may use it
+        # until then).
+        atexit.register(shutdown)
     else:
         dumps.prepare(nccl=False)  # too late for the flight recorder's settings (the launcher's then hold)
     parameter = next(iter(model.parameters()), None)
@@ -463,6 +474,10 @@ class Run:
             tier.close()
         if self.telemetry is not None:
             self.telemetry.close()
+        if wait:  # every save complete: the process groups the runtime made for itself go now, not at exit
+            self.checkpoints.release_group()
+            if self.stop is not None:
+                self.stop.close()
 
     def _guarded(self, action: Callable[[], None]) -> None:
         """Run the runtime's part of a step; in a script of the user's own, a failure for good ends the process with
