@@ -11,8 +11,10 @@
 What it gives the loop, with nothing else written by the user:
 - resume: on start, the newest checkpoint that verifies (either tier) is loaded: model and optimizer (DCP, so a
   DDP, FSDP2 or plain module, at any world size), the scheduler and the extra `state`, every rank's RNG streams
-  (torch, CUDA, numpy, random) and the data position (a stateful `data`, or `batches`' epoch and batch), and the
-  step. A resumed run is bit-identical to one that was never interrupted.
+  (torch, CUDA, numpy, random) and the data position (a stateful `data`, or `batches`' epoch and batch), the batch
+  in hand of a loop that fetches a step ahead (`run.batch`), and the step. A resumed run is bit-identical to one
+  that was never interrupted (random draws between `Run(...)` and the first step that nothing handed over are the
+  exception, and are reported at the first save).
 - checkpoints in two tiers (kubetrain_runtime/checkpoint.py) at the config's interval, or at Daly's interval from the
   measured save cost and the MTBF (`interval: auto`), saved in the background, verified before any load;
 - a stop signal (SIGTERM, SIGINT): the ranks agree on a step, save it, and the process exits 128 + the signal within
@@ -26,9 +28,10 @@ What it gives the loop, with nothing else written by the user:
 - on request (`profile=ProfilingConfig(enabled=True, ...)`, or the config's `profiling`), the PyTorch profiler over a
   window of steps, its traces where TensorBoard reads them (kubetrain_runtime/profiling.py).
 
-Configuration: the arguments, else the launcher's environment (`KUBETRAIN_RUNTIME_CONFIG`: a YAML file of
-`RuntimeConfig`; `KUBETRAIN_CHECKPOINT_DIR`: the job's checkpoint folder), else the defaults: `./checkpoints`,
-`interval: auto`, background saves. Under plain torchrun, or alone, it works the same.
+Configuration: the arguments, else a loop of one's own's defaults (`./checkpoints`, `interval: auto`, background
+saves, a metrics port only in a kubetrain job) with the launcher's environment on top (`KUBETRAIN_RUNTIME_CONFIG`: a
+YAML file of `RuntimeConfig`, layered field by field; `KUBETRAIN_CHECKPOINT_DIR`: the job's checkpoint folder). Under
+plain torchrun, or alone, it works the same (kubetrain_runtime/distributed.py scopes torchrun's shared store).
 """
 
 from __future__ import annotations
