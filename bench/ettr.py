@@ -1,9 +1,11 @@
 """ETTR under failure: a 2-rank CPU run whose ranks are killed every ~2 minutes of training.
 
-    python bench/ettr.py [--minutes 7] [--crash-every 120] [--loop trainer|ddp-minimal] [--cold]
+    python bench/ettr.py [--minutes 7] [--crash-every 120] [--loop trainer|ddp-minimal|nanogpt] [--cold]
 
-`--loop ddp-minimal` runs examples/ddp_minimal.py, a loop of the user's own on kubetrain_runtime.Run, with the same
-runtime config (KUBETRAIN_RUNTIME_CONFIG), started warm as a Function job on the runtime is (`python -m
+`--loop ddp-minimal` runs examples/ddp_minimal.py (a DDP tutorial's epoch/batch loop), `--loop nanogpt`
+examples/nanogpt_style.py (nanoGPT's loop: a batch fetched a step ahead, gradient accumulation), loops of the user's
+own on kubetrain_runtime.Run, with the same runtime config (KUBETRAIN_RUNTIME_CONFIG), under plain torchrun (its
+default: the agent's store shared with the ranks), started warm as a Function job on the runtime is (`python -m
 kubetrain_runtime SCRIPT`), or `--cold` as a command job's script is (`python SCRIPT`: every restart imports torch).
 
 Starts `torchrun` (gloo, 2 ranks, a restart budget, failures noticed within 0.1 s) on a small GPT
@@ -42,6 +44,10 @@ CONFIG = {
 }
 
 
+# The example loops: the script and its flags (a step long enough that the runtime's share of it is realistic).
+LOOPS = {"ddp-minimal": ["ddp_minimal.py", "--steps", "100000000", "--width", "512"],
+         "nanogpt": ["nanogpt_style.py", "--max_iters=100000000", "--n_embd=128", "--block_size=64",
+                     "--batch_size=8", "--eval_interval=1000", "--out_dir=out"]}
 PROGRAM_MARK = b"training"  # in the command line of the processes torchrun starts (set by main)
 
 
@@ -62,9 +68,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=7.0)
     parser.add_argument("--crash-every", type=float, default=120.0, help="seconds of training between crashes")
-    parser.add_argument("--loop", choices=["trainer", "ddp-minimal"], default="trainer",
-                        help="kubetrain's trainer, or examples/ddp_minimal.py on kubetrain_runtime.Run")
-    parser.add_argument("--cold", action="store_true", help="ddp-minimal: run the script as `python SCRIPT`")
+    parser.add_argument("--loop", choices=["trainer", *LOOPS], default="trainer",
+                        help="kubetrain's trainer, or an example loop on kubetrain_runtime.Run")
+    parser.add_argument("--cold", action="store_true", help="an example loop: run the script as `python SCRIPT`")
     args = parser.parse_args()
     global PROGRAM_MARK
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,17 +83,16 @@ def main() -> int:
         if args.loop == "trainer":
             program = ["-m", "training", "--config", f"{tmp}/run.yaml"]
         else:
-            example = str(Path(__file__).resolve().parents[1] / "examples" / "ddp_minimal.py")
-            program = [*([] if args.cold else ["-m", "kubetrain_runtime"]), example, "--steps", "100000000",
-                       "--width", "512"]
-            PROGRAM_MARK = b"kubetrain_runtime" if not args.cold else b"ddp_minimal"
+            script, *flags = LOOPS[args.loop]
+            example = str(Path(__file__).resolve().parents[1] / "examples" / script)
+            program = [*([] if args.cold else ["-m", "kubetrain_runtime"]), example, *flags]
+            PROGRAM_MARK = b"kubetrain_runtime" if not args.cold else script.removesuffix(".py").encode()
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                    "--monitor-interval=0.1", f"--max-restarts={crashes}",
                    *program]
         env = {**os.environ, "KUBETRAIN_FAULT": "", "KUBETRAIN_RUNTIME_CONFIG": f"{tmp}/runtime.yaml"}
-        if args.loop != "trainer":  # as the pods run: each attempt's own store (kubetrain.jobs.launch LAUNCH_ENV)
-            env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
-        agent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        agent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                                 cwd=tmp)  # what a loop writes beside its checkpoints (nanoGPT: out/) goes with them
         events: list[tuple[float, dict]] = []
 
         def read() -> None:

@@ -545,6 +545,13 @@ class CheckpointManager(_Tier):
         if world.is_main:
             self.check_writable()
 
+    def release_group(self) -> None:
+        """Destroy the background saves' process group (no save in flight: after `wait`), while the interpreter is
+        whole: a gloo group torn down during its finalization can abort the process."""
+        if self._group is not None:
+            dist.destroy_process_group(self._group)
+            self._group = None
+
     def save(self, step: int, state: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
         """Save `state()` as the checkpoint of `step` (a callable: taking the state dict is part of a save's
         cost). Returns the save's report once it is complete (at once for a synchronous save; a background

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import gc
+import importlib
 import os
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -52,23 +56,64 @@ def init_world(collective_timeout_s: float = 600, dumps: Dumps | None = None) ->
 
 
 def _store(world_size: int, timeout_s: float) -> dist.Store | None:
-    """The key-value store the process group meets in."""
+    """The key-value store the process group meets in: env:// (None) in a job, scoped to its attempt (below)."""
     if "MASTER_ADDR" not in os.environ:
         # Alone, an in-process store gives a group of one: every code path (FSDP's device mesh,
         # DCP's collectives) is then the same as in a job.
         return dist.HashStore()
-    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        # env://: rank 0 hosts a store of this attempt's own. Synthesized pods take this path
-        # (TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1, see kubetrain's pod_template).
+    return None
+
+
+# Under torchrun, unless TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1, every rank's env:// store is a client of a TCPStore
+# its agent created at the first rendezvous and keeps for every later one (torch's dynamic_rendezvous.py reuses its
+# bootstrap store; pytorch/pytorch#135712), with no prefix of the attempt. A restarted rank then reads what the
+# attempt before left under the same keys (gloo's peer addresses, NCCL's unique id) and connects to a dead peer:
+# connectFullMesh fails or hangs. So env:// stores get a prefix of the attempt, for the user's own
+# init_process_group as for the runtime's: importing this module (as `from kubetrain_runtime import Run` does,
+# before a script makes its group) wraps torch's env:// handler. The restart count names the attempt alike on every
+# rank only under one agent: agents on several nodes count restarts apart (a node restarted by a peer's
+# re-rendezvous does not count it), so there the store stays unscoped, and the runtime says how to turn sharing off
+# (kubetrain's pods do).
+AGENT_STORE_ENV = "TORCHELASTIC_USE_AGENT_STORE"
+SHARING_OFF_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+
+
+def attempt_prefix() -> str | None:
+    """The prefix of this torchrun attempt's keys in the agent's shared store; None where no prefix is needed (no
+    shared store) or none is safe (several agents)."""
+    if os.environ.get(AGENT_STORE_ENV) != "True" or os.environ.get("GROUP_WORLD_SIZE", "1") != "1":
         return None
-    # torchrun's default shares the agent's store, which outlives the attempts: a restarted rank
-    # could read a dead peer's address left by the attempt before and fail to connect. Keys of
-    # each attempt get a prefix of their own. The restart count names the attempt only while
-    # every agent counts the same restarts, which holds for one agent (one node), not always
-    # for several: an agent restarted by a peer's re-rendezvous does not count it.
-    agent_store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size,
-                                is_master=False, timeout=timedelta(seconds=timeout_s))
-    return dist.PrefixStore(f"kubetrain/attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", agent_store)
+    return f"kubetrain/attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"
+
+
+def unscoped_restarts_warning() -> str | None:
+    """What rank 0 says where several agents share a store across attempts: restarts may hang, and the fix."""
+    if os.environ.get(AGENT_STORE_ENV) != "True" or os.environ.get("GROUP_WORLD_SIZE", "1") == "1":
+        return None
+    return (f"torchrun shares its rendezvous store with the ranks across restarts, which agents on several nodes "
+            f"cannot scope alike: a restart may hang in the process group's connect; set {SHARING_OFF_ENV}=1 in "
+            "torchrun's environment (kubetrain's pods do)")
+
+
+def _scope_env_rendezvous() -> None:
+    rendezvous = importlib.import_module("torch.distributed.rendezvous")  # the module, not its function
+    original = rendezvous._rendezvous_handlers.get("env")
+    if original is None or getattr(original, "kubetrain_scoped", False):
+        return
+
+    @functools.wraps(original)
+    def scoped(url: str, **kwargs: Any) -> Iterator[tuple[dist.Store, int, int]]:
+        prefix = attempt_prefix()
+        for store, rank, world_size in original(url, **kwargs):
+            if rank == 0 and (warning := unscoped_restarts_warning()):
+                print(f"warning: {warning}", file=sys.stderr, flush=True)
+            yield (dist.PrefixStore(prefix, store) if prefix else store), rank, world_size
+
+    scoped.kubetrain_scoped = True  # type: ignore[attr-defined]
+    rendezvous._rendezvous_handlers["env"] = scoped
+
+
+_scope_env_rendezvous()
 
 
 def all_reduce_mean(value: torch.Tensor) -> torch.Tensor:

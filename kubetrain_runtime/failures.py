@@ -68,6 +68,18 @@ def record(exit_code: int, line: str, say: bool = True) -> None:
         note.write(f"{exit_code} {line}\n")
 
 
+def bad_input(lines: list[str], record_note: bool = True) -> int:
+    """Input that no retry can fix (a config, the data): every line once, by rank 0 (not one copy per rank), and the
+    note for the launcher (unless `record_note` is False: a check that trains nothing); returns EXIT_BAD_INPUT."""
+    if os.environ.get("RANK", "0") == "0":
+        for line in lines:
+            print(f"error: {line}", file=sys.stderr, flush=True)
+    if record_note:
+        record(EXIT_BAD_INPUT, lines[0] if len(lines) == 1 else f"{lines[0]} (and {len(lines) - 1} more problems)",
+               say=False)
+    return EXIT_BAD_INPUT
+
+
 def keep_copy(exit_code: int, line: str) -> None:
     """This rank's note also on the run's persistent folder (the container's goes with the pod), where the runtime
     set one (kubetrain_runtime/dumps.py); the launcher's last lines name it."""

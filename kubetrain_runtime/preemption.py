@@ -118,10 +118,14 @@ class StopRequest:
         return agreed
 
     def close(self) -> None:
-        """Finish the last agreement round (every rank started it) before the process group goes."""
+        """Finish the last agreement round (every rank started it), then destroy the agreement's group while the
+        interpreter is whole (a gloo group torn down during its finalization can abort the process)."""
         if self._pending is not None:
             self._pending[0].wait()
             self._pending = None
+        if self._group is not None:
+            dist.destroy_process_group(self._group)
+            self._group = None
 
     def remaining_s(self) -> float:
         return self.budget_s - (time.monotonic() - self.received_at) if self.received_at is not None else self.budget_s

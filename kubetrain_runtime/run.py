@@ -11,8 +11,10 @@
 What it gives the loop, with nothing else written by the user:
 - resume: on start, the newest checkpoint that verifies (either tier) is loaded: model and optimizer (DCP, so a
   DDP, FSDP2 or plain module, at any world size), the scheduler and the extra `state`, every rank's RNG streams
-  (torch, CUDA, numpy, random) and the data position (a stateful `data`, or `batches`' epoch and batch), and the
-  step. A resumed run is bit-identical to one that was never interrupted.
+  (torch, CUDA, numpy, random) and the data position (a stateful `data`, or `batches`' epoch and batch), the batch
+  in hand of a loop that fetches a step ahead (`run.batch`), and the step. A resumed run is bit-identical to one
+  that was never interrupted (random draws between `Run(...)` and the first step that nothing handed over are the
+  exception, and are reported at the first save).
 - checkpoints in two tiers (kubetrain_runtime/checkpoint.py) at the config's interval, or at Daly's interval from the
   measured save cost and the MTBF (`interval: auto`), saved in the background, verified before any load;
 - a stop signal (SIGTERM, SIGINT): the ranks agree on a step, save it, and the process exits 128 + the signal within
@@ -26,13 +28,15 @@ What it gives the loop, with nothing else written by the user:
 - on request (`profile=ProfilingConfig(enabled=True, ...)`, or the config's `profiling`), the PyTorch profiler over a
   window of steps, its traces where TensorBoard reads them (kubetrain_runtime/profiling.py).
 
-Configuration: the arguments, else the launcher's environment (`KUBETRAIN_RUNTIME_CONFIG`: a YAML file of
-`RuntimeConfig`; `KUBETRAIN_CHECKPOINT_DIR`: the job's checkpoint folder), else the defaults: `./checkpoints`,
-`interval: auto`, background saves. Under plain torchrun, or alone, it works the same.
+Configuration: the arguments, else a loop of one's own's defaults (`./checkpoints`, `interval: auto`, background
+saves, a metrics port only in a kubetrain job) with the launcher's environment on top (`KUBETRAIN_RUNTIME_CONFIG`: a
+YAML file of `RuntimeConfig`, layered field by field; `KUBETRAIN_CHECKPOINT_DIR`: the job's checkpoint folder). Under
+plain torchrun, or alone, it works the same (kubetrain_runtime/distributed.py scopes torchrun's shared store).
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
@@ -54,23 +58,28 @@ from torch.distributed.tensor import DTensor
 
 from kubetrain_runtime import failures, warm
 from kubetrain_runtime.checkpoint import CheckpointManager, LocalCheckpoints
-from kubetrain_runtime.distributed import World, all_gather_object, all_reduce_mean, broadcast_object, init_world
+from kubetrain_runtime.distributed import (
+    World,
+    all_gather_object,
+    all_reduce_mean,
+    broadcast_object,
+    init_world,
+    shutdown,
+)
 from kubetrain_runtime.dumps import Dumps
 from kubetrain_runtime.ettr import EttrClock, daly_interval_s, record_start
 from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
 from kubetrain_runtime.faults import FaultInjector
 from kubetrain_runtime.metrics import device_name, peak_flops
 from kubetrain_runtime.preemption import StopRequest
-from kubetrain_runtime.problems import Problem
+from kubetrain_runtime.problems import ConfigError, Problem
 from kubetrain_runtime.runtime_config import (
     CHECKPOINT_DIR_ENV,
     JOB_ENV,
     RUNTIME_CONFIG_ENV,
-    CheckpointConfig,
-    MetricsConfig,
     ProfilingConfig,
     RuntimeConfig,
-    load_runtime_config,
+    own_loop_config,
     profile_dir,
 )
 from kubetrain_runtime.telemetry import Telemetry, job_name
@@ -79,7 +88,6 @@ from kubetrain_runtime.watchdog import Watchdog
 if TYPE_CHECKING:
     from kubetrain_runtime.profiling import StepProfiler
 
-DEFAULT_CHECKPOINT_DIR = "checkpoints"
 # With interval "auto": saves every AUTO_FIRST_CHECKPOINT steps until AUTO_MEASURED_SAVE, whose cost decides
 # the intervals. The first save pays one-time setup (staging buffers, writer threads), so it is not measured.
 AUTO_FIRST_CHECKPOINT = 5
@@ -90,15 +98,11 @@ Tier = CheckpointManager | LocalCheckpoints
 
 
 def resolve_config(config: RuntimeConfig | None, checkpoint_dir: str | os.PathLike | None) -> RuntimeConfig:
-    """The run's configuration: `config`, else the file the launcher names, else the defaults for a loop of the
-    user's own (async saves, interval auto); `checkpoint_dir` (else the launcher's) replaces its folder."""
+    """The run's configuration: `config`, else a loop of the user's own's defaults with the file the launcher names
+    (`KUBETRAIN_RUNTIME_CONFIG`) on top; `checkpoint_dir` (else the launcher's) replaces its folder. A file that
+    cannot be used raises a ConfigError."""
     if config is None:
-        path = os.environ.get(RUNTIME_CONFIG_ENV)
-        # Outside a kubetrain job, no metrics endpoint: a laptop's port 9400 is nobody's business.
-        config = (load_runtime_config(path) if path else
-                  RuntimeConfig(checkpoint=CheckpointConfig(dir=DEFAULT_CHECKPOINT_DIR, interval="auto",
-                                                            async_save=True),
-                                metrics=MetricsConfig(port=MetricsConfig().port if os.environ.get(JOB_ENV) else 0)))
+        config = own_loop_config(os.environ.get(RUNTIME_CONFIG_ENV), in_job=bool(os.environ.get(JOB_ENV)))
     folder = checkpoint_dir if checkpoint_dir is not None else os.environ.get(CHECKPOINT_DIR_ENV)
     if folder is not None:
         config = config.model_copy(update={"checkpoint": config.checkpoint.model_copy(update={"dir": str(folder)})})
@@ -110,6 +114,9 @@ def world_of(model: torch.nn.Module, collective_timeout_s: float, dumps: Dumps) 
     one); the device is the model's."""
     if not dist.is_initialized():
         init_world(collective_timeout_s, dumps)
+        # The group is the runtime's: destroyed at the interpreter's exit, while it is whole (the script may use it
+        # until then).
+        atexit.register(shutdown)
     else:
         dumps.prepare(nccl=False)  # too late for the flight recorder's settings (the launcher's then hold)
     parameter = next(iter(model.parameters()), None)
@@ -144,7 +151,14 @@ class Run:
                  world: World | None = None, stop: StopRequest | None = None,
                  owns_process: bool = True, startup: dict[str, float] | None = None,
                  on_reshard: Callable[[int], None] | None = None, on_finish: Callable[[], None] | None = None):
-        self.config = config = resolve_config(config, checkpoint_dir)
+        try:
+            self.config = config = resolve_config(config, checkpoint_dir)
+        except ConfigError as error:
+            if not owns_process:
+                raise
+            # A bad runtime config: no retry fixes it (exit 2, which the targets' failure policies do not retry).
+            sys.stderr.flush()
+            os._exit(failures.bad_input(error.lines()))
         if profile is not None:
             self.config = config = config.model_copy(update={"profiling": profile})
         self.model, self.optimizer, self.scheduler, self.data = model, optimizer, scheduler, data
@@ -198,6 +212,13 @@ class Run:
         self._epoch_steps: Iterator[int] | None = None  # the steps, inside `epochs()`
         self._epoch_rng: dict[str, Any] | None = None
         self._resume_batches: dict[str, Any] | None = None
+        # `batch`: the batch in hand (a loop that fetches ahead), kept with each checkpoint; the one a resume found.
+        self._in_hand: tuple[Any, ...] | None = None
+        self._kept_batch: tuple[Any, ...] | None = None
+        self._stepping = False  # a step was handed to the loop in this process
+        # Random draws between here and the first step are what no resume replays (a batch fetched ahead).
+        self._rng_at_start = self._rng_fingerprint()
+        self._unkept_draws = False
         self._guard_optimizer()
         if stop is not None:
             stop.join(world.world_size)
@@ -232,7 +253,17 @@ class Run:
             self.step += 1
             started = time.perf_counter()
             self.faults.before_step(self.step)
-            yield self.step
+            if not self._stepping:
+                self._first_step_begins()
+            try:
+                yield self.step
+            except GeneratorExit:
+                # The loop left before max_steps (its own `break`: an eval-only run, a time limit): this step is
+                # not done; the saves in flight complete and the runtime's threads end with it.
+                self.step -= 1
+                if self.owns_process:
+                    self.close()
+                raise
             self._guarded(lambda: self.step_done(started))
         self._guarded(self.finish)
         if self.owns_process:
@@ -285,6 +316,20 @@ class Run:
             raise ValueError("give the loader: run.batches(loader), or Run(..., data=loader)")
         return loader
 
+    def batch(self, *batch: Any) -> Any:
+        """The batch in hand, for a loop that fetches each batch a step ahead (nanoGPT's `X, Y = get_batch('train')`
+        before the loop and again inside each step): hand every fetched batch over, `X, Y =
+        run.batch(*get_batch('train'))`, and each checkpoint keeps the one in hand with this rank's RNG streams.
+        Called before the loop, it resumes the run there and then, and on a resumed run returns the batch the
+        checkpoint kept instead of the one just fetched (a fresh start's); otherwise it returns what it was given:
+        one value as it is, several as a tuple. Tensors are kept on the host and come back on their device."""
+        if self.telemetry is None:
+            self._guarded(self.begin)
+        if self._kept_batch is not None and not self._stepping:
+            batch, self._kept_batch = self._kept_batch, None
+        self._in_hand = batch
+        return batch[0] if len(batch) == 1 else batch
+
     def log(self, **values: Any) -> None:
         """Values of this step for its record: `loss` (a tensor or number, averaged over ranks at log steps),
         `grad_norm` (the clipped gradients' norm: the non-finite check then reads it instead of computing it), and
@@ -309,6 +354,7 @@ class Run:
             {"log_interval_steps": self.config.log_interval, "job_starts": self.job_starts,
              "ettr_target": self.config.resilience.ettr_target})
         self.watchdog.start()
+        self._unkept_draws = self.owns_process and self._rng_fingerprint() != self._rng_at_start
         self.resume()
         self._first_step = self.step + 1
         self.report(self.mfu_basis())
@@ -339,6 +385,8 @@ class Run:
         self.ettr.step_done(time.perf_counter() - started)
         durable_due = self.step % self.interval == 0 or final
         if durable_due or (self.local and self.step % self.local_interval == 0):
+            if self._unkept_draws and self._in_hand is None:
+                self._say_unkept_draws()
             started = time.perf_counter()
             if durable_due:
                 self.save()
@@ -429,6 +477,10 @@ class Run:
             tier.close()
         if self.telemetry is not None:
             self.telemetry.close()
+        if wait:  # every save complete: the process groups the runtime made for itself go now, not at exit
+            self.checkpoints.release_group()
+            if self.stop is not None:
+                self.stop.close()
 
     def _guarded(self, action: Callable[[], None]) -> None:
         """Run the runtime's part of a step; in a script of the user's own, a failure for good ends the process with
@@ -540,6 +592,36 @@ class Run:
         if "cuda" in rng:
             torch.cuda.set_rng_state(rng["cuda"], self.world.device)
 
+    def _rng_fingerprint(self) -> str:
+        """A digest of the host's RNG streams (torch, numpy, random): whether anything drew from them."""
+        digest = hashlib.sha256(torch.get_rng_state().numpy().tobytes())
+        digest.update(np.random.get_state()[1].tobytes())
+        digest.update(repr(random.getstate()).encode())
+        return digest.hexdigest()
+
+    def _first_step_begins(self) -> None:
+        self._stepping = True
+        if self._kept_batch is not None:
+            self._kept_batch = None
+            self._warn("the checkpoint kept the batch in hand, but the loop did not hand its first batch over "
+                       "before the loop: its first step trains on a fresh start's batch, and the run is no longer "
+                       "bit-identical to an uninterrupted one",
+                       "call `X, Y = run.batch(*get_batch())` before the loop, as after each fetch inside it")
+
+    def _say_unkept_draws(self) -> None:
+        self._unkept_draws = False
+        self._warn("the loop drew random numbers between Run(...) and its first step (a batch fetched ahead?) and "
+                   "handed nothing over with run.batch(): a resume cannot replay them, so a resumed run trains its "
+                   "first step on a fresh start's batch and is not bit-identical to an uninterrupted one",
+                   "hand the batch in hand over where it is fetched: `X, Y = run.batch(*get_batch())`, before the "
+                   "loop and inside it; or draw nothing between Run(...) and the loop")
+
+    def _warn(self, message: str, fix: str) -> None:
+        """Something the runtime cannot keep: once, on rank 0's stderr, and as a record."""
+        if self.world.is_main:
+            print(f"warning: {message}; fix: {fix}", file=sys.stderr, flush=True)
+        self.report({"event": "warning", "step": self.step, "message": message, "fix": fix})
+
     def _rank_state(self) -> bytes:
         """What each rank keeps apart: its RNG streams and data position, and the small state objects."""
         state: dict[str, Any] = {"rng": self._rng_state()}
@@ -552,6 +634,11 @@ class Run:
         if self.extra:
             state["extra"] = {name: value.state_dict() if hasattr(value, "state_dict") else dict(value)
                               for name, value in self.extra.items()}
+        if self._in_hand is not None:
+            state["batch"] = tuple((v.detach().cpu(), str(v.device)) if isinstance(v, torch.Tensor) else (v, None)
+                                   for v in self._in_hand)
+        if self.last is not None:
+            state["last_step"] = self.last  # the `finished` record's values, when a run resumes at max_steps
         return pickle.dumps(state)
 
     def _restore_rank_state(self, blob: bytes) -> None:
@@ -561,11 +648,14 @@ class Run:
             self.data.load_state_dict(state["data"])
         if "batches" in state:
             self._resume_batches = {**state["batches"], "rng": state["rng"]}
+        if "batch" in state:
+            self._kept_batch = tuple(v.to(device) if device else v for v, device in state["batch"])
 
     def _restore_shared_state(self, blob: bytes) -> None:
         """The scheduler and the extra state: the same on every rank, so taken from any rank's copy (after a
         rollback too: the learning rate follows the step)."""
         state = pickle.loads(blob)
+        self.last = state.get("last_step", self.last)
         if self.scheduler is not None and "scheduler" in state:
             self.scheduler.load_state_dict(state["scheduler"])
         for name, saved in state.get("extra", {}).items():

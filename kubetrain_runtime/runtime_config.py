@@ -211,13 +211,43 @@ class RuntimeConfig(StrictModel):
     log_interval: int = Field(1, gt=0, description="Write a step record every this many steps.")
 
 
-def load_runtime_config(path: str) -> RuntimeConfig:
-    """A YAML file of RuntimeConfig's fields; every problem reported at once as a ConfigError."""
-    import yaml
+# A loop of the user's own: checkpoints in the working folder (the job's volume when the launcher names one), Daly's
+# interval, background saves, and a metrics port only in a kubetrain job (a laptop's port is nobody's business).
+# The trainer's run config keeps RuntimeConfig's own defaults (its pods mount /checkpoints).
+OWN_LOOP_CHECKPOINT_DIR = "checkpoints"
 
-    try:
-        raw = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(path, [Problem("KT004", "", f"cannot read the runtime config: {' '.join(str(exc).split())}",
-                                         "point KUBETRAIN_RUNTIME_CONFIG at a readable YAML file")]) from None
-    return validate_model(RuntimeConfig, raw, path)
+
+def own_loop_defaults(in_job: bool) -> dict[str, dict[str, object]]:
+    """What a loop of the user's own gets where RuntimeConfig's defaults (the trainer's) differ."""
+    return {"checkpoint": {"dir": OWN_LOOP_CHECKPOINT_DIR, "interval": "auto", "async_save": True},
+            "metrics": {"port": MetricsConfig.model_fields["port"].default if in_job else 0}}
+
+
+def own_loop_config(path: str | None, in_job: bool) -> RuntimeConfig:
+    """A loop of the user's own: its defaults, with what the YAML file at `path` (if any) names on top, field by
+    field: a file that sets only `checkpoint.interval` keeps the default folder and background saves. Every problem
+    is reported at once as a ConfigError naming the file."""
+    raw: object = {}
+    if path:
+        import yaml
+
+        try:
+            raw = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ConfigError(path, [Problem("KT004", "", "cannot read the runtime config: "
+                                             f"{' '.join(str(exc).split())}",
+                                             "point KUBETRAIN_RUNTIME_CONFIG at a readable YAML file")]) from None
+    return validate_model(RuntimeConfig, _layered(own_loop_defaults(in_job), raw), path or "the defaults")
+
+
+def _layered(defaults: dict[str, dict[str, object]], raw: object) -> object:
+    """`raw` over `defaults`, section by section; anything but a mapping is left as it is, for validation to refuse."""
+    if not isinstance(raw, dict):
+        return raw
+    layered: dict[object, object] = {name: dict(fields) for name, fields in defaults.items()}
+    for name, value in raw.items():
+        base = layered.get(name)
+        if value is None and isinstance(base, dict):
+            continue  # `checkpoint:` with every line under it commented out: nothing named
+        layered[name] = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
+    return layered

@@ -96,10 +96,19 @@ def run_in_warm_process(argv: list[str], entry: str) -> int | None:
         print("kubetrain: the warm process died; ending the rank", file=sys.stderr)
         return 1
     status = json.loads(ended)
-    if "signal" in status:  # die as the rank did, so that torchrun sees the same
-        signal.signal(status["signal"], signal.SIG_DFL)
-        os.kill(os.getpid(), status["signal"])
+    if "signal" in status:
+        return _die_of(status["signal"])
     return status["exit"]
+
+
+def _die_of(signum: int) -> int:
+    """Die of the signal the rank died of, so that torchrun sees the same: its default action restored first (the
+    forwarding handler's; SIGKILL and SIGSTOP have no handler to restore, and cannot be caught anyway). Should the
+    process outlive it (a signal whose default is to be ignored), the shell's code for it."""
+    if signum not in (signal.SIGKILL, signal.SIGSTOP):
+        signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return 128 + signum
 
 
 def _standard_streams() -> list[int]:

@@ -1,19 +1,24 @@
-"""A loop of the user's own on kubetrain_runtime.Run (examples/ddp_minimal.py, a tutorial-style DDP script) gets the
-trainer's guarantees: the fault drills of test_resilience.py and test_fault_drills.py, on two real torchrun ranks, end
-bit-identical to an uninterrupted run; and run-local runs the committed command and Function jobs, killed and
-resumed."""
+"""A loop of the user's own on kubetrain_runtime.Run gets the trainer's guarantees: the fault drills of
+test_resilience.py and test_fault_drills.py, on two real ranks under plain torchrun (its defaults: the agent's store
+shared with the ranks), end bit-identical to an uninterrupted run, for the README's adoption recipes of each loop shape:
+examples/ddp_minimal.py (a DDP tutorial's epoch/batch loop) and examples/nanogpt_style.py (nanoGPT's `while True:`
+counting its own iterations from 0, its batch fetched a step ahead, gradient accumulation, an evaluation at iteration
+0 and `eval_only`); run-local runs the committed command and Function jobs, killed and resumed."""
 
 from __future__ import annotations
 
 import ast
 import json
+import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, kubetrain, run
+from conftest import ROOT, SOURCES_PATH, kubetrain, run
 
+from kubetrain.local.run_plan import free_port
 from kubetrain_runtime.failures import stopped_exit
 
 pytest.importorskip("torch", reason="the training runtime needs torch")
@@ -23,19 +28,33 @@ STEPS = 40  # 16 batches an epoch per rank: resumes land inside an epoch and acr
 # The ranks agree on a stop within two rounds of about half a second of steps each, at most 100 steps a round
 # (kubetrain_runtime/preemption.py): a run that is stopped needs room for that.
 LONG = 250
-# As a pod's launcher sets it: a restarted rank must not read a dead peer's address from torchrun's shared store.
-POD_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+NANO = ROOT / "examples" / "nanogpt_style.py"
+NANO_ITERS = 150  # long enough for a stop's agreement: every drill of it runs to the same end
+
+
+def torchrun_script(args: list[str], cwd: Path, fault: str = "", restarts: int = 2, expect: int = 0,
+                    timeout: float = 300) -> list[dict]:
+    """A script on two ranks under one plain torchrun agent (its defaults); rank 0's records."""
+    result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                  f"--max-restarts={restarts}", "--monitor-interval=0.1", *args], cwd=cwd,
+                 env={"KUBETRAIN_FAULT": fault}, timeout=timeout)
+    assert result.returncode == expect, result.stdout[-3000:] + result.stderr[-3000:]
+    # A survivor of a crash may fail in its collective (torchrun then stops it); nothing else may: no rank aborts.
+    assert "terminate called" not in result.stderr and ("Traceback" not in result.stderr or fault), result.stderr[-3000:]
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
 def torchrun(folder: Path, fault: str = "", steps: int = STEPS, restarts: int = 2,
              expect: int = 0) -> list[dict]:
-    """The example on two ranks under one torchrun agent (a pod's), its checkpoints in `folder`; rank 0's records."""
-    result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-                  f"--max-restarts={restarts}", "--monitor-interval=0.1", str(EXAMPLE), "--steps", str(steps),
-                  "--checkpoint-dir", str(folder)], cwd=folder.parent,
-                 env={**POD_ENV, "KUBETRAIN_FAULT": fault})
-    assert result.returncode == expect, result.stdout[-3000:] + result.stderr[-3000:]
-    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    """The tutorial example, its checkpoints in `folder`; rank 0's records."""
+    return torchrun_script([str(EXAMPLE), "--steps", str(steps), "--checkpoint-dir", str(folder)], folder.parent,
+                           fault, restarts, expect)
+
+
+def nanogpt(folder: Path, fault: str = "", restarts: int = 2, expect: int = 0, *more: str) -> list[dict]:
+    """The nanoGPT-style example, its checkpoints in `folder`, its own out_dir beside; rank 0's records."""
+    return torchrun_script([str(NANO), f"--max_iters={NANO_ITERS}", f"--checkpoint_dir={folder}",
+                            f"--out_dir={folder.parent / 'out'}", *more], folder.parent, fault, restarts, expect)
 
 
 def digests(records: list[dict]) -> list[str]:
@@ -60,11 +79,12 @@ def uninterrupted(tmp_path_factory) -> dict[int, list[str]]:
     return ends
 
 
-def test_the_example_adopts_the_api_in_a_few_lines():
-    """The lines that hand the tutorial's loop to the runtime are marked; there are few of them."""
-    marked = [line for line in EXAMPLE.read_text().splitlines() if "# runtime" in line]
+@pytest.mark.parametrize("example", [EXAMPLE, NANO])
+def test_the_examples_adopt_the_api_in_a_few_lines(example):
+    """The lines that hand the tutorial's and nanoGPT's loops to the runtime are marked; there are few of them."""
+    marked = [line for line in example.read_text().splitlines() if "# runtime" in line]
     assert 4 <= len(marked) <= 8, marked
-    ast.parse(EXAMPLE.read_text())
+    ast.parse(example.read_text())
 
 
 @pytest.mark.processes
@@ -119,11 +139,13 @@ def test_nan_steps_are_skipped_then_rolled_back(tmp_path):
     assert all(len(d) == 64 for d in digests(records))
 
 
-def run_local(job: str, workdir: Path, fault: str) -> list[dict]:
+def run_local(job: str, workdir: Path, fault: str) -> tuple[list[dict], str]:
+    """rank 0's records, and run-local's summary line."""
     result = kubetrain("run-local", f"dev/{job}", "--workdir", str(workdir), env={"KUBETRAIN_FAULT": fault})
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    return [json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines()
-            if line.split("] ", 1)[-1].startswith("{")]
+    assert "terminate called" not in result.stdout + result.stderr, result.stdout[-4000:]
+    return ([json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines()
+             if line.split("] ", 1)[-1].startswith("{")], result.stdout.splitlines()[-1])
 
 
 @pytest.mark.parametrize("job", ["ddp-minimal", "ddp-function"])
@@ -132,8 +154,9 @@ def test_run_local_kills_and_resumes_the_committed_jobs(uninterrupted, tmp_path,
     """The command job (the script finds its checkpoint folder in KUBETRAIN_CHECKPOINT_DIR) and the Function job (its
     `run` parameter is the runtime), as the operator runs them: a rank killed at step 13 resumes from step 10 and ends
     where an uninterrupted run does."""
-    records = run_local(job, tmp_path, "crash:step=13:rank=1")
+    records, summary = run_local(job, tmp_path, "crash:step=13:rank=1")
     assert resumed_steps(records) == [10]
+    assert summary.endswith("1 restart"), summary  # torchrun's, inside the pod
     assert digests(records) == uninterrupted[20]
     assert sorted(p.name for p in (tmp_path / "volumes" / "checkpoints" / job).glob("step-*"))[-1] == "step-00000020"
 
@@ -210,3 +233,279 @@ def test_run_local_names_where_a_hang_left_its_dumps(uninterrupted, tmp_path):
     assert f"its stacks are in {stacks}" in output  # the watchdog's message
     assert digests([json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines()
                     if line.split("] ", 1)[-1].startswith("{")]) == uninterrupted[20]
+
+
+# -- nanoGPT's loop shape: prefetched batch, its own count from 0, gradient accumulation, eval at iteration 0 -------
+
+@pytest.fixture(scope="module")
+def nano_uninterrupted(tmp_path_factory) -> list[str]:
+    records = nanogpt(tmp_path_factory.mktemp("nano-uninterrupted") / "ckpt")
+    assert resumed_steps(records) == [] and not [r for r in records if r["event"] == "warning"]
+    assert records[-1]["step"] == NANO_ITERS + 1  # iterations 0..max_iters, as nanoGPT runs them
+    ends = digests(records)
+    assert len(set(ends)) == 1
+    return ends
+
+
+@pytest.mark.processes
+def test_nanogpt_killed_mid_step_resumes_with_the_batch_it_had_fetched(nano_uninterrupted, tmp_path):
+    """kill -9 of one rank at step 23: the restart resumes from step 10 with the batch in hand at that checkpoint
+    (fetched a step ahead, handed over with run.batch) and ends with the uninterrupted run's weights."""
+    records = nanogpt(tmp_path / "ckpt", "crash:step=23:rank=1")
+    assert resumed_steps(records) == [10]
+    assert digests(records) == nano_uninterrupted
+
+
+@pytest.mark.processes
+def test_nanogpt_sigterm_saves_the_step_reached_and_resumes_there(nano_uninterrupted, tmp_path):
+    records = nanogpt(tmp_path / "ckpt", "sigterm:step=11:rank=1")
+    [stopped] = [r for r in records if r["event"] == "stopped"]
+    assert stopped["checkpoint_step"] == stopped["step"] >= 11
+    assert resumed_steps(records) == [stopped["step"]]
+    assert digests(records) == nano_uninterrupted
+
+
+@pytest.mark.processes
+def test_nanogpt_skips_a_corrupt_newest_checkpoint(nano_uninterrupted, tmp_path):
+    """The run dies after saving steps 5 and 10; step 10's data is corrupted; the restart verifies it, skips it and
+    resumes from step 5, with step 5's batch in hand, to the uninterrupted run's weights. Its own ckpt.pt (nanoGPT's
+    torch.save at each evaluation) stays beside, untouched by the runtime."""
+    folder = tmp_path / "ckpt"
+    nanogpt(folder, "crash:step=23:rank=1", 0, 1)
+    data = sorted((folder / "step-00000010").glob("*.distcp"))[0]
+    data.write_bytes(data.read_bytes()[:-7] + b"garbage")
+    records = nanogpt(folder)
+    [skipped] = [r for r in records if r["event"] == "checkpoint_skipped"]
+    assert skipped["step"] == 10 and resumed_steps(records) == [5]
+    assert digests(records) == nano_uninterrupted
+    assert (tmp_path / "out" / "ckpt.pt").is_file()
+
+
+@pytest.mark.processes
+def test_nanogpt_restarted_after_it_finished_ends_at_once_with_its_loss(nano_uninterrupted, tmp_path):
+    """A run started again once it reached max_steps resumes there, trains nothing and says so with the last
+    step's loss; eval_only evaluates at iteration 0 and leaves the loop, saving nothing."""
+    folder = tmp_path / "ckpt"
+    first = nanogpt(folder)
+    again = nanogpt(folder)
+    assert resumed_steps(again) == [NANO_ITERS + 1]
+    assert again[-1]["event"] == "finished" and again[-1]["loss"] == first[-1]["loss"]
+    assert digests(again) == nano_uninterrupted
+    only = tmp_path / "eval-only" / "ckpt"
+    only.parent.mkdir()
+    result = run([sys.executable, str(NANO), "--eval_only=true", f"--checkpoint_dir={only}",
+                  f"--out_dir={only.parent / 'out'}"], cwd=only.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "step 0: train loss" in result.stderr and not list(only.glob("step-*"))
+
+
+@pytest.mark.processes
+def test_a_loop_that_fetches_ahead_without_handing_the_batch_over_is_told_at_the_first_save(tmp_path):
+    """The nanoGPT shape adopted without run.batch: its first batch is drawn between Run(...) and the loop, which
+    no resume can replay; the runtime says so, once, at the first save, with the fix."""
+    script = tmp_path / "train.py"
+    script.write_text(NANO.read_text().replace("run.batch(*get_batch(\"train\"))", "get_batch(\"train\")"))
+    result = run([sys.executable, str(script), "--max_iters=6", f"--checkpoint_dir={tmp_path / 'ckpt'}",
+                  f"--out_dir={tmp_path / 'out'}"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    [warning] = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert "run.batch" in warning and "not bit-identical" in warning
+
+
+# -- the runtime's configuration: a file layered on a loop's own defaults -------------------------------------
+
+OWN_DEFAULTS = {"dir": "checkpoints", "interval": "auto", "async_save": True, "port": 0, "keep": 3}
+
+
+@pytest.mark.parametrize("text, changed", [
+    (None, {}),
+    ("", {}),
+    ("checkpoint:\n", {}),
+    ("checkpoint: {interval: 7}\n", {"interval": 7}),
+    ("checkpoint: {dir: /mnt/ckpt}\n", {"dir": "/mnt/ckpt"}),
+    ("checkpoint: {keep: 5, async_save: false}\nmetrics: {port: 9500}\n", {"keep": 5, "async_save": False,
+                                                                         "port": 9500}),
+    ("resilience: {watchdog_floor_s: 3}\n", {}),
+])
+def test_a_runtime_config_file_sets_only_what_it_names(tmp_path, text, changed):
+    """The same defaults with a file as without one: a file that sets only the interval keeps ./checkpoints, the
+    background saves and the closed port (no folder at the filesystem's root, no port on 0.0.0.0)."""
+    from kubetrain_runtime.runtime_config import own_loop_config
+
+    path = None
+    if text is not None:
+        path = tmp_path / "runtime.yaml"
+        path.write_text(text)
+    config = own_loop_config(str(path) if path else None, in_job=False)
+    got = {"dir": config.checkpoint.dir, "interval": config.checkpoint.interval,
+           "async_save": config.checkpoint.async_save, "port": config.metrics.port, "keep": config.checkpoint.keep}
+    assert got == {**OWN_DEFAULTS, **changed}
+    assert own_loop_config(str(path) if path else None, in_job=True).metrics.port == changed.get("port", 9400)
+
+
+@pytest.mark.parametrize("text, field, words", [
+    ("checkpoint: {keep: -1}\n", "checkpoint.keep", "greater than or equal to 1"),
+    ("checkpoint: {interval: 30m}\n", "checkpoint.interval", "30m"),
+    ("profiling: {activities: [gpu]}\n", "profiling.activities", "gpu"),
+    ("checkpoint: {local_interval: 5}\n", "checkpoint.local_interval", "local_dir is not"),
+    ("checkpoint: {intervals: 5}\n", "checkpoint.intervals", "unknown field"),
+    ("checkpoint: 5\n", "checkpoint", "mapping"),
+])
+def test_an_invalid_runtime_config_names_the_field_and_the_fix(tmp_path, text, field, words):
+    from kubetrain_runtime.problems import ConfigError
+    from kubetrain_runtime.runtime_config import own_loop_config
+
+    path = tmp_path / "runtime.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        own_loop_config(str(path), in_job=False)
+    line = raised.value.lines()[0]  # (a tuple's bad item also reports the tuple's length: a second line)
+    assert str(path) in line and field in line and words in line and "fix:" in line, line
+
+
+@pytest.mark.processes
+def test_an_invalid_runtime_config_fails_for_good_before_anything_is_written(tmp_path):
+    """Exit 2 (the code no target's failure policy retries), one line on stderr, no traceback, the launcher's note,
+    and no checkpoint folder."""
+    (tmp_path / "runtime.yaml").write_text("checkpoint: {keep: -1, interval: 30m}\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom kubetrain_runtime import Run\n"
+        "model = torch.nn.Linear(2, 1)\nrun = Run(model, torch.optim.SGD(model.parameters(), lr=0.1), max_steps=3)\n"
+        "raise SystemExit('Run(...) should not have returned')\n")
+    result = run([sys.executable, "train.py"], cwd=tmp_path,
+                 env={"KUBETRAIN_RUNTIME_CONFIG": str(tmp_path / "runtime.yaml"),
+                      "KUBETRAIN_FAILURE_FILE": str(tmp_path / "failure")})
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("error: ") for line in lines), lines
+    assert {"checkpoint.keep", "checkpoint.interval"} == {line.split(": ")[2] for line in lines}, lines
+    assert (tmp_path / "failure").read_text().startswith("2 ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["failure", "runtime.yaml", "train.py"]
+
+
+# -- restarts under plain torchrun: the agent's shared store, scoped per attempt -------------------------------
+
+RESTARTING = """
+import datetime, os, signal, time
+import torch, torch.distributed as dist
+from kubetrain_runtime import Run  # noqa: F401 - a script on the runtime imports it before making its group
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
+attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+met = torch.tensor([attempt])
+dist.all_reduce(met)
+assert met.item() == 2 * attempt, met
+print(f"attempt {attempt}: rank {dist.get_rank()} met its peer", flush=True)
+if attempt < RESTARTS:
+    if dist.get_rank() == attempt % 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(60)  # torchrun stops the survivor
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.processes
+def test_two_ranks_restarted_ten_times_in_a_row_never_hang(tmp_path):
+    """Under plain torchrun (its agent's store shared with the ranks, kept from attempt to attempt), the script's own
+    init_process_group meets its peer after each of ten restarts in a row: no rank reads the attempt before's
+    addresses (gloo's connectFullMesh would fail or hang on them)."""
+    restarts = 10
+    (tmp_path / "restarting.py").write_text(RESTARTING.replace("RESTARTS", str(restarts)))
+    result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                  f"--max-restarts={restarts}", "--monitor-interval=0.1", "-m", "kubetrain_runtime",
+                  "restarting.py"], cwd=tmp_path, env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": ""}, timeout=400)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # The warm launcher's client died of its rank's SIGKILL, as torchrun's own process for the rank (no OSError
+    # traceback from restoring SIGKILL's handler).
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    for attempt in range(restarts + 1):
+        assert sum(f"attempt {attempt}: rank" in line for line in result.stdout.splitlines()) == 2, attempt
+
+
+# -- run-local: an agreed stop is a clean end -------------------------------------------------------------------
+
+POD = """
+import json, os, signal, time
+def stop(number, frame):
+    if SAVES:
+        os.write(1, (json.dumps({"event": "stopped", "signal": "SIGTERM", "step": 7, "checkpoint_step": 7})
+                     + "\\n").encode())
+    os._exit(143)
+signal.signal(signal.SIGTERM, stop)
+print("ready", flush=True)
+time.sleep(60)
+"""
+SUPERVISE = """
+import sys
+from kubetrain.local.run_plan import LocalJob, LocalPod
+from kubetrain.local.supervisor import run_job
+pod = LocalPod("master-0", [sys.executable, "-c", sys.argv[1]], {}, "OnFailure", grace_s=20)
+sys.exit(run_job(LocalJob([pod], backoff_limit=3, name="dev/job")))
+"""
+
+
+@pytest.mark.parametrize("saves, code, says", [
+    (True, 0, "dev/job was stopped after"),
+    (False, 130, "dev/job was interrupted after"),
+])
+@pytest.mark.processes
+def test_run_local_ends_well_after_a_stop_the_ranks_answered_with_a_checkpoint(saves, code, says):
+    """SIGTERM to run-local: it stops the pods as the kubelet would; pods that end within their grace period after
+    the ranks saved the step they agreed on (their `stopped` record) make it exit 0, anything else 130."""
+    supervisor = subprocess.Popen([sys.executable, "-c", SUPERVISE, POD.replace("SAVES", str(saves))],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  env={**os.environ, "PYTHONPATH": SOURCES_PATH})
+    before = []
+    for line in supervisor.stdout:
+        before.append(line)
+        if "ready" in line:
+            break
+    supervisor.send_signal(signal.SIGTERM)
+    output = "".join(before) + supervisor.communicate(timeout=60)[0]
+    assert supervisor.returncode == code, output
+    last = output.splitlines()[-1]
+    assert says in last and (("stopped with a checkpoint of step 7" in last) == saves), last
+
+
+# -- a clean end: no abort at the interpreter's exit -------------------------------------------------------------
+
+FINISHED = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from kubetrain_runtime import Run
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DistributedDataParallel(torch.nn.Linear(4, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+run = Run(model, optimizer, max_steps=2, checkpoint_dir="ckpt")
+for step in run.steps():
+    model(torch.randn(8, 4)).square().mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.processes
+def test_a_run_started_again_after_it_finished_exits_cleanly_thirty_times(tmp_path):
+    """Two ranks of a script that finished, started again and again: each resumes at max_steps, finishes at once and
+    exits 0, with no `terminate called without an active exception` at the interpreter's exit (the runtime's own
+    process groups are destroyed before it, not by its finalization). Ranks started directly (env://, rank 0 hosts
+    the store): the cheapest real two-rank start."""
+    (tmp_path / "train.py").write_text(FINISHED)
+
+    def both_ranks() -> list[tuple[int, str, str]]:
+        port = str(free_port())
+        ranks = [subprocess.Popen([sys.executable, "train.py"], cwd=tmp_path, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, "PYTHONPATH": SOURCES_PATH, "RANK": str(rank), "WORLD_SIZE": "2",
+                                       "LOCAL_RANK": str(rank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
+                 for rank in (0, 1)]
+        outputs = [rank.communicate(timeout=120) for rank in ranks]
+        return [(rank.returncode, *out) for rank, out in zip(ranks, outputs)]
+
+    for attempt in range(31):  # the first run finishes; thirty start again after it
+        ranks = both_ranks()
+        for code, _, stderr in ranks:
+            assert code == 0 and "terminate called" not in stderr, (attempt, code, stderr[-2000:])
+    records = [json.loads(line) for line in ranks[0][1].splitlines() if line.startswith("{")]
+    assert resumed_steps(records) == [2] and records[-1]["event"] == "finished"

@@ -43,14 +43,7 @@ def parse_args(argv: list[str] | None):
 
 def report(error, record: bool = True) -> int:
     """A ConfigError: every line by rank 0 (one copy, not one per rank), and the note for the launcher."""
-    lines = error.lines()
-    if os.environ.get("RANK", "0") == "0":
-        for line in lines:
-            print(f"error: {line}", file=sys.stderr)
-    if record:
-        failures.record(failures.EXIT_BAD_INPUT, lines[0] if len(lines) == 1 else
-                        f"{lines[0]} (and {len(lines) - 1} more problems)", say=False)
-    return failures.EXIT_BAD_INPUT
+    return failures.bad_input(error.lines(), record_note=record)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,9 @@ For a trainer job it reads rank 0's JSON lines (README, The training runtime) as
 step and its loss (the `finished` record's, else the last `step` record's), the complete checkpoints of each tier,
 where a resumed run started, and how many times the trainer started (each start of rank 0 prints one `mfu_basis`
 record: torchrun's restarts of the ranks and the operator's of the pods alike). A command job's output is its own,
-so its line says only how it ended, its pods and their restarts.
+so its line says only how it ended, its pods and their restarts: those of torchrun too where its script runs on
+kubetrain_runtime.Run, whose rank 0 prints the same records. A run stopped by a signal that saved the step it reached
+(its `stopped` record) says so.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ class RunSummary:
         self.loss: float | None = None
         self.resumed_from: int | None = None
         self.starts = 0
+        self.stopped: dict[str, Any] | None = None  # the ranks' agreed stop, with its checkpoint
         self.checkpoints: Counter[str] = Counter()
 
     def observe(self, line: str) -> None:
         """One line of a pod's output; only rank 0's records (JSON objects with an `event`) count."""
-        if not self.trainer or not line.startswith("{"):
+        if not line.startswith("{"):
             return
         try:
             record = json.loads(line)
@@ -38,6 +41,10 @@ class RunSummary:
         event = record["event"]
         if event == "mfu_basis":
             self.starts += 1
+        elif event == "stopped":
+            self.stopped = record
+        elif not self.trainer:
+            return  # a command's own output: its starts and stop are the runtime's, the rest is the script's
         elif event == "resumed" and self.step is None:
             self.resumed_from = record.get("step")
         elif event == "checkpoint":
@@ -46,9 +53,14 @@ class RunSummary:
             self.step = record.get("step", self.step)
             self.loss = record.get("loss", self.loss)
 
+    @property
+    def clean_stop(self) -> bool:
+        """The ranks agreed on a stop and saved the step they stopped at."""
+        return self.stopped is not None and self.stopped.get("checkpoint_step") is not None
+
     def line(self, exit_code: int, elapsed_s: float, pod_restarts: int) -> str:
-        outcome = ("succeeded" if exit_code == 0 else "was interrupted" if exit_code == 130
-                   else f"failed (exit {exit_code})")
+        outcome = ("was stopped" if exit_code == 0 and self.clean_stop else "succeeded" if exit_code == 0
+                   else "was interrupted" if exit_code == 130 else f"failed (exit {exit_code})")
         head = f"{self.job} {outcome} after {elapsed_s:.1f} s"
         # Each start after the first was a restart, whoever made it; a pod restarted before its trainer printed
         # anything counts too.
@@ -56,6 +68,8 @@ class RunSummary:
         restarted = f"{restarts} restart{'s' * (restarts != 1)}"
         if pod_restarts:
             restarted += f" ({pod_restarts} of a pod)" if pod_restarts == 1 else f" ({pod_restarts} of pods)"
+        if self.clean_stop:
+            restarted += f", stopped with a checkpoint of step {self.stopped['checkpoint_step']}"
         if not self.trainer:
             return f"{head}: {self.pods} pod{'s' * (self.pods != 1)}, {restarted}"
         if self.step is None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from kubetrain.kinds.target import restart_after
 from kubetrain.local.run_plan import LocalJob, LocalPod, StatusEndpointPlan, free_port
 from kubetrain.local.summary import RunSummary
+from kubetrain_runtime.failures import stopped_exit
 from kubetrain_runtime.progress import ENV_URL
 
 
@@ -120,8 +121,12 @@ class _Supervisor:
         except KeyboardInterrupt:
             self.say("run-local", "stopping every pod, as Kubernetes stops them (SIGTERM, then SIGKILL after "
                      "each pod's grace period)")
-            _terminate(list(running.values()))
-            status = 130
+            stopped = _terminate(list(running.values()))
+            for pump in self.pumps:  # the ranks' `stopped` records
+                pump.join(timeout=5)
+            # Every pod ended within its grace period, as a stop signal ends it, and the ranks saved the step they
+            # agreed on: the job did what was asked of it, and resumes from there.
+            status = 0 if stopped and self.summary.clean_stop else 130
         return status
 
 
@@ -136,9 +141,11 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _terminate(pods: list[tuple[LocalPod, subprocess.Popen]]) -> None:
+def _terminate(pods: list[tuple[LocalPod, subprocess.Popen]]) -> bool:
     """Stop pods as the kubelet does: SIGTERM to the container's first process only (the launcher passes it
-    on), then SIGKILL to everything left once the pod's grace period is over."""
+    on), then SIGKILL to everything left once the pod's grace period is over. Whether every pod ended within its
+    grace period with success or the code of a stop signal (its launcher's: 128 + the signal)."""
+    clean = True
     for _, process in pods:
         if process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -146,9 +153,13 @@ def _terminate(pods: list[tuple[LocalPod, subprocess.Popen]]) -> None:
     signalled = time.monotonic()
     for pod, process in pods:
         try:
-            process.wait(timeout=max(0.0, signalled + pod.grace_s - time.monotonic()))
+            code = process.wait(timeout=max(0.0, signalled + pod.grace_s - time.monotonic()))
         except subprocess.TimeoutExpired:
             kill_pod(process.pid)
+            clean = False
+            continue
+        clean = clean and code in (0, stopped_exit(signal.SIGTERM), -signal.SIGTERM)
+    return clean
 
 
 def kill_pod(pid: int) -> None:
