@@ -381,6 +381,21 @@ def run_processes(marker: str) -> dict[int, dict[str, str]]:
     return found
 
 
+def listener(port: int) -> int:
+    """The pid of the process listening on TCP `port` (procfs: the socket's inode among its file descriptors)."""
+    inodes = {line.split()[9] for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+              if line.split()[1].endswith(f":{port:04X}") and line.split()[3] == "0A"}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if any(os.readlink(fd).removeprefix("socket:[").removesuffix("]") in inodes
+                       for fd in (entry / "fd").iterdir()):
+                    return int(entry.name)
+            except OSError:
+                continue
+    raise AssertionError(f"nothing listens on port {port}")
+
+
 def port_free(port: int) -> bool:
     import socket
 
@@ -412,9 +427,7 @@ def test_a_stopped_rank_dies_with_its_run_and_frees_its_port(tmp_path):
         while not any('"step": 4,' in line for line in lines):
             assert agent.poll() is None, "".join(lines[-20:])
             time.sleep(0.05)
-        # The rank itself, not the client torchrun started for it (a child of the agent).
-        (rank,) = [pid for pid, penv in run_processes(marker).items()
-                   if penv.get("RANK") == "1" and int(Path(f"/proc/{pid}/stat").read_text().split()[3]) != agent.pid]
+        rank = listener(port + 1)  # local rank 1 itself (a fork of the warm process), not its client
         os.kill(rank, signal.SIGSTOP)
         assert agent.wait(timeout=120) != 0
         deadline = time.monotonic() + 20
