@@ -115,7 +115,7 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
         assert interval["durable"] == pytest.approx(3 * value["kubetrain_step_time_seconds"])
         assert interval["local"] == pytest.approx(value["kubetrain_step_time_seconds"])
         assert not samples["kubetrain_permanent_failure_timestamp_seconds"]  # declared, not set: nothing failed
-        assert value["kubetrain_job_crashes"] == 4  # the 4 starts before never recorded a clean end
+        assert value["kubetrain_job_crashes"] == 1  # the start before recorded no clean end: this start is a crash
         assert time.time() - 600 < value["kubetrain_run_start_timestamp_seconds"] <= value[
             "kubetrain_last_step_timestamp_seconds"]
 
