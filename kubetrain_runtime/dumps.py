@@ -3,10 +3,9 @@
 Everything lands beside the durable checkpoints (`checkpoint.dir`), named by job, attempt, restart and rank:
 
     <checkpoint.dir>/hangs/<job>/<attempt>/restart-<N>/rank-<R>.stacks.txt           every thread's Python stack
-    <checkpoint.dir>/hangs/<job>/<attempt>/restart-<N>/rank-<R>.flight_recorder.pkl  the watchdog's dump of torch's
-                                                                                      flight recorder
-    <checkpoint.dir>/hangs/<job>/<attempt>/restart-<N>/flight_recorder_rank_<R>      torch's own dump on an NCCL
-                                                                                      collective timeout
+    <checkpoint.dir>/hangs/<job>/<attempt>/restart-<N>/flight_recorder_rank_<R>      torch's flight recorder: the
+                                                                                      watchdog's dump, or NCCL's own
+                                                                                      on a collective timeout
     <checkpoint.dir>/failures/<job>/<attempt>.restart-<N>.rank-<R>.txt               a copy of the failure note
 
 `<attempt>` is the pod's start (`attempt-<UTC time>`, set by kubetrain's launcher in KUBETRAIN_ATTEMPT), else
@@ -14,8 +13,9 @@ torchrun's run id; `<N>` is torchrun's restart count of the pod's ranks. The fli
 collectives of each process group (TORCH_FR_BUFFER_SIZE entries, gloo and NCCL alike in torch 2.13), dumped by
 NCCL itself when a collective times out (TORCH_NCCL_DUMP_ON_TIMEOUT, to the prefix TORCH_NCCL_DEBUG_INFO_TEMP_FILE)
 and by the watchdog (kubetrain_runtime/watchdog.py) before it kills a hung rank. Both variables must be set before
-the process group is created: `prepare` does it. Read a dump with `python -m torch.distributed.flight_recorder.fr_trace`
-or `pickle.load`.
+the process group is created: `prepare` does it. Read a restart's dumps with
+`python -m torch.distributed.flight_recorder.fr_trace <folder>` (the stacks' names end in no digit, so fr_trace
+infers the prefix) or `pickle.load`.
 
 Where a rank leaves something, it appends the folder to KUBETRAIN_DUMPS_NOTE (a file of the container's, like the
 failure note), and the launcher's last lines name it. Imports only the standard library (the warm process's thin
@@ -67,7 +67,8 @@ class Dumps:
 
     @property
     def flight_recorder(self) -> Path:
-        return self.folder / f"rank-{self.rank}.flight_recorder.pkl"
+        # The name torch's fr_trace reads (a common prefix, then the rank), as NCCL's own dump on a timeout.
+        return self.folder / f"{FR_PREFIX}{self.rank}"
 
     @property
     def failure_note(self) -> Path:

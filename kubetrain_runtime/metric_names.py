@@ -33,10 +33,14 @@ RUNTIME_METRICS: dict[str, str] = {
     # interval in steps times the step time, or the Young/Daly interval with `interval: auto`).
     "kubetrain_last_checkpoint_timestamp_seconds": "gauge",
     "kubetrain_checkpoint_interval_seconds": "gauge",
-    # How many times the job has started, kept beside its checkpoints: it survives the pods.
+    # How many times the job has started, and how many of those starts followed a crash (a run that did not end
+    # cleanly: a stop obeyed with its checkpoint is clean), kept beside its checkpoints: they survive the pods.
     "kubetrain_job_starts": "gauge",
-    # 1 once the run has failed for good (a failure class the launch target does not retry), with `reason`.
-    "kubetrain_permanent_failure": "gauge",
+    "kubetrain_job_crashes": "gauge",
+    # When this rank's run began (its endpoint opened): the clock of a run that never logged a step.
+    "kubetrain_run_start_timestamp_seconds": "gauge",
+    # When the rank failed for good (a failure class the launch target does not retry), with `reason`.
+    "kubetrain_permanent_failure_timestamp_seconds": "gauge",
     # 1 while the PyTorch profiler records this rank (a profiled run's step times are not its usual ones).
     "kubetrain_profiling": "gauge",
 }

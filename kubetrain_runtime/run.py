@@ -67,7 +67,7 @@ from kubetrain_runtime.distributed import (
     shutdown,
 )
 from kubetrain_runtime.dumps import Dumps
-from kubetrain_runtime.ettr import EttrClock, daly_interval_s, record_start
+from kubetrain_runtime.ettr import EttrClock, daly_interval_s, record_clean_end, record_start
 from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
 from kubetrain_runtime.faults import FaultInjector
 from kubetrain_runtime.metrics import device_name, peak_flops
@@ -82,7 +82,7 @@ from kubetrain_runtime.runtime_config import (
     own_loop_config,
     profile_dir,
 )
-from kubetrain_runtime.telemetry import Telemetry, job_name
+from kubetrain_runtime.telemetry import Telemetry, announce_failure, job_name
 from kubetrain_runtime.watchdog import Watchdog
 
 if TYPE_CHECKING:
@@ -189,10 +189,10 @@ class Run:
         self.auto_saves = 0
         self.interval = AUTO_FIRST_CHECKPOINT if self.choosing_interval else config.checkpoint.interval
         self.local_interval = config.checkpoint.local_interval or self.interval
-        first_start, self.job_starts = broadcast_object(record_start(self.checkpoints.root) if world.is_main else None)
-        self.ettr = EttrClock(first_start)
+        self.job = broadcast_object(record_start(self.checkpoints.root) if world.is_main else None)
+        self.ettr = EttrClock(self.job["first_start"], self.job["paused_s"])
         self.watchdog = Watchdog(config.resilience.watchdog_floor_s, config.resilience.watchdog_factor, world.rank,
-                                 self.dumps)
+                                 self.dumps, config.resilience.collective_timeout_s)
         self.telemetry: Telemetry | None = None  # started with the loop, once max_steps is known
         self.profiler: StepProfiler | None = None  # only when profiling is on: an unprofiled step checks this, no more
         # Counted on the device, so that a skipped step costs no host sync; read at log steps.
@@ -351,7 +351,8 @@ class Run:
     def begin(self) -> None:
         self.telemetry = self.telemetry or Telemetry(
             self.config.metrics, self.config.checkpoint.dir, self.max_steps, self.params or {}, self.world,
-            {"log_interval_steps": self.config.log_interval, "job_starts": self.job_starts,
+            {"log_interval_steps": self.config.log_interval, "job_starts": self.job["starts"],
+             "job_crashes": self.job["crashes"],
              "ettr_target": self.config.resilience.ettr_target})
         self.watchdog.start()
         self._unkept_draws = self.owns_process and self._rng_fingerprint() != self._rng_at_start
@@ -427,8 +428,11 @@ class Run:
     def failed(self, exit_code: int) -> None:
         """This rank fails for good (exit_code: one of failures.PERMANENT_EXITS): kubetrain_permanent_failure says
         why, on an endpoint held open for metrics.failure_linger_s so that Prometheus scrapes it."""
+        reason = failures.REASONS.get(exit_code, str(exit_code))
         if self.telemetry is not None:
-            self.telemetry.failed(failures.REASONS.get(exit_code, str(exit_code)))
+            self.telemetry.failed(reason)
+        else:  # before the loop began: an endpoint of its own says it
+            announce_failure(self.config.metrics, self.world, reason)
 
     def finish(self) -> None:
         """max_steps reached: every save complete, the loop's own last work (`on_finish`: the trainer's export),
@@ -443,6 +447,7 @@ class Run:
                       **{k: v for k, v in (self.last or {}).items() if k not in ("event", "step")},
                       **self.ettr.report(), "weights_sha256_per_rank": all_gather_object(self.weights_digest())}
         self.report(self.ended)
+        self._ended_cleanly()
         if self.step == self.max_steps:
             self.telemetry.finish()
 
@@ -460,7 +465,13 @@ class Run:
                       "step": self.step, "checkpoint_step": self.durable_step,
                       "save_s": time.perf_counter() - started, "budget_left_s": self.stop.remaining_s()}
         self.report(self.ended)
+        self._ended_cleanly()
         self.stop.close()
+
+    def _ended_cleanly(self) -> None:
+        """Finished or stopped with its checkpoint: the next start is no crash, and the time until it no lost time."""
+        if self.world.is_main:
+            record_clean_end(self.checkpoints.root)
 
     def close(self, wait: bool = True) -> None:
         """Finish a background save (or, when the process is failing, abandon it) and release the checkpointer's,

@@ -95,14 +95,21 @@ class PrometheusEndpoint:
         self.checkpoint_interval = gauge("kubetrain_checkpoint_interval_seconds",
                                          "Seconds between checkpoints of the tier the run aims at: its interval in "
                                          "steps times the recent step time.", ("tier",))
-        self.permanent_failure = gauge("kubetrain_permanent_failure", "1 once this rank has failed for good "
-                                       "(a failure its launch target does not retry), by reason.", ("reason",))
+        self.permanent_failure = gauge("kubetrain_permanent_failure_timestamp_seconds", "When this rank failed for "
+                                       "good (a failure its launch target does not retry), by reason.", ("reason",))
+        # From the endpoint's first answer: a run that hangs before its first step has a clock to be measured by.
+        gauge("kubetrain_run_start_timestamp_seconds", "When this rank's run began (its endpoint opened).").labels(
+            **labels).set(time.time())
         info = run_info or {}
         gauge("kubetrain_log_interval_steps", "Optimizer steps between log steps.").labels(**labels).set(
             info.get("log_interval_steps", 1))
         if info.get("job_starts") is not None:
             gauge("kubetrain_job_starts", "Starts of the job, kept beside its checkpoints (ettr.json).").labels(
                 **labels).set(info["job_starts"])
+        if info.get("job_crashes") is not None:
+            gauge("kubetrain_job_crashes", "Starts of the job after a run that did not end cleanly (a stop with its "
+                                           "checkpoint, or the end, is clean), kept in ettr.json.").labels(
+                **labels).set(info["job_crashes"])
         if info.get("ettr_target") is not None:  # unset: the alert's own default applies, and no series is written
             gauge("kubetrain_ettr_target", "The ETTR the run config asks for (resilience.ettr_target).").labels(
                 **labels).set(info["ettr_target"])
@@ -140,7 +147,7 @@ class PrometheusEndpoint:
             self.checkpoint_interval.labels(**self.labels, tier=tier).set(interval_s)
 
     def failed(self, reason: str) -> None:
-        self.permanent_failure.labels(**self.labels, reason=reason).set(1)
+        self.permanent_failure.labels(**self.labels, reason=reason).set(time.time())
 
     def close(self) -> None:
         self.server.shutdown()
@@ -233,6 +240,23 @@ def failure_linger_s(metrics: MetricsConfig) -> float:
     if metrics.failure_linger_s is not None:
         return metrics.failure_linger_s
     return FAILURE_LINGER_S if metrics.port and os.environ.get("KUBERNETES_SERVICE_HOST") else 0.0
+
+
+def announce_failure(metrics: MetricsConfig, world: World, reason: str) -> None:
+    """A rank that fails for good before its run's endpoint opened (unusable storage at start, a bad input found
+    by the rank): an endpoint of its own says so for the linger time, so the failed-run alert pages all the same."""
+    linger = failure_linger_s(metrics)
+    if not metrics.port or not linger:
+        return
+    try:
+        endpoint = PrometheusEndpoint(metrics.port + world.local_rank, job_labels(world))
+    except OSError as error:  # the port is taken: the failure note and the exit code still say it
+        print(f"warning: rank {world.rank}: no Prometheus endpoint to report the failure on: {error}",
+              file=sys.stderr)
+        return
+    endpoint.failed(reason)
+    time.sleep(linger)
+    endpoint.close()
 
 
 class Telemetry:

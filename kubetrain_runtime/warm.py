@@ -7,8 +7,10 @@ pod's warm process over a Unix socket (the first client of a torchrun agent star
 arguments, environment, working folder and standard streams, and the warm process forks a child that
 becomes the rank. The client stays in between, as torchrun's view of the rank: it passes torchrun's
 signals on, and exits with the rank's exit status or dies of the same signal. The rank dies with its
-client (it watches the client's pidfd from a thread), so killing what torchrun started still kills the
-rank. The warm process exits when its torchrun agent does.
+client, so killing what torchrun started still kills the rank: the warm process watches each client's pidfd and
+SIGKILLs its rank when the client ends, which reaches a rank even while it is stopped or stuck in native code (a
+thread of the rank's own could not run then; the rank also watches, for a warm process that is gone). The warm
+process exits when its torchrun agent does, and its ranks die with it (the kernel's parent-death signal).
 
 The warm process never starts a thread or touches an accelerator, which is what makes forking it safe:
 CUDA, NCCL, the process group and the thread pools are all set up in the child, after it has taken the
@@ -190,21 +192,29 @@ def serve(agent: int, entry_name: str) -> int:
     listener.bind(socket_name(agent))  # clients connect only once everything is imported
     listener.listen(64)
     clients: dict[int, socket.socket] = {}  # rank pid -> the connection of its client
+    watched: dict[int, int] = {}  # a client's pidfd -> its rank's pid
     try:
         while True:
-            ready = select.select([listener, wakeup, agent_fd], [], [])[0]
+            ready = select.select([listener, wakeup, agent_fd, *watched], [], [])[0]
             if agent_fd in ready:
                 return 0
+            _kill_orphans([fd for fd in ready if fd in watched], watched)
             if wakeup in ready:
                 wakeup.recv(4096)
                 _reap(clients)
+                # A reaped rank's pid may be reused: its client's end must kill nothing.
+                _kill_orphans([], watched, [fd for fd, rank in watched.items() if rank not in clients])
             if listener in ready:
                 conn = listener.accept()[0]
-                rank = _fork_rank(conn, entry.run, [listener, wakeup, waker, *clients.values()], agent_fd)
-                if rank is None:
+                forked = _fork_rank(conn, entry.run, [listener, wakeup, waker, *clients.values()],
+                                    [agent_fd, *watched])
+                if forked is None:
                     conn.close()
                 else:
+                    rank, client_fd = forked
                     clients[rank] = conn
+                    if client_fd is not None:
+                        watched[client_fd] = rank
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(lock_path(agent))
@@ -251,8 +261,31 @@ def _reap(clients: dict[int, socket.socket]) -> None:
         conn.close()
 
 
-def _fork_rank(conn: socket.socket, run, inherited: list, agent_fd: int) -> int | None:
-    """Read a client's request and fork the rank; the rank's pid (None if the request was broken)."""
+def _kill_orphans(ended: list[int], watched: dict[int, int], reaped: tuple | list = ()) -> None:
+    """Clients that ended (their pidfds readable): SIGKILL their ranks, which a stopped rank cannot ignore. The
+    pidfds of clients whose ranks were `reaped` are closed unwatched."""
+    for fd in ended:
+        _forward(watched.pop(fd), signal.SIGKILL)
+        os.close(fd)
+    for fd in reaped:
+        watched.pop(fd)
+        os.close(fd)
+
+
+def _die_with_parent(parent: int) -> None:
+    """The kernel's parent-death signal (prctl PR_SET_PDEATHSIG): SIGKILL this rank when the warm process (its parent,
+    which never starts a thread) ends, even while the rank is stopped. Checked against a parent already gone."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG (linux/prctl.h)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _fork_rank(conn: socket.socket, run, inherited: list, inherited_fds: list[int]) -> tuple[int, int | None] | None:
+    """Read a client's request and fork the rank; the rank's pid and its client's pidfd (None if the client is
+    gone already), or None if the request was broken."""
     try:
         data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
         (length,) = _HEADER.unpack_from(data)
@@ -267,20 +300,27 @@ def _fork_rank(conn: socket.socket, run, inherited: list, agent_fd: int) -> int 
         return None
     sys.stdout.flush()
     sys.stderr.flush()
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         for fd in fds:
             os.close(fd)
         with contextlib.suppress(OSError):
             conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
-        return pid
+        try:
+            return pid, os.pidfd_open(request["client"])
+        except ProcessLookupError:  # the client is gone already: so must its rank be
+            _forward(pid, signal.SIGKILL)
+            return pid, None
     code = 1
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for each in (*inherited, conn):
             each.close()
-        os.close(agent_fd)
+        for fd in inherited_fds:
+            os.close(fd)
+        _die_with_parent(parent)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)

@@ -3,6 +3,11 @@
 A hang (a dead peer, a stuck file system, a deadlock) otherwise holds every GPU of the job
 until someone notices. When no step completes within max(floor, factor x the recent median
 step time), the watchdog prints every thread's stack (faulthandler) and kills the process.
+
+Its dumps (every thread's stack, the flight recorder) come earlier, at DUMP_AT of the nearer of that timeout and the
+collective timeout, and without a kill: a rank whose peer hangs waits in a collective, which under the defaults
+(the collective timeout below the watchdog's) fails first and restarts the run. Every rank of a hung step stalls
+alike (the hung one, and those waiting for it), so each writes its own dumps before any deadline ends one of them.
 """
 
 from __future__ import annotations
@@ -19,11 +24,15 @@ from collections import deque
 from kubetrain_runtime.dumps import Dumps, tell_launcher
 
 FLIGHT_RECORDER_WAIT_S = 10  # a dump that does not come back in this long is given up: the kill matters more
+DUMP_AT = 0.75  # of the nearer deadline: room for the ranks' skew (about a step) and the dumps' own time
 
 
 class Watchdog:
-    def __init__(self, floor_s: float, factor: float, rank: int, dumps: Dumps | None = None):
+    def __init__(self, floor_s: float, factor: float, rank: int, dumps: Dumps | None = None,
+                 collective_timeout_s: float | None = None):
         self.dumps = dumps
+        self.collective_timeout_s = collective_timeout_s
+        self._dumped = False  # in this stall
         self.floor_s = floor_s
         self.factor = factor
         self.rank = rank
@@ -42,6 +51,7 @@ class Watchdog:
         if step_time_s is not None:
             self._recent.append(step_time_s)
         self._last = time.monotonic()
+        self._dumped = False
 
     def median_step_s(self) -> float:
         return statistics.median(self._recent) if self._recent else 0.0
@@ -49,14 +59,24 @@ class Watchdog:
     def timeout_s(self) -> float:
         return max(self.floor_s, self.factor * self.median_step_s())
 
+    def dump_after_s(self) -> float:
+        """The stall after which this rank writes its dumps: before either deadline ends a rank of the step."""
+        nearest = min(self.timeout_s(), self.collective_timeout_s or float("inf"))
+        return DUMP_AT * nearest
+
     def stop(self) -> None:
         self._stop.set()
 
     def _watch(self) -> None:
         while not self._stop.wait(min(1.0, self.floor_s / 4)):
             stalled = time.monotonic() - self._last
-            if stalled > self.timeout_s():
+            if stalled > self.dump_after_s() and not self._dumped:
+                self._dumped = True
                 where = self.dump()
+                sys.stderr.write(f"kubetrain watchdog: rank {self.rank} made no progress for {stalled:.1f} s; {where}\n")
+                sys.stderr.flush()
+            if stalled > self.timeout_s():
+                where = self.dump() if not self._dumped else "its dumps were written before"
                 sys.stderr.write(f"kubetrain watchdog: rank {self.rank} made no progress for {stalled:.1f} s "
                                  f"(timeout {self.timeout_s():.1f} s); {where}; stacks of every thread follow\n")
                 faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
@@ -97,9 +117,26 @@ def dump_flight_recorder(path: os.PathLike) -> str:
         dump = dump or getattr(c10d, "_dump_fr_trace", None)
         if dump is None:
             return "this torch has no flight recorder to dump"
-        data = dump()
+        data = with_group_config(dump())
         with open(path, "wb") as out:
             out.write(data)
     except Exception as error:  # noqa: BLE001 - the stacks are kept whatever the recorder does
         return f"no flight recorder dump ({type(error).__name__}: {error})"
     return f"its flight recorder in {path}"
+
+
+def with_group_config(data: bytes) -> bytes:
+    """A recorder's dump with its process groups listed (`pg_config`, which fr_trace needs to match a collective across
+    ranks): gloo's recorder (torch 2.13) lists none; the groups this process knows, as NCCL's recorder names them."""
+    import pickle
+
+    import torch.distributed.distributed_c10d as c10d
+
+    trace = pickle.loads(data)
+    if trace.get("pg_config"):
+        return data
+    # Keyed by the group's name, as each entry's `process_group` names it.
+    trace["pg_config"] = {group.group_name: {"name": group.group_name, "desc": group.group_desc,
+                                             "ranks": str(sorted(c10d._world.pg_group_ranks.get(group, {})))}
+                          for group in c10d._world.pg_names}
+    return pickle.dumps(trace)

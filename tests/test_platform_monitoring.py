@@ -28,7 +28,8 @@ def test_dcgm_exporter_runs_on_gpu_pools_in_a_privileged_namespace_of_its_own(cr
     assert objects["ServiceMonitor/dcgm-exporter"]["metadata"]["labels"]["release"] == "prom"
     monitor = objects["PodMonitor/training"]["spec"]
     assert monitor["selector"] == {"matchExpressions": [{"key": "kubetrain.dev/job", "operator": "Exists"}]}
-    assert monitor["podMetricsEndpoints"][0]["port"] == "metrics"
+    (endpoint,) = monitor["podMetricsEndpoints"]  # every rank's port (tests/test_scrape_targets.py)
+    assert endpoint["relabelings"][0]["regex"] == "metrics(-[1-9][0-9]*)?" and "port" not in endpoint
     assert (namespace_level(c, "ml"), namespace_level(c, "gpu-monitoring")) == ("baseline", "privileged")
     assert codes(c) == []
 

@@ -336,11 +336,13 @@ def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
 
 
 def test_a_hung_run_leaves_every_ranks_stacks_and_flight_recorder_on_the_checkpoint_volume(tmp_path):
-    """Rank 1 hangs; rank 0 waits in its next collective. Each rank's watchdog writes its threads' stacks and the
-    flight recorder (gloo records one in torch 2.13) under checkpoint.dir/hangs/<job>/<attempt>/restart-<N>/."""
+    """Rank 1 hangs; rank 0 waits in its next collective. With the defaults' order (the collective timeout first, the
+    watchdog's later: KT113) rank 0's collective fails and the run restarts, but first each rank's watchdog, at 3/4
+    of the collective timeout, writes its threads' stacks and the flight recorder (gloo records one in torch 2.13)
+    under checkpoint.dir/hangs/<job>/<attempt>/restart-<N>/, named as torch's fr_trace reads them."""
     import pickle
 
-    config = write_config(tmp_path, resilience={"watchdog_floor_s": 3})
+    config = write_config(tmp_path, resilience={"collective_timeout_s": 8, "watchdog_floor_s": 40})
     result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                   "--max-restarts=0", "-m", "training", "--config", str(config)],
                  env={"KUBETRAIN_FAULT": "hang:step=7:rank=1", "KUBETRAIN_JOB": "hung",
@@ -350,12 +352,91 @@ def test_a_hung_run_leaves_every_ranks_stacks_and_flight_recorder_on_the_checkpo
     for rank in (0, 1):
         stacks = (folder / f"rank-{rank}.stacks.txt").read_text()
         assert "Thread 0x" in stacks and "Current thread" in stacks
-        # The watchdog's message names the files.
         assert f"kubetrain watchdog: rank {rank} made no progress" in result.stderr
-        recorder = pickle.loads((folder / f"rank-{rank}.flight_recorder.pkl").read_bytes())
+        recorder = pickle.loads((folder / f"flight_recorder_rank_{rank}").read_bytes())
         assert recorder["entries"] and all(e["profiling_name"].startswith("gloo:") for e in recorder["entries"])
-    assert f"its stacks are in {folder / 'rank-1.stacks.txt'}" in result.stderr
+        assert recorder["pg_config"]
     assert "kubetrain_runtime/faults.py" in (folder / "rank-1.stacks.txt").read_text()  # where rank 1 hangs
     # Rank 0 waits for rank 1 in a collective: its recorder's last entry has not completed.
-    last = pickle.loads((folder / "rank-0.flight_recorder.pkl").read_bytes())["entries"][-1]
+    last = pickle.loads((folder / "flight_recorder_rank_0").read_bytes())["entries"][-1]
     assert last["state"] != "completed"
+    # The names torch's fr_trace reads: one prefix, then the rank (the stacks' names end in no digit).
+    assert sorted(f.name for f in folder.iterdir() if f.name[-1].isdigit()) == [
+        "flight_recorder_rank_0", "flight_recorder_rank_1"]
+
+
+
+def run_processes(marker: str) -> dict[int, dict[str, str]]:
+    """pid -> environment of every process of ours whose environment carries `marker` (KUBETRAIN_JOB)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = dict(item.split("=", 1) for item in (entry / "environ").read_text().split("\0") if "=" in item)
+        except OSError:
+            continue
+        if env.get("KUBETRAIN_JOB") == marker:
+            found[int(entry.name)] = env
+    return found
+
+
+def listener(port: int) -> int:
+    """The pid of the process listening on TCP `port` (procfs: the socket's inode among its file descriptors)."""
+    inodes = {line.split()[9] for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+              if line.split()[1].endswith(f":{port:04X}") and line.split()[3] == "0A"}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if any(os.readlink(fd).removeprefix("socket:[").removesuffix("]") in inodes
+                       for fd in (entry / "fd").iterdir()):
+                    return int(entry.name)
+            except OSError:
+                continue
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+def port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the run's processes through procfs")
+def test_a_stopped_rank_dies_with_its_run_and_frees_its_port(tmp_path):
+    """Rank 1 is stopped (SIGSTOP: no thread of it runs); rank 0's collective times out and torchrun ends the run,
+    killing what it started. Nothing of the run outlives it: the stopped rank is SIGKILLed by its warm process
+    when its client ends, and its metrics port is free again."""
+    from test_runtime_metrics import two_free_ports
+
+    port, marker = two_free_ports(), f"orphan-{os.getpid()}"
+    config = write_config(tmp_path, max_steps=500, metrics={"port": port},
+                          resilience={"collective_timeout_s": 8, "watchdog_floor_s": 60})
+    env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": marker, "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3"}
+    agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                              "--max-restarts=0", "-m", "training", "--config", str(config)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(agent.stdout), daemon=True).start()
+    try:
+        while not any('"step": 4,' in line for line in lines):
+            assert agent.poll() is None, "".join(lines[-20:])
+            time.sleep(0.05)
+        rank = listener(port + 1)  # local rank 1 itself (a fork of the warm process), not its client
+        os.kill(rank, signal.SIGSTOP)
+        assert agent.wait(timeout=120) != 0
+        deadline = time.monotonic() + 20
+        while run_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert run_processes(marker) == {}, "processes of the run outlived it"
+        assert port_free(port) and port_free(port + 1)
+    finally:
+        for pid in run_processes(marker):
+            os.kill(pid, signal.SIGKILL)
+        if agent.poll() is None:
+            os.killpg(agent.pid, signal.SIGKILL)

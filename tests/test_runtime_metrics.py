@@ -114,12 +114,15 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
         # Three steps a durable save, one a local one, at the recent step time.
         assert interval["durable"] == pytest.approx(3 * value["kubetrain_step_time_seconds"])
         assert interval["local"] == pytest.approx(value["kubetrain_step_time_seconds"])
-        assert not samples["kubetrain_permanent_failure"]  # declared, not set: nothing failed
+        assert not samples["kubetrain_permanent_failure_timestamp_seconds"]  # declared, not set: nothing failed
+        assert value["kubetrain_job_crashes"] == 1  # the start before recorded no clean end: this start is a crash
+        assert time.time() - 600 < value["kubetrain_run_start_timestamp_seconds"] <= value[
+            "kubetrain_last_step_timestamp_seconds"]
 
 
 @pytest.mark.processes
 def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp_path):
-    """A run that keeps diverging (exit 4) sets kubetrain_permanent_failure{reason="diverged"} and holds its endpoint
+    """A run that keeps diverging (exit 4) sets kubetrain_permanent_failure_timestamp_seconds{reason="diverged"} and holds its endpoint
     open for metrics.failure_linger_s, so Prometheus scrapes the failure the alert reads."""
     pytest.importorskip("prometheus_client")
     port = two_free_ports()
@@ -137,7 +140,7 @@ def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp
         while len(failed) < 2 and time.monotonic() < deadline and agent.poll() is None:
             for rank in (0, 1):
                 try:
-                    samples = scrape(port + rank).get("kubetrain_permanent_failure")
+                    samples = scrape(port + rank).get("kubetrain_permanent_failure_timestamp_seconds")
                 except NOT_SERVING:
                     continue
                 if samples:
@@ -151,7 +154,8 @@ def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp
     assert code != 0, stderr[-3000:]
     assert sorted(failed) == [0, 1], stderr[-3000:]
     for rank, samples in failed.items():
-        assert [(s.labels["reason"], s.labels["rank"], s.value) for s in samples] == [("diverged", str(rank), 1.0)]
+        assert [(s.labels["reason"], s.labels["rank"]) for s in samples] == [("diverged", str(rank))]
+        assert time.time() - 300 < samples[0].value < time.time()  # when it failed
     # Each rank's failure note, kept on the checkpoint volume (kubetrain_runtime/dumps.py).
     notes = sorted((tmp_path / "ckpt" / "failures" / "diverged").glob("run-*.restart-0.rank-*.txt"))
     assert [note.name.rsplit(".", 2)[1] for note in notes] == ["rank-0", "rank-1"]

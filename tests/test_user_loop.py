@@ -227,7 +227,7 @@ def test_run_local_names_where_a_hang_left_its_dumps(uninterrupted, tmp_path):
     hangs = workdir.resolve() / "volumes" / "checkpoints" / "ddp-minimal" / "hangs" / "ddp-minimal"
     [stacks] = hangs.glob("attempt-*/restart-0/rank-1.stacks.txt")
     assert "kubetrain_runtime/faults.py" in stacks.read_text()  # where rank 1 hung
-    assert (stacks.parent / "rank-1.flight_recorder.pkl").is_file()
+    assert (stacks.parent / "flight_recorder_rank_1").is_file()
     output = result.stdout + result.stderr
     assert f"kubetrain: the ranks left dumps (stacks, flight recorder, failure note) in {stacks.parent}" in output
     assert f"its stacks are in {stacks}" in output  # the watchdog's message

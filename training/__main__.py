@@ -109,12 +109,13 @@ def run(argv: list[str]) -> int:
     from kubetrain_runtime.dumps import Dumps
     from kubetrain_runtime.preemption import StopRequest
     from kubetrain_runtime.runtime_config import JOB_ENV
+    from kubetrain_runtime.telemetry import announce_failure
     from training.trainer import Trainer
 
     stop = StopRequest(int(os.environ.get("RANK", 0))).install()
     # When each part of the start was done (epoch seconds): a resumed run reports them, recovery's anatomy.
     startup = {"client": float(os.environ.get(warm.STARTED_ENV, started)), "rank": started}
-    trainer = None
+    trainer = world = None
     try:
         # The flight recorder's settings and the rank's dump folder, on the checkpoint volume, before the group.
         dumps = Dumps(Path(run_config.checkpoint.dir), os.environ.get(JOB_ENV, "local"),
@@ -135,6 +136,8 @@ def run(argv: list[str]) -> int:
         failures.record(failure.exit_code, failure.line)
         if trainer is not None:
             trainer.runtime.failed(failure.exit_code)
+        elif world is not None:  # before the run's endpoint opened (unusable storage at start): one of its own
+            announce_failure(run_config.metrics, world, failures.REASONS[failure.exit_code])
         exit_now(failure.exit_code, trainer)
     except ConfigError as error:  # the data and the model's files, read again by every rank
         exit_now(report(error), trainer)

@@ -26,6 +26,7 @@ from kubetrain.kinds.monitoring import API_VERSION as MONITORING_API_VERSION
 from kubetrain.kinds.monitoring import BAD_EXPRESSION, parse_promql
 from kubetrain.model.names import Dns1123Subdomain, LabelKey, LabelValue, PrometheusDuration
 from kubetrain.model.strict import StrictProps
+from kubetrain.model.vocabulary import JOB_LABEL
 from kubetrain.platform.gpu_monitoring import DCGM_FIELDS, DcgmExporter, TrainingPodMonitor
 from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.rules.registry import register
@@ -51,6 +52,9 @@ GPU_ALERTS_WITHOUT_EXPORTER = register(
     source="README.md (Training alerts)")
 
 Severity = Literal["critical", "warning", "info"]
+# What tells one rank's series from another's: its pod and its global rank (a pod runs several ranks).
+RANK_OF_POD = "namespace, job, pod, rank"
+JOB_TARGET_LABEL = re.sub(r"[^a-zA-Z0-9_]", "_", JOB_LABEL)  # the PodMonitor's podTargetLabels, as Prometheus names it
 
 
 class AlertSetting(StrictProps):
@@ -64,14 +68,29 @@ class StalledRunAlert(AlertSetting):
                                                      "own log intervals (its step time times its log interval).")
     at_least: PrometheusDuration = Field("10m", description="...and for at least this long: a checkpoint save "
                                                             "or an evaluation pauses the steps too.")
+    first_step_within: PrometheusDuration = Field("30m", description="A run that has logged no step this long "
+                                                                     "after it began (resuming, compiling, a "
+                                                                     "collective that never returns) is hung too.")
+    severity: Severity = "critical"
+
+
+class EndpointDownAlert(AlertSetting):
+    """A rank's metrics endpoint stops answering while its pod runs: a process so stuck that even its endpoint's
+    thread cannot run (the GIL held in native code, the process stopped), or one that never opened it."""
+
+    sustained: PrometheusDuration = Field("10m", description="How long the endpoint must stay down (the rule's "
+                                                             "`for`): a restarted rank reopens it after its "
+                                                             "imports, rendezvous and resume.")
     severity: Severity = "critical"
 
 
 class RestartAlert(AlertSetting):
-    """The job keeps starting again: a crash loop the runtime's recovery hides from a glance at the step count."""
+    """The job keeps crashing: a crash loop the runtime's recovery hides from a glance at the step count. A start
+    after a clean end (a preemption or suspension obeyed with its checkpoint) is no crash."""
 
-    at_least: int = Field(3, ge=1, description="Fire at this many starts of the job within `within`.")
-    within: PrometheusDuration = Field("1h", description="The window the starts are counted in.")
+    at_least: int = Field(3, ge=1, description="Fire at this many crashes (starts after a run that did not end "
+                                               "cleanly) within `within`.")
+    within: PrometheusDuration = Field("1h", description="The window the crashes are counted in.")
 
 
 class EttrAlert(AlertSetting):
@@ -99,8 +118,12 @@ class StaleCheckpointAlert(AlertSetting):
 
 
 class FailedRunAlert(AlertSetting):
-    """The run failed for good (a failure class its launch target does not retry): a person must act."""
+    """The run failed for good (a failure class its launch target does not retry): a person must act. It stays
+    firing until the job starts again, or its failed pod is deleted (seen through kube-state-metrics' kube_pod_info
+    where Prometheus scrapes it), or `remember` has passed."""
 
+    remember: PrometheusDuration = Field("3d", description="How long after its failed rank's last scrape the alert "
+                                                           "keeps firing where nothing says the job was deleted.")
     severity: Severity = "critical"
 
 
@@ -139,6 +162,7 @@ class TrainingAlertsProps(StrictProps):
                                                           "Prometheus selects rules by, e.g. {'release': "
                                                           "'kube-prometheus-stack'}.")
     stalled: StalledRunAlert | None = Field(default_factory=StalledRunAlert)
+    endpoint_down: EndpointDownAlert | None = Field(default_factory=EndpointDownAlert)
     restarts: RestartAlert | None = Field(default_factory=RestartAlert)
     ettr: EttrAlert | None = Field(default_factory=EttrAlert)
     mfu_drop: MfuDropAlert | None = Field(default_factory=MfuDropAlert)
@@ -200,62 +224,106 @@ class TrainingAlerts(PlatformConstruct):
         return rule
 
     def training_rules(self) -> list[dict[str, Any]]:
+        """Every training alert carries `namespace`, `job` and `pod` (the rank-0 pod for a job's own figures)."""
         p = self.props
         sel = f'namespace="{self.namespace}"'
         rules = []
         if s := p.stalled:
-            # Per rank: a hung rank stops logging while its endpoint (a thread of its own) keeps serving.
-            expr = (f"time() - kubetrain_last_step_timestamp_seconds{{{sel}}} > "
-                    f"{s.log_intervals:g} * kubetrain_step_time_seconds{{{sel}}} * "
-                    f"kubetrain_log_interval_steps{{{sel}}} "
-                    f"and time() - kubetrain_last_step_timestamp_seconds{{{sel}}} > {_seconds(s.at_least)}")
+            # Per rank: a hung rank stops logging while its endpoint (a thread of its own) keeps serving. A run that
+            # never logged a step is measured from its start (its step time is not known yet).
+            last = f"kubetrain_last_step_timestamp_seconds{{{sel}}}"
+            expr = (f"(time() - {last} > {s.log_intervals:g} * kubetrain_step_time_seconds{{{sel}}} * "
+                    f"kubetrain_log_interval_steps{{{sel}}} and time() - {last} > {_seconds(s.at_least)}) "
+                    f"or (time() - kubetrain_run_start_timestamp_seconds{{{sel}}} > {_seconds(s.first_step_within)} "
+                    f"unless on ({RANK_OF_POD}) {last})")
             rules.append(self._rule(
                 "TrainingRunStalled", expr, s, None, "{{ $labels.job }}: no step for {{ $value | humanizeDuration }}",
-                "Rank {{ $labels.rank }} of job {{ $labels.job }} on node {{ $labels.node }} has logged no step "
-                f"for more than {s.log_intervals:g} of its log intervals: the run is hung. Its hang dumps (stacks "
-                "of every rank, the NCCL flight recorder) are under the run's checkpoint folder, in hangs/."))
-        if s := p.restarts:
-            expr = (f"max by (namespace, job) (max_over_time(kubetrain_job_starts{{{sel}}}[{s.within}])) - "
-                    f"min by (namespace, job) (min_over_time(kubetrain_job_starts{{{sel}}}[{s.within}])) "
-                    f">= {s.at_least}")
+                "Rank {{ $labels.rank }} of job {{ $labels.job }} (pod {{ $labels.pod }}, node {{ $labels.node }}) "
+                f"has logged no step for more than {s.log_intervals:g} of its log intervals, or none at all "
+                f"within {s.first_step_within} of its start: the run is hung. Its hang dumps (stacks of every rank, "
+                "the flight recorder) are under the run's checkpoint folder, in hangs/."))
+        if s := p.endpoint_down:
+            # `up` of the training PodMonitor's targets (its jobLabel makes `job` the kubetrain job); a finished or
+            # failed pod is no target, a suspended or preempted job has no pods.
             rules.append(self._rule(
-                "TrainingRunRestarting", expr, s, None, "{{ $labels.job }}: {{ $value }} restarts in " + s.within,
-                f"Job {{{{ $labels.job }}}} started {{{{ $value }}}} more times within {s.within}: it is crash "
-                "looping. Read the failure notes under its checkpoint folder (failures/) and the pods' last lines."))
+                "TrainingEndpointDown", f'up{{{sel},{JOB_TARGET_LABEL}!=""}} == 0', s, s.sustained,
+                "{{ $labels.job }}: rank endpoint {{ $labels.endpoint }} of {{ $labels.pod }} down",
+                "The metrics endpoint {{ $labels.endpoint }} of pod {{ $labels.pod }} (job {{ $labels.job }}) has "
+                f"not answered Prometheus for {s.sustained} while the pod runs: its rank is stuck where not even "
+                "its endpoint's thread runs (stopped, or holding the GIL in native code), or never started its "
+                "run. Read the pod's last lines; its stacks: py-spy dump, or the hang dumps once it is killed."))
+        if s := p.restarts:
+            crashes = f"kubetrain_job_crashes{{{sel}}}"
+            expr = (f"max by (namespace, job) (max_over_time({crashes}[{s.within}])) - "
+                    f"min by (namespace, job) (min_over_time({crashes}[{s.within}])) >= {s.at_least}")
+            rules.append(self._rule(
+                "TrainingRunRestarting", self._with_pod(expr, s.within), s, None,
+                "{{ $labels.job }}: {{ $value }} crashes in " + s.within,
+                f"Job {{{{ $labels.job }}}} crashed and started again {{{{ $value }}}} times within {s.within} "
+                "(stops obeyed with a checkpoint, such as preemptions, do not count): it is crash looping. Read the "
+                "failure notes under its checkpoint folder (failures/) and the pods' last lines."))
         if s := p.ettr:
-            # The run config's target where it sets one, the alert's otherwise.
-            expr = (f"kubetrain_ettr{{{sel}}} < on (namespace, job, node, rank) "
-                    f"(kubetrain_ettr_target{{{sel}}} or kubetrain_ettr{{{sel}}} * 0 + {s.below:g})")
+            # Rank 0's (every rank reports the job's ETTR), the run config's target where it sets one, else the
+            # alert's; each side made unique per pod, so that two series of one rank (a restarted pod's, before
+            # the old one is stale) cannot fail the rule.
+            ettr = f'kubetrain_ettr{{{sel},rank="0"}}'
+            target = f'(kubetrain_ettr_target{{{sel},rank="0"}} or {ettr} * 0 + {s.below:g})'
+            expr = (f"max by (namespace, job, pod) ({ettr}) < on (namespace, job, pod) "
+                    f"min by (namespace, job, pod) {target}")
             rules.append(self._rule(
                 "TrainingEttrLow", expr, s, s.sustained, "{{ $labels.job }}: ETTR {{ $value | humanizePercentage }}",
-                "Job {{ $labels.job }} keeps less of its wall time as training than its target: restarts, "
-                "recomputed steps after them, or checkpoints that block too long."))
+                "Job {{ $labels.job }} keeps less of its wall time as training than its target: crashes, "
+                "recomputed steps after them, or checkpoints that block too long (time paused by a preemption or "
+                "a suspension does not count)."))
         if s := p.mfu_drop:
             now = f"avg by (namespace, job) (avg_over_time(kubetrain_mfu{{{sel}}}[10m]))"
             before = f"avg by (namespace, job) (avg_over_time(kubetrain_mfu{{{sel}}}[{s.recent}] offset 10m))"
             rules.append(self._rule(
-                "TrainingMfuDropped", f"{now} < {s.fraction:g} * {before}", s, "10m",
+                "TrainingMfuDropped", self._with_pod(f"{now} < {s.fraction:g} * {before}", "1h"), s, "10m",
                 "{{ $labels.job }}: MFU fell to {{ $value | humanizePercentage }}",
                 f"Job {{{{ $labels.job }}}}'s MFU over the last 10 minutes is below {s.fraction:g} of its level over "
                 f"the {s.recent} before: a slow or throttled node, a data stall or a degraded link (see the GPU "
                 "alerts of its nodes; a profiled run is slower on purpose: kubetrain_profiling)."))
         if s := p.stale_checkpoint:
             durable = f'{sel},tier="durable"'
-            expr = (f"time() - kubetrain_last_checkpoint_timestamp_seconds{{{durable}}} > "
-                    f"{s.intervals:g} * kubetrain_checkpoint_interval_seconds{{{durable}}}")
+            # A run that has not completed a checkpoint yet is measured from its start.
+            since = (f"(kubetrain_last_checkpoint_timestamp_seconds{{{durable}}} or "
+                     f"kubetrain_checkpoint_interval_seconds{{{durable}}} * 0 + on ({RANK_OF_POD}) group_left "
+                     f"kubetrain_run_start_timestamp_seconds{{{sel}}})")
+            expr = (f"time() - {since} > {s.intervals:g} * kubetrain_checkpoint_interval_seconds{{{durable}}}")
             rules.append(self._rule(
                 "TrainingCheckpointStale", expr, s, "5m",
                 "{{ $labels.job }}: newest durable checkpoint {{ $value | humanizeDuration }} old",
                 f"Job {{{{ $labels.job }}}} has not completed a durable checkpoint for more than {s.intervals:g} of "
-                "its checkpoint intervals: a crash now loses that much work. Check the checkpoint volume "
-                "(full, slow, unmounted) and the run's checkpoint events."))
+                "its checkpoint intervals (or none since it began): a crash now loses that much work. Check the "
+                "checkpoint volume (full, slow, unmounted) and the run's checkpoint events."))
         if s := p.failed:
-            rules.append(self._rule(
-                "TrainingRunFailed", f"max by (namespace, job, reason) (kubetrain_permanent_failure{{{sel}}}) > 0",
-                s, None, "{{ $labels.job }} failed for good: {{ $labels.reason }}",
-                "Job {{ $labels.job }} stopped with a failure its launch target does not retry "
-                "({{ $labels.reason }}). Its failure note is under its checkpoint folder (failures/)."))
+            rules.append(self._rule("TrainingRunFailed", self._failed_expr(s), s, None,
+                                    "{{ $labels.job }} failed for good: {{ $labels.reason }}",
+                                    "Job {{ $labels.job }} stopped with a failure its launch target does not retry "
+                                    "({{ $labels.reason }}) on pod {{ $labels.pod }}. Its failure note is under "
+                                    "its checkpoint folder (failures/), and in the pod's last lines."))
         return rules
+
+    def _with_pod(self, expr: str, window: str) -> str:
+        """A job's own figure (`expr`, by namespace and job) labelled with the pod of its newest rank 0 within
+        `window`: the pod a person reads first."""
+        newest = (f'topk by (namespace, job) (1, max_over_time(kubetrain_run_start_timestamp_seconds'
+                  f'{{namespace="{self.namespace}",rank="0"}}[{window}]))')
+        return f"({expr}) * on (namespace, job) group_left (pod) (0 * {newest} + 1)"
+
+    def _failed_expr(self, s: FailedRunAlert) -> str:
+        """Each failed rank's newest failure within `remember` (a failing rank is scraped once or twice before it
+        exits, and a failed pod is no target: the alert must outlive the series), unless the job started again
+        since, or kube-state-metrics (where it reports the namespace) no longer knows the pod."""
+        sel = f'namespace="{self.namespace}"'
+        failure = (f"max by (namespace, job, pod, reason) "
+                   f"(last_over_time(kubetrain_permanent_failure_timestamp_seconds{{{sel}}}[{s.remember}]))")
+        restarted = (f'max by (namespace, job) (max_over_time(kubetrain_run_start_timestamp_seconds{{{sel},rank="0"}}'
+                     f"[{s.remember}])) > on (namespace, job) max by (namespace, job) ({failure})")
+        live = (f"({failure} and on (namespace, pod) kube_pod_info{{{sel}}} "
+                f"or {failure} unless on () kube_pod_info{{{sel}}})")
+        return f"{live} unless on (namespace, job) ({restarted})"
 
     def gpu_rules(self) -> list[dict[str, Any]]:
         s = self.props.gpu
@@ -279,9 +347,11 @@ class TrainingAlerts(PlatformConstruct):
                 "GPU {{ $labels.gpu }} of node {{ $labels.node }} has double-bit ECC errors or uncorrectable row "
                 "remaps: results on it may be wrong (NaN losses, diverging ranks)." + cordon))
         if s.throttled_fraction is not None:
-            # The violation counters count microseconds throttled: their rate over 1e6 is the throttled fraction.
-            expr = (f"max by ({by}) (rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) / 1e6) > {s.throttled_fraction:g} "
-                    f"or max by ({by}) (rate(DCGM_FI_DEV_POWER_VIOLATION[5m]) / 1e6) > {s.throttled_fraction:g}")
+            # The violation counters count nanoseconds throttled (DCGM's field reference, DCGM_FI_DEV_*_VIOLATION;
+            # dcgm-exporter's counters, corrected from "us" in NVIDIA/dcgm-exporter#589): their rate over 1e9 is
+            # the throttled fraction of the time.
+            expr = (f"max by ({by}) (rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) / 1e9) > {s.throttled_fraction:g} "
+                    f"or max by ({by}) (rate(DCGM_FI_DEV_POWER_VIOLATION[5m]) / 1e9) > {s.throttled_fraction:g}")
             rules.append(self._rule(
                 "GpuThrottled", expr, s, "10m", "{{ $labels.node }} GPU {{ $labels.gpu }} throttled",
                 "GPU {{ $labels.gpu }} of node {{ $labels.node }} spends {{ $value | humanizePercentage }} of its "
@@ -290,7 +360,11 @@ class TrainingAlerts(PlatformConstruct):
         return rules
 
 
-EXPORTED = {**RUNTIME_METRICS, **{field: kind for field, kind, _ in DCGM_FIELDS if kind != "label"}}
+# `up`, which Prometheus writes for every target, and the one kube-state-metrics series the failed-run alert reads
+# where it is scraped (the alert holds without it): https://github.com/kubernetes/kube-state-metrics/blob/main/docs/
+# metrics/workload/pod-metrics.md
+SCRAPE_SERIES = {"up": "gauge", "kube_pod_info": "gauge"}
+EXPORTED = {**RUNTIME_METRICS, **SCRAPE_SERIES, **{field: kind for field, kind, _ in DCGM_FIELDS if kind != "label"}}
 
 
 def expression_problems(rules: list[dict[str, Any]], field: str) -> list[Problem]:

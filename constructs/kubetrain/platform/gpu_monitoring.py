@@ -11,6 +11,7 @@ service-account token is not mounted (it never calls the API).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,8 +62,8 @@ DCGM_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
     ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
     ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
-    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints (in us)."),
-    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints (in us)."),
+    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints (in ns)."),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints (in ns)."),
     ("DCGM_FI_DEV_FB_FREE", "gauge", "Frame buffer memory free (in MB)."),
     ("DCGM_FI_DEV_FB_USED", "gauge", "Frame buffer memory used (in MB)."),
     ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
@@ -198,7 +199,14 @@ class TrainingPodMonitorProps(StrictProps):
 
 
 class TrainingPodMonitor(PlatformConstruct):
-    """A PodMonitor scraping every training pod (label kubetrain.dev/job) of a namespace on its metrics port."""
+    """A PodMonitor scraping every training pod (label kubetrain.dev/job) of a namespace on every rank's port.
+
+    Each local rank serves its own endpoint (kubetrain_runtime/telemetry.py) on a port named `metrics`, `metrics-1`,
+    ... `metrics-<N-1>` (kubetrain.jobs.pod.metrics_ports): the endpoint names no single port (the operator would
+    keep only that one) but keeps, by relabelling, every container port whose name is `port` or `port-<i>`: one
+    target per rank, whatever the pod's procs_per_node. `jobLabel` makes the target's `job` (and so `up`'s) the
+    kubetrain job, as the runtime's own series say it; the `endpoint` label names the rank's port.
+    """
 
     Props = TrainingPodMonitorProps
     kind = "podmonitor"
@@ -212,8 +220,17 @@ class TrainingPodMonitor(PlatformConstruct):
             "apiVersion": MONITORING_API_VERSION, "kind": "PodMonitor",
             "metadata": {"name": p.name, "namespace": self.namespace, "labels": dict(p.prometheus_labels)},
             "spec": {"selector": {"matchExpressions": [{"key": JOB_LABEL, "operator": "Exists"}]},
+                     "jobLabel": JOB_LABEL,
                      "podTargetLabels": [JOB_LABEL],
                      # honorLabels: the runtime's own `job` label (the kubetrain job) must not become
                      # exported_job under Prometheus's scrape-job name; the alerts group by it.
-                     "podMetricsEndpoints": [{"port": p.port, "path": p.path, "interval": p.interval,
-                                              "honorLabels": True}]}}])
+                     "podMetricsEndpoints": [{"path": p.path, "interval": p.interval, "honorLabels": True,
+                                              "relabelings": rank_port_relabelings(p.port)}]}}])
+
+
+def rank_port_relabelings(port: str) -> list[dict[str, Any]]:
+    """Keep the targets of the ports named `port` (local rank 0) and `port-<i>` (local rank i), and label each
+    with its port's name (`endpoint`, as the operator does for a named port)."""
+    name = "__meta_kubernetes_pod_container_port_name"
+    return [{"action": "keep", "sourceLabels": [name], "regex": f"{re.escape(port)}(-[1-9][0-9]*)?"},
+            {"action": "replace", "sourceLabels": [name], "targetLabel": "endpoint"}]
