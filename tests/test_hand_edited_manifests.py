@@ -29,13 +29,13 @@ EDITS = [
     (TINY_GPT, "    max_steps: 100\n", "    max_steps: [100\n",
      "data[run.yaml]: cannot read the config: ", "KT004"),
     (TINY_GPT, "    max_steps: 100\n", "    max_steps: -1\n", "data[run.yaml].max_steps: ", "KT003"),
-    (RULES, "expr: max by (namespace, job) (max_over", "expr: max by (namespace, job (max_over",
+    (RULES, 'kubetrain_dev_job!=""} == 0\n', 'kubetrain_dev_job!=""} == (0\n',
      "spec.groups[0].rules[1].expr: not PromQL: ", "KT475"),
-    (RULES, "    - alert: TrainingRunRestarting\n", "    - alert: TrainingRunRestarting\n      record: job:starts\n",
-     "spec.groups[0].rules[1].record: the rule is both alert 'TrainingRunRestarting' and record 'job:starts'; "
+    (RULES, "    - alert: TrainingEndpointDown\n", "    - alert: TrainingEndpointDown\n      record: job:starts\n",
+     "spec.groups[0].rules[1].record: the rule is both alert 'TrainingEndpointDown' and record 'job:starts'; "
      "fix: split it into an alerting rule and a recording rule", "KT478"),
     (RULES, "    - alert: TrainingRunRestarting\n", "    - record: job:starts\n",
-     "spec.groups[0].rules[1].annotations: recording rule 'job:starts' has annotations", "KT478"),
+     "spec.groups[0].rules[2].annotations: recording rule 'job:starts' has annotations", "KT478"),
     (RESEARCH, *SECOND_GROUP, "spec.resourceGroups[1].coveredResources[0]: cpu is covered by resource groups 0 "
      "and 1: Kueue takes each resource in one group; fix: cover cpu in one group", "KT003"),
     (RESEARCH, "nvidia.com/gpu\n", "nvidia.com/gpus\n", "spec.resourceGroups[0].coveredResources[2]: "
