@@ -97,7 +97,7 @@ class Simulation:
         self._since: dict[int, tuple[str, float]] = {}  # uid -> (state, since)
         self._events: list[tuple[float, int, str, object]] = []
         self._seq = 0
-        self.now = 0.0
+        self.now = min((w.created for w in self.workloads), default=0.0)
         self.cycles = 0
         for i, w in enumerate(self.workloads):
             w.uid = w.uid or i + 1
