@@ -1,10 +1,12 @@
 """How fast the schedule simulation (kubetrain.schedule) runs: 10,000 workloads over 30 ClusterQueues (5 cohorts
 of 6, Kueue's baseline scenario's shape: test/performance/scheduler/configs/baseline/generator.yaml at v0.19.2,
 its three classes scaled to 10,000 workloads), on one core. Prints the wall time, the scheduling cycles, the
-time per cycle and per workload; the target is under 10 s."""
+time per cycle and per workload; the target is under 10 s of one core: the CPU time the process took (on a loaded
+machine the wall time also counts other work's turns), with the load average beside it."""
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 
@@ -41,15 +43,15 @@ def workloads() -> list[SimWorkload]:
 
 def main() -> None:
     objects, jobs = fleet(), workloads()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     outcome = simulate(objects, jobs, record=False)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the process's, interpreter included
     admitted = sum(w.admitted_at is not None for w in jobs)
     print(f"workloads {len(jobs)}  cluster queues {len(objects.cluster_queues)}  admitted {admitted}")
-    print(f"wall {wall:.2f} s  cycles {outcome.cycles}  {wall / outcome.cycles * 1e3:.3f} ms/cycle  "
-          f"{wall / len(jobs) * 1e3:.3f} ms/workload  peak RSS {peak / 2**20:.0f} MiB"
-          f"  target < 10 s: ratio {wall / 10:.2f}")
+    print(f"cpu {cpu:.2f} s  wall {wall:.2f} s  load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"cycles {outcome.cycles}  {cpu / outcome.cycles * 1e3:.3f} ms/cycle  {cpu / len(jobs) * 1e3:.3f} ms/workload  "
+          f"peak RSS {peak / 2**20:.0f} MiB  target < 10 s of one core: ratio {cpu / 10:.2f}")
 
 
 if __name__ == "__main__":

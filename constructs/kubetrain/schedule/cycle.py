@@ -45,10 +45,14 @@ class Scheduler:
 
     def nominate(self, workload: SimWorkload) -> Entry:
         assigner = self.assigners[workload.cluster_queue]
+        # The oracle's targets, by the request they were found for: nominating asks for the same request's
+        # targets again when the workload needs one flavor-resource, on the same ledger (nothing is admitted
+        # while the heads are nominated), so the search is not repeated.
+        found: dict[tuple[FlavorResource, int], list[Candidate]] = {}
 
         def oracle(fr: FlavorResource, value: int) -> tuple[int, int]:
             """PreemptionOracle.SimulatePreemption for one flavor-resource."""
-            targets = self.preemptor.targets(workload, {fr: value}, {fr})
+            targets = found[(fr, value)] = self.preemptor.targets(workload, {fr: value}, {fr})
             if not targets:
                 return NO_CANDIDATES, self.ledger.lowest_subtree(workload.cluster_queue, fr, value)[0]
             for t in targets:
@@ -61,7 +65,10 @@ class Scheduler:
         assignment = assigner.assign(workload.pod_sets, oracle)
         entry = Entry(workload, assignment)
         if assignment.mode == PREEMPT:
-            entry.targets = self.preemptor.targets(workload, assignment.usage, assignment.needs_preemption)
+            [(fr, value)] = assignment.usage.items() if len(assignment.usage) == 1 else [(None, 0)]
+            reused = found.get((fr, value)) if assignment.needs_preemption == {fr} else None
+            entry.targets = reused if reused is not None else \
+                self.preemptor.targets(workload, assignment.usage, assignment.needs_preemption)
         return entry
 
     def _order(self, entries: list[Entry]) -> list[Entry]:
