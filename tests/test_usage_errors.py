@@ -39,8 +39,8 @@ def fails(*args: str, cwd: Path = ROOT) -> str:
                         "[--json]"),
     (["plan", "--steps", "3"], "error: kubetrain plan: no option --steps fix: --steps is an option of "
                                "`kubetrain run-local`, not of `kubetrain plan`, whose options are --dist, --json"),
-    (["--dist", "dist", "plan"], "fix: --dist is an option of cost, diff, plan, run-local: put it after the command, "
-                                 "`kubetrain plan --dist ...`"),
+    (["--dist", "dist", "plan"], "fix: --dist is an option of cost, diff, plan, run-local, simulate: put it after the "
+                                 "command, `kubetrain plan --dist ...`"),
     (["--plan"], "fix: plan is a command, not an option: `kubetrain plan`"),
     (["explain", "KT001", "KT002"], "unexpected argument 'KT002' fix: kubetrain explain takes 1 argument(s); usage: "
                                     "kubetrain explain CODE"),
