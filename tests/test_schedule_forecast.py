@@ -177,23 +177,35 @@ def test_history_replays_past_submissions_and_bad_rows_name_line_and_column(flee
         "past.csv: line 4, column cluster_queue: ClusterQueue nope is not in cluster prod [KT003]"]
 
 
-def test_simulate_prints_p50_p90_writes_json_and_draws_png_and_svg(fleets, tmp_path):
+def test_simulate_prints_p50_p90_of_each_run_and_json_for_tools(fleets):
     base, _ = fleets
     runner = CliRunner()
     text = runner.invoke(cli, ["simulate", "--dist", str(base), "--replicas", "3", "--submit",
-                               "gpt-1b-lr-ablation=2", "--duration", "prod/ml-prod/megatron-gpt=10",
-                               "--picture", str(tmp_path / "t.png")])
+                               "gpt-1b-lr-ablation=2", "--duration", "prod/ml-prod/megatron-gpt=10"])
     assert text.exit_code == 0, text.output
     [row] = [line for line in text.stdout.splitlines() if line.startswith("prod/ml-prod/megatron-gpt ")]
     assert row.split()[4:6] == ["0.0", "10.0"]  # submitted now, the duration given
-    assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    result = runner.invoke(cli, ["simulate", "--dist", str(base), "--replicas", "3", "--json",
-                                 "--picture", str(tmp_path / "t.svg")])
+    [row] = [line for line in text.stdout.splitlines() if line.startswith("prod/ml-prod/gpt-1b-lr-ablation ")]
+    assert row.split()[4] == "2.0" and row.split()[6].split("/")[0] == "2.0"  # admitted when submitted: room
+    result = runner.invoke(cli, ["simulate", "--dist", str(base), "--replicas", "3", "--json"])
     document = json.loads(result.stdout)
     ablation = next(j for j in document["jobs"] if j["job"] == "prod/ml-prod/gpt-1b-lr-ablation")
     assert set(ablation["wait"]) == {"p50", "p90"} and ablation["cluster_queue"] == "research"
+    assert (document["replicas"], document["kueue_version"]) == (3, "v0.19.2")
+
+
+@pytest.mark.processes  # matplotlib's font cache runs fc-list the first time it is built
+def test_the_timeline_picture_is_a_png_or_an_svg_with_lanes_runs_and_preemptions(fleets, tmp_path):
+    _, head = fleets
+    for name in ("t.png", "t.svg"):
+        result = CliRunner().invoke(cli, ["simulate", "--dist", str(head), "--replicas", "2", "--submit",
+                                          "gpt-7b-urgent=1", "--picture", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+    assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = (tmp_path / "t.svg").read_text()
-    assert svg.lstrip().startswith("<?xml") and "hours from now" in svg and "gpt-1b-fsdp" in svg
+    for text in ("hours from now", "ml-prod/gpt-7b-urgent", "ClusterQueue training", "ClusterQueue research",
+                 "preempted", "P90 finish", "admitted, waiting for nodes"):
+        assert text in svg, text
 
 
 @pytest.mark.parametrize("args, message", [

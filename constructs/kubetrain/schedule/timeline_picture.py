@@ -88,15 +88,16 @@ def draw(forecasts: Sequence[ClusterForecast], path: Path, replicas: int) -> Non
     axes.set_xlim(start, max(p90_end, end, start + 1.0) * 1.02)
     axes.set_xlabel("hours from now")
     axes.axvline(0.0, color="black", linewidth=0.8, linestyle=":")
-    axes.grid(axis="x", color="#eeeeee")
+    axes.grid(axis="x", color="#dddddd")
+    axes.set_axisbelow(True)
     clusters = ", ".join(c.cluster for c in forecasts)
     axes.set_title(f"Predicted schedule of {clusters}: Kueue v0.19.2's scheduler at the estimated durations "
                    f"(P90 finish over {replicas} replicas)", loc="left", fontsize=11)
-    axes.legend(handles=[Patch(facecolor="#dddddd", hatch="//", edgecolor="#999999", label="pending"),
+    figure.legend(handles=[Patch(facecolor="#dddddd", hatch="//", edgecolor="#999999", label="pending"),
                          Patch(color="#f5b041", label="admitted, waiting for nodes"),
-                         Patch(color=LANE_COLOURS[0], label="running"),
+                         Patch(color=LANE_COLOURS[0], label="running (its lane's colour)"),
                          Line2D([], [], marker="X", color="#d62728", linestyle="none", markersize=9, label="preempted"),
                          Line2D([], [], marker="|", color="black", linestyle="none", markersize=12,
                                 markeredgewidth=2, label="P90 finish")],
-                loc="upper center", bbox_to_anchor=(0.5, -0.08 if rows > 4 else -0.2), ncols=5, frameon=False)
+                  loc="outside lower center", ncols=5, frameon=False)
     figure.savefig(path, dpi=110)
