@@ -15,14 +15,14 @@ out). Pods that find no node wait, first fit in admission order; the quota stays
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kubetrain.admission.capacity import nodes_needed
-from kubetrain.admission.cluster_objects import ClusterObjects, Pool
+from kubetrain.admission.cluster_objects import ClusterObjects, FlavorResource, Pool
 from kubetrain.admission.quota import CohortTree
 from kubetrain.schedule.assignment import LoadedAssigner, LoadedAssignment
-from kubetrain.schedule.cycle import Scheduler
+from kubetrain.schedule.cycle import CycleResult, Scheduler
 from kubetrain.schedule.ledger import Ledger, cq
 from kubetrain.schedule.pending import PendingQueue
 from kubetrain.schedule.preemption import Preemptor
@@ -102,6 +102,26 @@ class Simulation:
         for i, w in enumerate(self.workloads):
             w.uid = w.uid or i + 1
             self._at(w.created, "arrive", w)
+
+    def admitted_already(self, w: SimWorkload, flavors: Sequence[Mapping[str, str]]) -> None:
+        """Start with `w` admitted on `flavors` (per pod set: resource -> flavor), holding the quota Kueue counts
+        for it: a Kueue test case's admitted workloads, or a cluster's running ones."""
+        usage: dict[FlavorResource, int] = {}
+        for pod_set, chosen in zip(w.pod_sets, flavors):
+            for resource, flavor in chosen.items():
+                usage[(flavor, resource)] = usage.get((flavor, resource), 0) + \
+                    pod_set.requests.get(resource, 0) * pod_set.count
+        self.workloads.append(w)
+        w.uid = w.uid or len(self.workloads)
+        self._admit(w, LoadedAssignment([dict(f) for f in flavors], usage=usage))
+
+    def first_cycle(self) -> CycleResult:
+        """What has arrived by now, and one scheduling cycle: Kueue's scheduler tests judge exactly that."""
+        while self._events and self._events[0][0] <= self.now:
+            _, _, kind, payload = heapq.heappop(self._events)
+            getattr(self, f"_on_{kind}")(payload)
+        self.cycles += 1
+        return self.scheduler.run(self._evict, self._admit)
 
     # -- events ----------------------------------------------------------------------------------------
 
