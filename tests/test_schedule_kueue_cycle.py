@@ -125,6 +125,43 @@ CASES: list[tuple[str, list[dict[str, Any]], list[tuple[SimWorkload, str | None]
         wl("blocker", "preempt-attempts-cq", "cpu", 1, 50, on="on-demand"),
         wl("test-wl", "preempt-attempts-cq", "cpu", 1, 100)], {"test-wl": "spot"}, set()),
 ]
+CASES += [
+    ("multiple preemptions without borrowing", [
+        cq("other-alpha", "other", flavor_quotas("default", "cpu", "2"), within="LowerPriority"),
+        cq("other-beta", "other", flavor_quotas("default", "cpu", "2"), within="LowerPriority")], [
+        wl("a1", "other-alpha", "cpu", 2, on="default"), wl("b1", "other-beta", "cpu", 2, on="default"),
+        wl("alpha/preemptor", "other-alpha", "cpu", 2, 100), wl("beta/preemptor", "other-beta", "cpu", 2, 100)],
+     {}, {"a1", "b1"}),
+    ("multiple preemptions preemption possible after earlier workload fits", [
+        cq("other-alpha", "other", flavor_quotas("default", "cpu", "1"), within="LowerPriority"),
+        cq("other-beta", "other", flavor_quotas("default", "cpu", "2"), within="LowerPriority")], [
+        wl("b1", "other-beta", "cpu", 2, on="default"), wl("fit", "other-alpha", "cpu", 1, 100),
+        wl("preemptor", "other-beta", "cpu", 2, 99)], {"fit": "default"}, {"b1"}),
+    ("multiple preemptions skip preemption when shared limited resource", [
+        cq("other-alpha", "other", flavor_quotas("default", "cpu", "2"), within="LowerPriority",
+           borrow="LowerPriority"),
+        cq("other-beta", "other", flavor_quotas("default", "cpu", "2"), within="LowerPriority",
+           borrow="LowerPriority"),
+        cq("resource-bank", "other", flavor_quotas("default", "cpu", "1"))], [
+        wl("a1", "other-alpha", "cpu", 2, on="default"), wl("b1", "other-beta", "cpu", 2, on="default"),
+        wl("preemptor", "other-alpha", "cpu", 3, 100), wl("pretending-preemptor", "other-beta", "cpu", 3, 99)],
+     {}, {"a1"}),
+]
+CASES += [
+    ("use second flavor when the first has no preemption candidates; WhenCanPreempt: MayStopSearch", [
+        cq("other-alpha", None, flavor_quotas("on-demand", "cpu", "50", "50"), flavor_quotas("spot", "cpu", "100", "0"),
+           within="LowerPriority", when_can_preempt="MayStopSearch")], [
+        wl("admitted", "other-alpha", "cpu", 50, on="on-demand"), wl("new", "other-alpha", "cpu", 20)],
+     {"new": "spot"}, set()),
+    ("workload requiring reclaimation prioritized over wl in another full cq", [
+        cq("CQ1", "other", flavor_quotas("on-demand", "gpu", "10")),
+        cq("CQ2", "other", flavor_quotas("on-demand", "gpu", "10"), reclaim="Any"),
+        cq("CQ3", "other", flavor_quotas("on-demand", "gpu", "0"))], [
+        wl("Admitted-Workload-1", "CQ1", "gpu", 5, on="on-demand"),
+        wl("WL1", "CQ1", "gpu", 10, created=1.0), wl("WL2", "CQ2", "gpu", 10, created=2.0),
+        wl("Admitted-Workload-2", "CQ3", "gpu", 5, 0, on="on-demand"),
+        wl("Admitted-Workload-3", "CQ3", "gpu", 5, 1, on="on-demand")], {}, {"Admitted-Workload-2"}),
+]
 AGREEMENT = len(CASES)  # every translated case agrees: no case is left out for disagreeing
 
 
