@@ -2,8 +2,11 @@
 they run for their duration, finish or are preempted, and quota frees.
 
 Events at one time are applied first (arrivals, finishes, nodes ready), then cycles run until one changes
-nothing; each cycle takes `cycle_seconds` of simulated time (0: instantaneous, right for runs of hours;
-Kueue's own scheduler performance scenario calibrates it). A preempted run is requeued with its creation
+nothing; each cycle takes `cycle_seconds` of simulated time, and `head_seconds` more per head it nominates
+(Kueue's cycle assigns flavors to each head and writes each admission; 0: instantaneous, right for runs of hours;
+Kueue's own scheduler performance scenario calibrates it). A finished run's quota is released
+`release_seconds` after its end (the time Kueue's controllers take to see it end; 0 by default, "releasing" in
+the segments meanwhile). A preempted run is requeued with its creation
 time and resumes where it stopped (the runtime checkpoints; `restart_seconds` is added to what is left).
 
 Pools (kubetrain.admission.capacity): an admitted job's pods need `nodes_needed` nodes of its pool. A static
@@ -72,6 +75,7 @@ class Outcome:
 
 class Simulation:
     def __init__(self, objects: ClusterObjects, workloads: Sequence[SimWorkload], *, cycle_seconds: float = 0.0,
+                 head_seconds: float = 0.0, release_seconds: float = 0.0,
                  fair_sharing: bool | None = None, provisioning_seconds: float = PROVISIONING_SECONDS,
                  restart_seconds: float = 0.0, record: bool = True):
         self.objects = objects
@@ -91,6 +95,7 @@ class Simulation:
         self.pools = {n: PoolState(p, n, p.static_nodes or 0) for n, p in objects.pools.items()}
         self.roots = {n: (tree.path(n) or [f"queue {n}"])[-1] for n in queues}
         self.cycle_seconds, self.provisioning, self.restart = cycle_seconds, provisioning_seconds, restart_seconds
+        self.head_seconds, self.release_seconds = head_seconds, release_seconds
         self.record = record
         self.workloads = list(workloads)
         self.segments: list[Segment] = []
@@ -148,9 +153,10 @@ class Simulation:
             changed = False
             if any(self.pending.values()):
                 self.cycles += 1
-                changed = self.scheduler.run(self._evict, self._admit).changed
+                result = self.scheduler.run(self._evict, self._admit)
+                changed, heads = result.changed, len(result.entries)
             if changed:
-                self.now += self.cycle_seconds
+                self.now += self.cycle_seconds + self.head_seconds * heads
                 continue
             if not self._events or (until is not None and self._events[0][0] > until):
                 break
@@ -169,10 +175,20 @@ class Simulation:
         w, generation = payload  # type: ignore[misc]
         if generation != w.generation:
             return
-        self._release(w)
         w.finished_at = self.now
         w.remaining = 0.0
+        if self.release_seconds:
+            self._state(w, "releasing")
+            self._at(self.now + self.release_seconds, "release", (w, generation))
+            return
+        self._release(w)
         self._state(w, None)
+
+    def _on_release(self, payload: object) -> None:
+        w, generation = payload  # type: ignore[misc]
+        if generation == w.generation:
+            self._release(w)
+            self._state(w, None)
 
     def _on_nodes(self, payload: object) -> None:
         state, count = payload  # type: ignore[misc]
@@ -237,6 +253,11 @@ class Simulation:
             self._start_waiting(state)
 
     def _evict(self, w: SimWorkload, by: SimWorkload) -> None:
+        if w.finished_at is not None:  # it has ended and its quota was not released yet: the eviction releases it
+            w.generation += 1
+            self._release(w)
+            self._state(w, None)
+            return
         if w.run_started is not None:
             w.remaining = max(0.0, w.remaining - (self.now - w.run_started)) + self.restart
         w.generation += 1

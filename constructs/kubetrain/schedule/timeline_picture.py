@@ -57,7 +57,7 @@ def draw(forecasts: Sequence[ClusterForecast], path: Path, replicas: int) -> Non
                               linewidth=0.5)
                 elif segment.state == "admitted":
                     axes.barh(y, width, left=left, height=0.6, color="#f5b041", edgecolor="none")
-                else:
+                elif segment.state == "running":
                     axes.barh(y, width, left=left, height=0.6, color=colour, edgecolor="none")
             workload = next(w for w in cluster.nominal.workloads if w.key == key)
             for at in workload.preempted_at:
