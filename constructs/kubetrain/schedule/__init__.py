@@ -11,6 +11,15 @@ cohort tree's quotas, the flavor matching):
     cycle.py           one scheduling cycle: nominate the heads, order them, admit, preempt, skip
     simulation.py      events over time: arrivals, cycles, pools' nodes, finishes, preemptions
 
+and what a user gives it and gets from it:
+
+    fleet_runs.py      the fleet's queued runs from dist/: queue, priority class, kubetrain cost's duration
+    background.py      the load not declared here: recurring workload classes (YAML), past submissions (CSV)
+    forecast.py        replicas with drawn durations: each run's P50/P90 admission, wait, finish, preemptions
+    simulate_command.py  `kubetrain simulate`: dist/ and the user's inputs to forecasts
+    timeline_picture.py  the timeline as PNG or SVG (matplotlib, imported only to draw)
+    wait_change.py     `kubetrain diff`: whom a change makes wait longer or preempts, by how much, at what cost
+
 Left out of the port (each changes timing, none the order of admissions in a cycle): topology-aware
 scheduling (placement in topology domains; a job's nodes are counted per pool instead), admission checks and
 provisioning requests, waitForPodsReady, partial admission, elastic workload slices, MultiKueue, admission
