@@ -24,9 +24,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from schedule_scale import fleet  # noqa: E402  (the same 30 ClusterQueues)
+from schedule_scale import fleet, workloads  # noqa: E402  (the same 30 ClusterQueues and class generator)
 
-from kubetrain.model.pod_sets import PodSet  # noqa: E402
 from kubetrain.schedule.simulation import simulate  # noqa: E402
 from kubetrain.schedule.workload_state import SimWorkload  # noqa: E402
 
@@ -43,18 +42,8 @@ BAND = 0.25
 RELEASE_SECONDS = 0.2
 
 
-def workloads() -> list[SimWorkload]:
-    found = []
-    for c in range(5):
-        for q in range(6):
-            for name, count, every, runtime, priority, cpu in CLASSES:
-                pod_sets = (PodSet("main", 1, {"cpu": cpu * 1000}, {}, None, (), None),)
-                found += [SimWorkload(name, f"cq{c}-{q}", priority, i * every, pod_sets, runtime) for i in range(count)]
-    return found
-
-
 def run(head_seconds: float) -> tuple[float, list[SimWorkload], int, list]:
-    jobs = workloads()
+    jobs = workloads(CLASSES)
     outcome = simulate(fleet(), jobs, head_seconds=head_seconds, release_seconds=RELEASE_SECONDS)
     return outcome.end, jobs, outcome.cycles, outcome.segments
 

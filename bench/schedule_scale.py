@@ -31,11 +31,12 @@ def fleet() -> ClusterObjects:
     return ClusterObjects.from_manifests("bench", objects)
 
 
-def workloads() -> list[SimWorkload]:
+def workloads(classes: tuple[tuple[str, int, float, float, int, int], ...] = CLASSES) -> list[SimWorkload]:
+    """Per ClusterQueue, each class's workloads: (name, count, creation interval s, runtime s, priority, CPU)."""
     found = []
     for c in range(5):
         for q in range(6):
-            for name, count, every, runtime, priority, cpu in CLASSES:
+            for name, count, every, runtime, priority, cpu in classes:
                 pod_sets = (PodSet("main", 1, {"cpu": cpu * 1000}, {}, None, (), None),)
                 found += [SimWorkload(name, f"cq{c}-{q}", priority, i * every, pod_sets, runtime) for i in range(count)]
     return found
