@@ -6,6 +6,9 @@ example prod fleet preempts and delays the runs it displaces), and the timeline 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -225,3 +228,32 @@ def test_simulate_bad_input_is_one_line_and_exit_2(fleets, args, message):
 def test_simulate_input_error_for_a_missing_dist(tmp_path):
     with pytest.raises(SimulateInputError, match="is not a folder"):
         simulate_dist(tmp_path / "nope", SimulationInputs())
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                   check=True, capture_output=True)
+
+
+@pytest.mark.processes  # git
+def test_kubetrain_diff_shows_the_waits_with_background_load_and_refuses_a_bad_load_file(fleets, tmp_path):
+    base, head = fleets
+    shutil.copytree(base, tmp_path / "dist")
+    _git(tmp_path, "init", "-q", "-b", "main")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "base")
+    shutil.rmtree(tmp_path / "dist")
+    shutil.copytree(head, tmp_path / "dist")
+    (tmp_path / "load.yaml").write_text(LOAD)
+    (tmp_path / "bad.yaml").write_text(LOAD.replace("count: 4", "count: four"))
+    before = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        good = CliRunner().invoke(cli, ["diff", "--format", "markdown", "--load", "load.yaml"])
+        bad = CliRunner().invoke(cli, ["diff", "--load", "bad.yaml"])
+    finally:
+        os.chdir(before)
+    assert good.exit_code == 0, good.output
+    assert "#### Waits (`kubetrain simulate`)" in good.stdout and "| `prod/ml-prod/gpt-1b-fsdp` |" in good.stdout
+    assert bad.exit_code == 2 and bad.stdout == "" and len(bad.stderr.splitlines()) == 1
+    assert bad.stderr.startswith("error: bad.yaml: classes.0.count: ") and "fix: " in bad.stderr

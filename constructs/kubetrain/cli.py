@@ -211,18 +211,24 @@ def diff(
     base: Annotated[str, typer.Option(help="The git revision to compare with.")] = "HEAD",
     dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
     format: Annotated[str, typer.Option(help="text, or markdown for a pull-request comment.")] = "text",
+    load: Annotated[Optional[Path], typer.Option(
+        help="Background workload classes (YAML) for the waits' simulation, as kubetrain simulate --load.")] = None,
+    history: Annotated[Optional[Path], typer.Option(
+        help="Past submissions (CSV) for the waits' simulation, as kubetrain simulate --history.")] = None,
 ) -> None:
     """Show what changed in dist/ since a git revision: objects, field paths, and the training meaning."""
     from kubetrain.gitops.diff import DiffInputError, render_markdown, render_text
     from kubetrain.gitops.diff import diff as semantic_diff
+    from kubetrain.schedule.simulate_command import SimulateInputError, read_inputs
 
     if format not in ("text", "markdown"):
         _print_errors([f"--format {format!r} is not text or markdown fix: --format text, or --format markdown for a "
                        "pull-request comment"])
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
-        report = semantic_diff(dist, base)
-    except DiffInputError as error:
+        schedule = read_inputs(load, history)
+        report = semantic_diff(dist, base, schedule)
+    except (DiffInputError, SimulateInputError) as error:
         _print_errors([str(error)])
         raise typer.Exit(EXIT_BAD_INPUT) from None
     out.print(render_markdown(report) if format == "markdown" else render_text(report), markup=False, end="")
@@ -265,8 +271,7 @@ def simulate(
     """When each queued run is admitted, starts and finishes (P50/P90), simulating Kueue's scheduler over time."""
     import json
 
-    from kubetrain.schedule.simulate_command import (SimulateInputError, SimulationInputs, parse_assignment,
-                                                     simulate_dist)
+    from kubetrain.schedule.simulate_command import SimulateInputError, read_inputs, simulate_dist
     from kubetrain.schedule.timeline_picture import FORMATS
 
     try:
@@ -275,15 +280,7 @@ def simulate(
         if picture is not None and not picture.parent.is_dir():
             raise SimulateInputError(f"--picture {picture}: folder {picture.parent} does not exist fix: create it, "
                                      "or write the picture elsewhere")
-        files = {}
-        for option, path in (("--load", load), ("--history", history)):
-            if path is not None:
-                if not path.is_file():
-                    raise SimulateInputError(f"{option} {path}: no such file fix: give the path of the file")
-                files[option] = (path.read_text(encoding="utf-8", errors="replace"), str(path))
-        inputs = SimulationInputs(dict(parse_assignment(t, "--duration") for t in duration or []),
-                                  dict(parse_assignment(t, "--submit") for t in submit or []),
-                                  files.get("--load"), files.get("--history"), replicas, seed, spread)
+        inputs = read_inputs(load, history, duration or [], submit or [], replicas, seed, spread)
         forecasts, notes = simulate_dist(dist, inputs)
     except SimulateInputError as error:
         _print_errors(str(error).splitlines())

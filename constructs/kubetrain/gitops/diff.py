@@ -490,8 +490,8 @@ def diff(dist: Path, base: str = "HEAD", schedule: SimulationInputs | None = Non
     report.admission = admission_changes(old_files, new_files, old_side[0], str(dist))
     try:
         report.waits = waits.wait_change(old_files, new_files, old_side[0], str(dist), schedule)
-    except SimulateInputError as error:
-        raise DiffInputError(str(error)) from None
+    except SimulateInputError as error:  # a load file's problems, one line for the one error diff reports
+        raise DiffInputError("; ".join(str(error).splitlines())) from None
     return report
 
 

@@ -43,6 +43,21 @@ class SimulationInputs:
     spread: float = SPREAD
 
 
+def read_inputs(load: Path | None = None, history: Path | None = None, durations: Sequence[str] = (),
+                submissions: Sequence[str] = (), replicas: int = REPLICAS, seed: int = 0,
+                spread: float = SPREAD) -> SimulationInputs:
+    """The command line's inputs: the files read, JOB=HOURS parsed; SimulateInputError naming the option."""
+    files = {}
+    for option, path in (("--load", load), ("--history", history)):
+        if path is not None:
+            if not path.is_file():
+                raise SimulateInputError(f"{option} {path}: no such file fix: give the path of the file")
+            files[option] = (path.read_text(encoding="utf-8", errors="replace"), str(path))
+    return SimulationInputs(dict(parse_assignment(t, "--duration") for t in durations),
+                            dict(parse_assignment(t, "--submit") for t in submissions),
+                            files.get("--load"), files.get("--history"), replicas, seed, spread)
+
+
 def cluster_manifests(files: Mapping[str, bytes], folder: str) -> dict[str, list[dict[str, Any]]]:
     """Every manifest among `files` (dist/-relative path -> contents), by cluster folder."""
     found: dict[str, list[dict[str, Any]]] = {}
