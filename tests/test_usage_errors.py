@@ -77,7 +77,7 @@ NODE_POOL = "dist/prod/_cluster/NodePool.p5.yaml"
     (lambda text: text.replace("kind: NodePool", "kind: [NodePool"), None, "not valid YAML"),
     (lambda text: f"{text}---\n- a list\n", None, "document 2 is a list, not a Kubernetes object"),
 ])
-@pytest.mark.parametrize("command", ["plan", "cost", "diff"])
+@pytest.mark.parametrize("command", ["plan", "cost", "diff", "simulate"])
 @pytest.mark.processes
 def test_an_unreadable_file_in_dist_names_the_file_the_line_and_the_fix(repo, edit, line, what, command):
     path = repo / NODE_POOL
