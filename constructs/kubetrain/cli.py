@@ -287,7 +287,7 @@ def simulate(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     from kubetrain.schedule.forecast import render_json, render_text
 
-    if picture is not None:
+    if picture is not None and forecasts:
         from kubetrain.schedule.timeline_picture import draw
 
         draw(forecasts, picture, replicas)
@@ -296,7 +296,7 @@ def simulate(
     else:
         out.print(render_text(forecasts, notes, replicas, seed, spread), markup=False, end="")
         if picture is not None:
-            out.print(f"timeline: {picture}", markup=False)
+            out.print(f"timeline: {picture}" if forecasts else "timeline: not drawn, no queued runs", markup=False)
 
 
 @app.command()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kubetrain.admission.cluster_objects import ClusterObjects
@@ -84,7 +84,7 @@ def duration_factor(seed: int, replica: int, key: str, spread: float) -> float:
     return random.Random(f"{seed}:{replica}:{key}").lognormvariate(0.0, spread)
 
 
-def _workloads(specs: Sequence[RunSpec], factor: callable) -> list[SimWorkload]:  # type: ignore[valid-type]
+def _workloads(specs: Sequence[RunSpec], factor: Callable[[RunSpec], float]) -> list[SimWorkload]:
     ordered = sorted(specs, key=lambda s: (s.submitted_hours, s.key))
     found = []
     for uid, spec in enumerate(ordered, start=1):
@@ -157,6 +157,9 @@ def render_text(forecasts: Sequence[ClusterForecast], notes: Sequence[str], repl
                 details.setdefault(len(rows) - 1, []).append(
                     f"    never admitted in {never} of {replicas} replicas (kubetrain plan says whether it ever can)")
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    if len(rows) == 1:
+        return "\n".join(["kubetrain simulate: no queued runs to simulate (a run is Kueue's when its queue label "
+                          "names a LocalQueue)", *(f"note: {note}" for note in notes)]) + "\n"
     lines = [f"kubetrain simulate: Kueue v0.19.2's scheduler over time; hours from now; P50/P90 over {replicas} "
              f"replicas (durations x lognormal spread {spread:g}, seed {seed})", ""]
     for i, row in enumerate(rows):
