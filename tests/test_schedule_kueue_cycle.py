@@ -31,13 +31,14 @@ def flavor_quotas(flavor: str, resource: str, nominal: str, borrowing: str | Non
 
 def cq(name: str, cohort: str | None, *flavors: dict[str, Any], within: str = "Never", reclaim: str = "Never",
        borrow: str | None = None, strategy: str = "BestEffortFIFO", when_can_preempt: str = "TryNextFlavor",
-       when_can_borrow: str = "MayStopSearch") -> dict[str, Any]:
+       when_can_borrow: str = "MayStopSearch", preference: str | None = None) -> dict[str, Any]:
     covered = sorted({r["name"] for f in flavors for r in f["resources"]})
     preemption: dict[str, Any] = {"withinClusterQueue": within, "reclaimWithinCohort": reclaim}
     if borrow:
         preemption["borrowWithinCohort"] = {"policy": borrow}
     spec = {"namespaceSelector": {}, "queueingStrategy": strategy, "preemption": preemption,
-            "flavorFungibility": {"whenCanPreempt": when_can_preempt, "whenCanBorrow": when_can_borrow},
+            "flavorFungibility": {"whenCanPreempt": when_can_preempt, "whenCanBorrow": when_can_borrow} |
+            ({"preference": preference} if preference else {}),
             "resourceGroups": [{"coveredResources": covered, "flavors": list(flavors)}]}
     return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name},
             "spec": spec | ({"cohortName": cohort} if cohort else {})}
@@ -161,6 +162,29 @@ CASES += [
         wl("WL1", "CQ1", "gpu", 10, created=1.0), wl("WL2", "CQ2", "gpu", 10, created=2.0),
         wl("Admitted-Workload-2", "CQ3", "gpu", 5, 0, on="on-demand"),
         wl("Admitted-Workload-3", "CQ3", "gpu", 5, 1, on="on-demand")], {}, {"Admitted-Workload-2"}),
+]
+CASES += [
+    (f"{preference} preference: {case}", [
+        cq(f"{p}-cq", f"{p}-cohort", flavor_quotas("on-demand", "cpu", "5", "0"), flavor_quotas("spot", "cpu", "0", "5"),
+           within="LowerPriority", when_can_borrow="TryNextFlavor", preference=preference),
+        cq(f"{p}-lender", f"{p}-cohort", flavor_quotas("on-demand", "cpu", "0"), flavor_quotas("spot", "cpu", "5"))], [
+        wl(f"low-{p}", f"{p}-cq", "cpu", 5, -1, on="on-demand"), wl(f"high-{p}", f"{p}-cq", "cpu", 5, 0)],
+     admitted, preempted)
+    for preference, p, case, admitted, preempted in (
+        ("PreemptionOverBorrowing", "pob", "preempt in first flavor instead of borrowing in second", {},
+         {"low-pob"}),
+        ("BorrowingOverPreemption", "bop", "borrow in second flavor instead of preempting in first",
+         {"high-bop": "spot"}, set()))]
+CASES += [
+    ("PreemptionOverBorrowing preference: select fitting second flavor over first flavor with no preemption "
+     "candidates", [
+        cohort("nopc-root", None, flavor_quotas("on-demand", "cpu", "0"), flavor_quotas("spot", "cpu", "5")),
+        cohort("nopc-mid", "nopc-root"),
+        cq("nopc-cq", "nopc-mid", flavor_quotas("on-demand", "cpu", "5", "0"), flavor_quotas("spot", "cpu", "0"),
+           within="LowerPriority", when_can_borrow="TryNextFlavor", preference="PreemptionOverBorrowing"),
+        cq("nopc-sibling", "nopc-mid", flavor_quotas("on-demand", "cpu", "5"), flavor_quotas("spot", "cpu", "0"))], [
+        wl("admitted-nopc", "nopc-cq", "cpu", 5, on="on-demand"), wl("pending-nopc", "nopc-cq", "cpu", 5)],
+     {"pending-nopc": "spot"}, set()),
 ]
 AGREEMENT = len(CASES)  # every translated case agrees: no case is left out for disagreeing
 
