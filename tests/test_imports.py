@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kubetrain.kinds",),  # one descriptor per API kind, and the launch targets
     ("kubetrain.cost",),
     ("kubetrain.admission",),
+    ("kubetrain.schedule",),  # when jobs start: Kueue's scheduler over time, on admission's cohort tree
     ("kubetrain.validation",),  # schemas, CEL, and each kind's API-server checks on every object
     ("kubetrain.output",),  # objects as written: rendering, YAML text, the writer
     ("kubetrain.cluster",),

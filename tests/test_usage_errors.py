@@ -40,8 +40,8 @@ def fails(*args: str, cwd: Path = ROOT) -> str:
                         "[--json]"),
     (["plan", "--steps", "3"], "error: kubetrain plan: no option --steps fix: --steps is an option of "
                                "`kubetrain run-local`, not of `kubetrain plan`, whose options are --dist, --json"),
-    (["--dist", "dist", "plan"], "fix: --dist is an option of cost, diff, plan, run-local: put it after the command, "
-                                 "`kubetrain plan --dist ...`"),
+    (["--dist", "dist", "plan"], "fix: --dist is an option of cost, diff, plan, run-local, simulate: put it after the "
+                                 "command, `kubetrain plan --dist ...`"),
     (["--plan"], "fix: plan is a command, not an option: `kubetrain plan`"),
     (["explain", "KT001", "KT002"], "unexpected argument 'KT002' fix: kubetrain explain takes 1 argument(s); usage: "
                                     "kubetrain explain CODE"),
@@ -78,7 +78,7 @@ NODE_POOL = "dist/prod/_cluster/NodePool.p5.yaml"
     (lambda text: text.replace("kind: NodePool", "kind: [NodePool"), None, "not valid YAML"),
     (lambda text: f"{text}---\n- a list\n", None, "document 2 is a list, not a Kubernetes object"),
 ])
-@pytest.mark.parametrize("command", ["plan", "cost", "diff"])
+@pytest.mark.parametrize("command", ["plan", "cost", "diff", "simulate"])
 @pytest.mark.processes
 def test_an_unreadable_file_in_dist_names_the_file_the_line_and_the_fix(repo, edit, line, what, command):
     path = repo / NODE_POOL

@@ -1,4 +1,4 @@
-"""The `kubetrain` command line: synth, validate, run-local, diff, plan, cost, explain and rules.
+"""The `kubetrain` command line: synth, validate, run-local, diff, plan, simulate, cost, explain and rules.
 
 Bad input is the user's, not a crash: every command prints one line per problem naming where it
 is and how to fix it, exits 2, prints no traceback, and writes nothing. `validate` exits 1 when
@@ -210,18 +210,24 @@ def diff(
     base: Annotated[str, typer.Option(help="The git revision to compare with.")] = "HEAD",
     dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
     format: Annotated[str, typer.Option(help="text, or markdown for a pull-request comment.")] = "text",
+    load: Annotated[Optional[Path], typer.Option(
+        help="Background workload classes (YAML) for the waits' simulation, as kubetrain simulate --load.")] = None,
+    history: Annotated[Optional[Path], typer.Option(
+        help="Past submissions (CSV) for the waits' simulation, as kubetrain simulate --history.")] = None,
 ) -> None:
     """Show what changed in dist/ since a git revision: objects, field paths, and the training meaning."""
     from kubetrain.gitops.diff import DiffInputError, render_markdown, render_text
     from kubetrain.gitops.diff import diff as semantic_diff
+    from kubetrain.schedule.simulate_command import SimulateInputError, read_inputs
 
     if format not in ("text", "markdown"):
         _print_errors([f"--format {format!r} is not text or markdown fix: --format text, or --format markdown for a "
                        "pull-request comment"])
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
-        report = semantic_diff(dist, base)
-    except DiffInputError as error:
+        schedule = read_inputs(load, history)
+        report = semantic_diff(dist, base, schedule)
+    except (DiffInputError, SimulateInputError) as error:
         _print_errors([str(error)])
         raise typer.Exit(EXIT_BAD_INPUT) from None
     out.print(render_markdown(report) if format == "markdown" else render_text(report), markup=False, end="")
@@ -243,6 +249,53 @@ def plan(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     out.print((render_json if as_json else render_text)(jobs, pools), markup=False, end="")
     raise typer.Exit(exit_code(jobs))
+
+
+@app.command()
+def simulate(
+    dist: Annotated[Path, typer.Option(help="The synthesized manifests.")] = Path("dist"),
+    load: Annotated[Optional[Path], typer.Option(help="Recurring background workload classes (YAML).")] = None,
+    history: Annotated[Optional[Path], typer.Option(help="Past submissions to replay (CSV).")] = None,
+    submit: Annotated[Optional[list[str]], typer.Option(
+        help="JOB=HOURS: submit a run this many hours from now (default: all now). Repeatable.")] = None,
+    duration: Annotated[Optional[list[str]], typer.Option(
+        help="JOB=HOURS: a run's duration, over kubetrain cost's estimate. Repeatable.")] = None,
+    replicas: Annotated[int, typer.Option(min=1, max=1000, help="Simulations with drawn durations.")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of the drawn durations and arrivals.")] = 0,
+    spread: Annotated[float, typer.Option(min=0.0, max=3.0,
+                                          help="Lognormal shape of a duration around its estimate.")] = 0.25,
+    picture: Annotated[Optional[Path], typer.Option(help="Draw the timeline to this .png or .svg file.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document for tools.")] = False,
+) -> None:
+    """When each queued run is admitted, starts and finishes (P50/P90), simulating Kueue's scheduler over time."""
+    import json
+
+    from kubetrain.schedule.simulate_command import SimulateInputError, read_inputs, simulate_dist
+    from kubetrain.schedule.timeline_picture import FORMATS
+
+    try:
+        if picture is not None and picture.suffix.lower() not in FORMATS:
+            raise SimulateInputError(f"--picture {picture}: not a .png or .svg file fix: e.g. --picture timeline.png")
+        if picture is not None and not picture.parent.is_dir():
+            raise SimulateInputError(f"--picture {picture}: folder {picture.parent} does not exist fix: create it, "
+                                     "or write the picture elsewhere")
+        inputs = read_inputs(load, history, duration or [], submit or [], replicas, seed, spread)
+        forecasts, notes = simulate_dist(dist, inputs)
+    except SimulateInputError as error:
+        _print_errors(str(error).splitlines())
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    from kubetrain.schedule.forecast import render_json, render_text
+
+    if picture is not None and forecasts:
+        from kubetrain.schedule.timeline_picture import draw
+
+        draw(forecasts, picture, replicas)
+    if as_json:
+        out.print(json.dumps(render_json(forecasts, notes, replicas, seed, spread), indent=2), markup=False)
+    else:
+        out.print(render_text(forecasts, notes, replicas, seed, spread), markup=False, end="")
+        if picture is not None:
+            out.print(f"timeline: {picture}" if forecasts else "timeline: not drawn, no queued runs", markup=False)
 
 
 @app.command()

@@ -20,6 +20,7 @@ from typing import Any
 
 from kubetrain.kinds.kind_registry import all_kinds, group_kind, kind_of
 from kubetrain.model.pod_sets import Workload, amount
+from kubetrain.model.quantity import parse_quantity
 from kubetrain.model.vocabulary import JOB_LABEL, QUEUE_LABEL
 
 MAX_NODES_ANNOTATION = "kubetrain.dev/max-nodes"
@@ -56,6 +57,7 @@ class QuotaHolder:
     parent: str | None  # the cohort (a ClusterQueue's cohortName, a Cohort's parentName)
     groups: tuple[ResourceGroupSnapshot, ...] = ()
     quotas: Mapping[FlavorResource, QuotaSnapshot] = field(default_factory=dict)
+    fair_weight: float | None = None  # spec.fairSharing.weight (None: not set; Kueue's default is 1)
 
     def group_of(self, resource: str) -> ResourceGroupSnapshot | None:
         return next((g for g in self.groups if resource in g.covered), None)
@@ -69,6 +71,13 @@ class ClusterQueueSnapshot(QuotaHolder):
     namespace_selector: Mapping[str, Any] | None = None  # None selects nothing; {} selects every namespace
     when_can_borrow: str = "MayStopSearch"
     when_can_preempt: str = "TryNextFlavor"
+    preference: str | None = None
+    # What the schedule simulation (kubetrain.schedule) reads; Kueue's defaults.
+    queueing_strategy: str = "BestEffortFIFO"
+    within_cluster_queue: str = "Never"
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: str | None = None  # borrowWithinCohort.policy
+    borrow_max_priority: int | None = None  # borrowWithinCohort.maxPriorityThreshold
 
     @property
     def flavors(self) -> list[str]:
@@ -165,15 +174,23 @@ class ClusterObjects:
                 found.topologies[obj_name] = tuple(level.get("nodeLabel", "") for level in spec.get("levels") or [])
             elif (group, kind) == (KUEUE_GROUP, "ClusterQueue"):
                 fungibility = spec.get("flavorFungibility") or {}
+                preemption = spec.get("preemption") or {}
+                borrow = preemption.get("borrowWithinCohort") or {}
                 groups, quotas = _resource_groups(spec)
                 found.cluster_queues[obj_name] = ClusterQueueSnapshot(
-                    obj_name, spec.get("cohortName") or None, groups, quotas,
+                    obj_name, spec.get("cohortName") or None, groups, quotas, _fair_weight(spec),
                     namespace_selector=spec.get("namespaceSelector"),
                     when_can_borrow=fungibility.get("whenCanBorrow", "MayStopSearch"),
-                    when_can_preempt=fungibility.get("whenCanPreempt", "TryNextFlavor"))
+                    when_can_preempt=fungibility.get("whenCanPreempt", "TryNextFlavor"),
+                    preference=fungibility.get("preference"),
+                    queueing_strategy=spec.get("queueingStrategy", "BestEffortFIFO"),
+                    within_cluster_queue=preemption.get("withinClusterQueue", "Never"),
+                    reclaim_within_cohort=preemption.get("reclaimWithinCohort", "Never"),
+                    borrow_within_cohort=borrow.get("policy"), borrow_max_priority=borrow.get("maxPriorityThreshold"))
             elif (group, kind) == (KUEUE_GROUP, "Cohort"):
                 groups, quotas = _resource_groups(spec)
-                found.cohorts[obj_name] = QuotaHolder(obj_name, spec.get("parentName") or None, groups, quotas)
+                found.cohorts[obj_name] = QuotaHolder(obj_name, spec.get("parentName") or None, groups, quotas,
+                                                      _fair_weight(spec))
             elif (group, kind) == (KUEUE_GROUP, "LocalQueue"):
                 queue = LocalQueueSnapshot(str(meta.get("namespace") or ""), obj_name, str(spec.get("clusterQueue", "")))
                 found.local_queues[(queue.namespace, queue.name)] = queue
@@ -219,6 +236,11 @@ def _resource_groups(spec: Mapping[str, Any]) -> tuple[tuple[ResourceGroupSnapsh
                           for k in ("borrowingLimit", "lendingLimit")]
                 quotas[(flavor.get("name", ""), name)] = QuotaSnapshot(amount(name, resource.get("nominalQuota", 0)), *limits)
     return tuple(groups), quotas
+
+
+def _fair_weight(spec: Mapping[str, Any]) -> float | None:
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    return None if weight is None else float(parse_quantity(weight))  # a quantity: "0.5", "500m", 2
 
 
 def _json_annotation(annotations: Mapping[str, str], key: str) -> Any:

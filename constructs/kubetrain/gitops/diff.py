@@ -30,6 +30,8 @@ from kubetrain.kinds.base import CHECKPOINT_DIR_ANNOTATION, RunShape
 from kubetrain.kinds.kind_registry import group_kind, run_kind, shape_of
 from kubetrain.model.manifests import UnreadableManifest, read_manifest, yaml_files
 from kubetrain.model.vocabulary import GPU_RESOURCE, JOB_LABEL
+from kubetrain.schedule import wait_change as waits
+from kubetrain.schedule.simulate_command import SimulateInputError, SimulationInputs
 from kubetrain_runtime.spelling import did_you_mean
 
 COMMENT_MARKER = "<!-- kubetrain-diff -->"
@@ -78,6 +80,7 @@ class Report:
     admission: list[str] = field(default_factory=list)  # jobs whose admission verdict changed
     runs: list[str] = field(default_factory=list)  # what the change does to running runs (replaced, or unsyncable)
     cost: CostChange = field(default_factory=CostChange)  # what the changed runs cost (kubetrain.cost.change)
+    waits: waits.WaitChange = field(default_factory=waits.WaitChange)  # others' waits (kubetrain.schedule)
 
     def count(self, change: str) -> int:
         return sum(1 for c in self.changes if c.change == change)
@@ -411,6 +414,7 @@ def render_text(report: Report) -> str:
         lines += ["admission:", *(f"  {line}" for line in report.admission)]
     if report.runs:
         lines += ["running runs:", *(f"  {line}" for line in report.runs)]
+    lines += waits.text_lines(report.waits)
     for change in report.changes:
         lines.append(f"{_VERB[change.change]} {_title(change)}")
         for f in change.fields:
@@ -440,6 +444,7 @@ def render_markdown(report: Report, details: bool = True) -> str:
         lines += ["#### Admission (`kubetrain plan`)", "", *(f"- {_code(line)}" for line in report.admission), ""]
     if report.runs:
         lines += ["#### Running runs", "", *(f"- {_code(line)}" for line in report.runs), ""]
+    lines += waits.markdown_lines(report.waits)
     lines += ["#### Objects", "", "| change | cluster | object | fields |", "|---|---|---|---|"]
     for change in report.changes:
         where = f"{change.key.namespace}/" if change.key.namespace else ""
@@ -466,8 +471,9 @@ def render_markdown(report: Report, details: bool = True) -> str:
     return text
 
 
-def diff(dist: Path, base: str = "HEAD") -> Report:
-    """Compare `dist` at revision `base` with the working tree. Raises DiffInputError on bad input."""
+def diff(dist: Path, base: str = "HEAD", schedule: SimulationInputs | None = None) -> Report:
+    """Compare `dist` at revision `base` with the working tree. Raises DiffInputError on bad input. `schedule`:
+    what the waits' simulation takes besides dist/ (background load)."""
     repo = repository_root(dist if dist.exists() else dist.parent if dist.parent.exists() else Path.cwd())
     try:
         prefix = dist.resolve().relative_to(repo.resolve()).as_posix()
@@ -494,6 +500,10 @@ def diff(dist: Path, base: str = "HEAD") -> Report:
     except CostInputError as error:
         raise DiffInputError(str(error)) from None
     report.admission = admission_changes(old_files, new_files, old_side[0], str(dist))
+    try:
+        report.waits = waits.wait_change(old_files, new_files, old_side[0], str(dist), schedule)
+    except SimulateInputError as error:  # a load file's problems, one line for the one error diff reports
+        raise DiffInputError("; ".join(str(error).splitlines())) from None
     return report
 
 

@@ -1,0 +1,30 @@
+"""When will it start: a discrete-event simulation of Kueue's scheduler over time, on a cluster's own objects.
+
+A port of Kueue v0.19.2's scheduler, built on the idle-cluster admission port (kubetrain.admission: the
+cohort tree's quotas, the flavor matching):
+
+    workload_state.py  one workload: its pod sets, priority, queue, duration, and what happens to it
+    ledger.py          the cohort tree with usage: available, borrowing levels, dominant resource share
+    assignment.py      the flavor assigner under load: Fit, Preempt or NoFit per flavor, fungibility
+    preemption.py      classical and fair-sharing preemption: candidates and their order
+    pending.py         each ClusterQueue's pending heap, StrictFIFO/BestEffortFIFO, inadmissible parking
+    cycle.py           one scheduling cycle: nominate the heads, order them, admit, preempt, skip
+    simulation.py      events over time: arrivals, cycles, pools' nodes, finishes, preemptions
+
+and what a user gives it and gets from it:
+
+    fleet_runs.py      the fleet's queued runs from dist/: queue, priority class, kubetrain cost's duration
+    background.py      the load not declared here: recurring workload classes (YAML), past submissions (CSV)
+    forecast.py        replicas with drawn durations: each run's P50/P90 admission, wait, finish, preemptions
+    simulate_command.py  `kubetrain simulate`: dist/ and the user's inputs to forecasts
+    timeline_picture.py  the timeline as PNG or SVG (matplotlib, imported only to draw)
+    wait_change.py     `kubetrain diff`: whom a change makes wait longer or preempts, by how much, at what cost
+
+Left out of the port (each changes timing, none the order of admissions in a cycle): topology-aware
+scheduling (placement in topology domains; a job's nodes are counted per pool instead), admission checks and
+provisioning requests, waitForPodsReady, partial admission, elastic workload slices, MultiKueue, admission
+fair sharing (LocalQueue usage), the last-tried flavor Kueue remembers across cycles
+(FlavorFungibilityPreserveScanProgress), requeue backoff, the eviction's pod termination time (victims leave
+at once), Kueue's lowest-common-ancestor share comparison in fair-sharing preemption (queues' own shares are
+compared), and Karpenter consolidation (freed nodes stay for the next job).
+"""

@@ -1,0 +1,150 @@
+"""One scheduling cycle of Kueue v0.19.2 (pkg/scheduler/scheduler.go `schedule`).
+
+The head of every ClusterQueue with pending workloads is nominated: its flavors against the usage now
+(kubetrain.schedule.assignment) and, where it needs preemption, its victims (kubetrain.schedule.preemption).
+The entries are then processed in order: classically, those that borrow less first, then higher priority,
+then older (makeClassicalIterator with PrioritySortingWithinCohort); under fair sharing, lower dominant
+resource share of the queue with the workload admitted first. Each entry: NoFit is requeued; Preempt with
+no victims reserves the quota it can (unless its queue reclaims Any) and is requeued; one whose victims
+overlap an earlier entry's, or that no longer fits after the earlier admissions, is skipped (requeued at
+once); one with victims evicts them and waits for them to leave; the rest is admitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from kubetrain.admission.cluster_objects import ClusterQueueSnapshot, FlavorResource
+from kubetrain.schedule.assignment import NO_CANDIDATES, NO_FIT, PREEMPT, RECLAIM, LoadedAssigner, LoadedAssignment
+from kubetrain.schedule.ledger import Ledger, cq
+from kubetrain.schedule.pending import PendingQueue
+from kubetrain.schedule.preemption import Candidate, Preemptor
+from kubetrain.schedule.workload_state import SimWorkload
+
+
+@dataclass
+class Entry:
+    workload: SimWorkload
+    assignment: LoadedAssignment
+    targets: list[Candidate] = field(default_factory=list)
+    outcome: str = ""  # admitted, preempting, nofit, skipped, waiting
+
+
+@dataclass
+class CycleResult:
+    entries: list[Entry]
+    changed: bool
+
+
+class Scheduler:
+    def __init__(self, ledger: Ledger, queues: Mapping[str, ClusterQueueSnapshot], assigners: Mapping[str, LoadedAssigner],
+                 pending: Mapping[str, PendingQueue], preemptor: Preemptor, fair_sharing: bool):
+        self.ledger, self.queues, self.assigners = ledger, queues, assigners
+        self.pending, self.preemptor, self.fair_sharing = pending, preemptor, fair_sharing
+
+    def nominate(self, workload: SimWorkload) -> Entry:
+        assigner = self.assigners[workload.cluster_queue]
+        # The oracle's targets, by the request they were found for: nominating asks for the same request's
+        # targets again when the workload needs one flavor-resource, on the same ledger (nothing is admitted
+        # while the heads are nominated), so the search is not repeated.
+        found: dict[tuple[FlavorResource, int], list[Candidate]] = {}
+
+        def oracle(fr: FlavorResource, value: int) -> tuple[int, int]:
+            """PreemptionOracle.SimulatePreemption for one flavor-resource."""
+            targets = found[(fr, value)] = self.preemptor.targets(workload, {fr: value}, {fr})
+            if not targets:
+                return NO_CANDIDATES, self.ledger.lowest_subtree(workload.cluster_queue, fr, value)[0]
+            for t in targets:
+                self.preemptor._remove(t.workload)
+            borrowing = self.ledger.lowest_subtree(workload.cluster_queue, fr, value)[0]
+            self.preemptor._restore(t.workload for t in targets)
+            own = any(t.workload.cluster_queue == workload.cluster_queue for t in targets)
+            return (PREEMPT if own else RECLAIM), borrowing
+
+        assignment = assigner.assign(workload.pod_sets, oracle)
+        entry = Entry(workload, assignment)
+        if assignment.mode == PREEMPT:
+            [(fr, value)] = assignment.usage.items() if len(assignment.usage) == 1 else [(None, 0)]
+            reused = found.get((fr, value)) if assignment.needs_preemption == {fr} else None
+            entry.targets = reused if reused is not None else \
+                self.preemptor.targets(workload, assignment.usage, assignment.needs_preemption)
+        return entry
+
+    def _order(self, entries: list[Entry]) -> list[Entry]:
+        def classical(e: Entry) -> tuple:
+            return (e.assignment.borrowing, -e.workload.priority, e.workload.created, e.workload.uid)
+        if not self.fair_sharing:
+            return sorted(entries, key=classical)
+        return sorted(entries, key=lambda e: (self.ledger.dominant_share(cq(e.workload.cluster_queue),
+                                                                         e.assignment.usage), *classical(e)))
+
+    def run(self, evict: Callable[[SimWorkload, SimWorkload], None],
+            admit: Callable[[SimWorkload, LoadedAssignment], None]) -> CycleResult:
+        heads = [w for q in self.pending.values() if q and (w := q.pop()) is not None]
+        entries = self._order([self.nominate(w) for w in heads])
+        preempted: dict[int, SimWorkload] = {}
+        held: list[tuple[str, dict[FlavorResource, int]]] = []  # usage this cycle's snapshot holds, not admitted
+        changed = False
+        to_evict: list[tuple[SimWorkload, SimWorkload]] = []
+        for e in entries:
+            w, a = e.workload, e.assignment
+            queue = self.queues[w.cluster_queue]
+            if a.mode == NO_FIT:
+                e.outcome = "nofit"
+                continue
+            if a.mode == PREEMPT and not e.targets:
+                e.outcome = "waiting"
+                if queue.reclaim_within_cohort != "Any":
+                    reserve = self._reserve(queue, a)
+                    self.ledger.add(cq(w.cluster_queue), reserve)
+                    held.append((w.cluster_queue, reserve))
+                continue
+            if any(t.workload.uid in preempted for t in e.targets):
+                e.outcome = "skipped"
+                continue
+            if not self._fits(w.cluster_queue, a.usage, [*preempted.values(), *(t.workload for t in e.targets)]):
+                e.outcome = "skipped"
+                continue
+            preempted.update({t.workload.uid: t.workload for t in e.targets})
+            if a.mode == PREEMPT:
+                self.ledger.add(cq(w.cluster_queue), a.usage)
+                held.append((w.cluster_queue, a.usage))
+                to_evict += [(t.workload, w) for t in e.targets]
+                e.outcome = "preempting"
+            else:
+                admit(w, a)
+                e.outcome = "admitted"
+            changed = True
+        for name, usage in held:
+            self.ledger.remove(cq(name), usage)
+        for victim, by in to_evict:
+            evict(victim, by)
+        for e in entries:
+            if e.outcome in ("nofit", "waiting"):
+                changed |= self.pending[e.workload.cluster_queue].requeue(e.workload, immediate=False)
+            elif e.outcome in ("skipped", "preempting"):
+                self.pending[e.workload.cluster_queue].requeue(e.workload, immediate=True)
+        return CycleResult(entries, changed)
+
+    def _fits(self, queue: str, usage: Mapping[FlavorResource, int], removed: list[SimWorkload]) -> bool:
+        for w in removed:
+            self.ledger.remove(cq(w.cluster_queue), w.usage)
+        fits = all(self.ledger.queue_available(queue, fr) >= v for fr, v in usage.items())
+        for w in removed:
+            self.ledger.add(cq(w.cluster_queue), w.usage)
+        return fits
+
+    def _reserve(self, queue: ClusterQueueSnapshot, a: LoadedAssignment) -> dict[FlavorResource, int]:
+        """quotaResourcesToReserve for a Preempt entry with no victims."""
+        reserve = {}
+        for fr, value in a.usage.items():
+            quota = queue.quota(fr)
+            used = self.ledger.used(cq(queue.name), fr)
+            if a.borrowing > 0:
+                limit = quota.borrowing_limit
+                reserve[fr] = value if limit is None else min(value, quota.nominal + limit - used)
+            else:
+                reserve[fr] = max(0, min(value, quota.nominal - used))
+        return reserve
+

@@ -1,0 +1,210 @@
+"""The schedule simulation's first cycle decides as Kueue's does: cases of Kueue v0.19.2's own
+pkg/scheduler/scheduler_test.go TestSchedule (github.com/kubernetes-sigs/kueue, tag v0.19.2), translated.
+
+Each case's ClusterQueues and Cohorts become manifests; its admitted workloads start admitted on the flavors
+the case gives them (`Simulation.admitted_already`); its pending workloads arrive, older first where the case
+gives creation times; one cycle runs (`Simulation.first_cycle`). The assertions are the case's: which pending
+workloads are admitted and on which flavor (wantAssignments), which admitted ones are preempted (the Evicted
+condition with reason Preempted in wantWorkloads), and which stay pending (wantLeft, wantInadmissibleLeft).
+Every case translated agrees; AGREEMENT below counts them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubetrain.admission.cluster_objects import ClusterObjects
+from kubetrain.model.pod_sets import PodSet
+from kubetrain.schedule.simulation import Simulation
+from kubetrain.schedule.workload_state import SimWorkload
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+FLAVORS = ("default", "on-demand", "spot")
+
+
+def flavor_quotas(flavor: str, resource: str, nominal: str, borrowing: str | None = None,
+                  lending: str | None = None) -> dict[str, Any]:
+    quota = {"name": resource, "nominalQuota": nominal} | ({"borrowingLimit": borrowing} if borrowing else {}) | \
+        ({"lendingLimit": lending} if lending else {})
+    return {"name": flavor, "resources": [quota]}
+
+
+def cq(name: str, cohort: str | None, *flavors: dict[str, Any], within: str = "Never", reclaim: str = "Never",
+       borrow: str | None = None, strategy: str = "BestEffortFIFO", when_can_preempt: str = "TryNextFlavor",
+       when_can_borrow: str = "MayStopSearch", preference: str | None = None) -> dict[str, Any]:
+    covered = sorted({r["name"] for f in flavors for r in f["resources"]})
+    preemption: dict[str, Any] = {"withinClusterQueue": within, "reclaimWithinCohort": reclaim}
+    if borrow:
+        preemption["borrowWithinCohort"] = {"policy": borrow}
+    spec = {"namespaceSelector": {}, "queueingStrategy": strategy, "preemption": preemption,
+            "flavorFungibility": {"whenCanPreempt": when_can_preempt, "whenCanBorrow": when_can_borrow} |
+            ({"preference": preference} if preference else {}),
+            "resourceGroups": [{"coveredResources": covered, "flavors": list(flavors)}]}
+    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": spec | ({"cohortName": cohort} if cohort else {})}
+
+
+def cohort(name: str, parent: str | None, *flavors: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"parentName": parent} if parent else {}
+    if flavors:
+        covered = sorted({r["name"] for f in flavors for r in f["resources"]})
+        spec["resourceGroups"] = [{"coveredResources": covered, "flavors": list(flavors)}]
+    return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+
+
+def wl(key: str, queue: str, resource: str, amount: int, priority: int = 0, on: str | None = None,
+       created: float = 0.0) -> tuple[SimWorkload, str | None]:
+    """A workload of one pod; `on`: the flavor it is admitted on (None: pending); `created`: seconds, older
+    first (a case's Creation(now) is later than its workloads with no creation time)."""
+    value = amount * 1000 if resource == "cpu" else amount
+    pod_set = PodSet("main", 1, {resource: value}, {}, None, (), None)
+    return SimWorkload(key, queue, priority, created, (pod_set,), 3600.0), on
+
+
+# TestSchedule's own ClusterQueues (the top of the test); a case adds its own.
+ENG_ALPHA = cq("eng-alpha", "eng", flavor_quotas("on-demand", "cpu", "50", "50"),
+               flavor_quotas("spot", "cpu", "100", "0"), strategy="StrictFIFO")
+ENG_BETA = cq("eng-beta", "eng", flavor_quotas("on-demand", "cpu", "50", "10"), flavor_quotas("spot", "cpu", "0", "100"),
+              within="LowerPriority", reclaim="Any", strategy="StrictFIFO")
+OTHER_ALPHA_2 = cq("other-alpha", "other", flavor_quotas("on-demand", "cpu", "2"), within="LowerPriority",
+                   reclaim="Any")
+
+CASES: list[tuple[str, list[dict[str, Any]], list[tuple[SimWorkload, str | None]], dict[str, str], set[str]]] = [
+    # (case, objects, workloads, admitted this cycle: key -> flavor, preempted)
+    ("preempt workloads in ClusterQueue and cohort", [ENG_ALPHA, ENG_BETA], [
+        wl("preemptor", "eng-beta", "cpu", 20),
+        wl("use-all-spot", "eng-alpha", "cpu", 100, on="spot"),
+        wl("low-1", "eng-beta", "cpu", 30, -1, on="on-demand"),
+        wl("low-2", "eng-beta", "cpu", 10, -2, on="on-demand"),
+        wl("borrower", "eng-alpha", "cpu", 60, on="on-demand")], {}, {"borrower", "low-2"}),
+    ("multiple CQs need preemption", [
+        cq("other-alpha", "other", flavor_quotas("on-demand", "cpu", "50", "50")),
+        cq("other-beta", "other", flavor_quotas("on-demand", "cpu", "50", "10"), within="LowerPriority",
+           reclaim="Any")], [
+        wl("preemptor", "other-beta", "cpu", 1, -1),
+        wl("pending", "other-alpha", "cpu", 1, 1),
+        wl("use-all", "other-alpha", "cpu", 100, on="on-demand")], {}, {"use-all"}),
+    ("minimal preemptions when target queue is exhausted", [
+        OTHER_ALPHA_2, cq("other-beta", "other", flavor_quotas("on-demand", "cpu", "2")),
+        cq("other-gamma", "other", flavor_quotas("on-demand", "cpu", "2"))], [
+        wl("a1", "other-alpha", "cpu", 1, -2, on="on-demand"), wl("a2", "other-alpha", "cpu", 1, -2, on="on-demand"),
+        wl("a3", "other-alpha", "cpu", 1, -1, on="on-demand"), wl("b1", "other-beta", "cpu", 1, on="on-demand"),
+        wl("b2", "other-beta", "cpu", 1, on="on-demand"), wl("b3", "other-beta", "cpu", 1, on="on-demand"),
+        wl("incoming", "other-alpha", "cpu", 2)], {}, {"a1", "a2"}),
+    ("prefer reclamation over cq priority based preemption", [
+        cq("other-alpha", "other", flavor_quotas("on-demand", "gpu", "10"), flavor_quotas("spot", "gpu", "10"),
+           within="LowerPriority", reclaim="LowerPriority"),
+        cq("other-beta", "other", flavor_quotas("on-demand", "gpu", "0"), flavor_quotas("spot", "gpu", "0"),
+           within="LowerPriority", reclaim="LowerPriority")], [
+        wl("a1", "other-alpha", "gpu", 5, 50, on="on-demand"), wl("b1", "other-beta", "gpu", 5, 50, on="spot"),
+        wl("preemptor", "other-alpha", "gpu", 6, 100)], {}, {"b1"}),
+    *[(f"capacity {verdict} when lending clusterqueue {how} (ReclaimWithinCohort={policy})", [
+        cq("ClusterQueueA", "root", flavor_quotas("on-demand", "gpu", "2"), reclaim=policy),
+        cq("ClusterQueueB", "root", flavor_quotas("on-demand", "gpu", "0"))], [
+        wl("a1-admitted", "ClusterQueueA", "gpu", 1, on="on-demand"),
+        wl("a2-pending", "ClusterQueueA", "gpu", 2),
+        wl("b1-pending", "ClusterQueueB", "gpu", 1, created=1.0)], admitted, set())
+      for verdict, how, policy, admitted in (
+          ("not blocked", "can reclaim", "Any", {"b1-pending": "on-demand"}),
+          ("blocked", "not guaranteed to reclaim", "LowerPriority", {}),
+          ("blocked", "not guaranteed to reclaim", "Never", {}))],
+    ("in a hierarchical cohort, workload borrowing less is scheduled first", [
+        cohort("root", None), cohort("guaranteed", "root", flavor_quotas("default", "cpu", "4")),
+        cq("guaranteed", "guaranteed", flavor_quotas("default", "cpu", "0")),
+        cq("best-effort", "root", flavor_quotas("default", "cpu", "0"))], [
+        wl("guaranteed", "guaranteed", "cpu", 4, 0), wl("best-effort", "best-effort", "cpu", 4, 3)],
+     {"guaranteed": "default"}, set()),
+    ("don't assign flavor if there are no candidates for preemption", [
+        cq("cq1", "cohort", flavor_quotas("on-demand", "cpu", "0", "1"), flavor_quotas("spot", "cpu", "0", "1"),
+           within="LowerPriority", reclaim="Any", borrow="LowerPriority", when_can_preempt="MayStopSearch"),
+        cq("cq2", "cohort", flavor_quotas("on-demand", "cpu", "1"), flavor_quotas("spot", "cpu", "1"))], [
+        wl("admitted", "cq2", "cpu", 1, 0, on="on-demand"), wl("new", "cq1", "cpu", 1, 100)],
+     {"new": "spot"}, set()),
+    ("admit to second flavor when first needs preemption; WhenCanPreempt: TryNextFlavor", [
+        cq("preempt-attempts-cq", None, flavor_quotas("on-demand", "cpu", "1"), flavor_quotas("spot", "cpu", "1"),
+           within="LowerPriority")], [
+        wl("blocker", "preempt-attempts-cq", "cpu", 1, 50, on="on-demand"),
+        wl("test-wl", "preempt-attempts-cq", "cpu", 1, 100)], {"test-wl": "spot"}, set()),
+]
+CASES += [
+    ("multiple preemptions without borrowing", [
+        cq("other-alpha", "other", flavor_quotas("default", "cpu", "2"), within="LowerPriority"),
+        cq("other-beta", "other", flavor_quotas("default", "cpu", "2"), within="LowerPriority")], [
+        wl("a1", "other-alpha", "cpu", 2, on="default"), wl("b1", "other-beta", "cpu", 2, on="default"),
+        wl("alpha/preemptor", "other-alpha", "cpu", 2, 100), wl("beta/preemptor", "other-beta", "cpu", 2, 100)],
+     {}, {"a1", "b1"}),
+    ("multiple preemptions preemption possible after earlier workload fits", [
+        cq("other-alpha", "other", flavor_quotas("default", "cpu", "1"), within="LowerPriority"),
+        cq("other-beta", "other", flavor_quotas("default", "cpu", "2"), within="LowerPriority")], [
+        wl("b1", "other-beta", "cpu", 2, on="default"), wl("fit", "other-alpha", "cpu", 1, 100),
+        wl("preemptor", "other-beta", "cpu", 2, 99)], {"fit": "default"}, {"b1"}),
+    ("multiple preemptions skip preemption when shared limited resource", [
+        cq("other-alpha", "other", flavor_quotas("default", "cpu", "2"), within="LowerPriority",
+           borrow="LowerPriority"),
+        cq("other-beta", "other", flavor_quotas("default", "cpu", "2"), within="LowerPriority",
+           borrow="LowerPriority"),
+        cq("resource-bank", "other", flavor_quotas("default", "cpu", "1"))], [
+        wl("a1", "other-alpha", "cpu", 2, on="default"), wl("b1", "other-beta", "cpu", 2, on="default"),
+        wl("preemptor", "other-alpha", "cpu", 3, 100), wl("pretending-preemptor", "other-beta", "cpu", 3, 99)],
+     {}, {"a1"}),
+]
+CASES += [
+    ("use second flavor when the first has no preemption candidates; WhenCanPreempt: MayStopSearch", [
+        cq("other-alpha", None, flavor_quotas("on-demand", "cpu", "50", "50"), flavor_quotas("spot", "cpu", "100", "0"),
+           within="LowerPriority", when_can_preempt="MayStopSearch")], [
+        wl("admitted", "other-alpha", "cpu", 50, on="on-demand"), wl("new", "other-alpha", "cpu", 20)],
+     {"new": "spot"}, set()),
+    ("workload requiring reclaimation prioritized over wl in another full cq", [
+        cq("CQ1", "other", flavor_quotas("on-demand", "gpu", "10")),
+        cq("CQ2", "other", flavor_quotas("on-demand", "gpu", "10"), reclaim="Any"),
+        cq("CQ3", "other", flavor_quotas("on-demand", "gpu", "0"))], [
+        wl("Admitted-Workload-1", "CQ1", "gpu", 5, on="on-demand"),
+        wl("WL1", "CQ1", "gpu", 10, created=1.0), wl("WL2", "CQ2", "gpu", 10, created=2.0),
+        wl("Admitted-Workload-2", "CQ3", "gpu", 5, 0, on="on-demand"),
+        wl("Admitted-Workload-3", "CQ3", "gpu", 5, 1, on="on-demand")], {}, {"Admitted-Workload-2"}),
+]
+CASES += [
+    (f"{preference} preference: {case}", [
+        cq(f"{p}-cq", f"{p}-cohort", flavor_quotas("on-demand", "cpu", "5", "0"), flavor_quotas("spot", "cpu", "0", "5"),
+           within="LowerPriority", when_can_borrow="TryNextFlavor", preference=preference),
+        cq(f"{p}-lender", f"{p}-cohort", flavor_quotas("on-demand", "cpu", "0"), flavor_quotas("spot", "cpu", "5"))], [
+        wl(f"low-{p}", f"{p}-cq", "cpu", 5, -1, on="on-demand"), wl(f"high-{p}", f"{p}-cq", "cpu", 5, 0)],
+     admitted, preempted)
+    for preference, p, case, admitted, preempted in (
+        ("PreemptionOverBorrowing", "pob", "preempt in first flavor instead of borrowing in second", {},
+         {"low-pob"}),
+        ("BorrowingOverPreemption", "bop", "borrow in second flavor instead of preempting in first",
+         {"high-bop": "spot"}, set()))]
+CASES += [
+    ("PreemptionOverBorrowing preference: select fitting second flavor over first flavor with no preemption "
+     "candidates", [
+        cohort("nopc-root", None, flavor_quotas("on-demand", "cpu", "0"), flavor_quotas("spot", "cpu", "5")),
+        cohort("nopc-mid", "nopc-root"),
+        cq("nopc-cq", "nopc-mid", flavor_quotas("on-demand", "cpu", "5", "0"), flavor_quotas("spot", "cpu", "0"),
+           within="LowerPriority", when_can_borrow="TryNextFlavor", preference="PreemptionOverBorrowing"),
+        cq("nopc-sibling", "nopc-mid", flavor_quotas("on-demand", "cpu", "5"), flavor_quotas("spot", "cpu", "0"))], [
+        wl("admitted-nopc", "nopc-cq", "cpu", 5, on="on-demand"), wl("pending-nopc", "nopc-cq", "cpu", 5)],
+     {"pending-nopc": "spot"}, set()),
+]
+AGREEMENT = len(CASES)  # every translated case agrees: no case is left out for disagreeing
+
+
+def first_cycle(objects: list[dict[str, Any]], workloads: list[tuple[SimWorkload, str | None]]
+                ) -> tuple[dict[str, str], set[str]]:
+    flavors = [{"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f}, "spec": {}} for f in FLAVORS]
+    cluster = ClusterObjects.from_manifests("kueue", [*flavors, *objects])
+    pending = [w for w, on in workloads if on is None]
+    simulation = Simulation(cluster, pending)
+    for w, on in workloads:
+        if on is not None:
+            simulation.admitted_already(w, [{r: on for r in w.pod_sets[0].requests}])
+    simulation.now = max(w.created for w in pending)  # all pending at the cycle, their creation times kept
+    simulation.first_cycle()
+    admitted = {w.key: next(iter(w.flavors[0].values())) for w in pending if w.admitted_at is not None and w.flavors}
+    preempted = {w.key for w, on in workloads if on is not None and w.preempted_at}
+    return admitted, preempted
+
+
+@pytest.mark.parametrize("case, objects, workloads, admitted, preempted", CASES, ids=[c[0] for c in CASES])
+def test_the_first_cycle_admits_and_preempts_as_kueues_test_says(case, objects, workloads, admitted, preempted):
+    assert first_cycle(objects, workloads) == (admitted, preempted)
