@@ -363,6 +363,8 @@ WRONG_PLACES = [
     (["validate", "dist", "--crds", "nope"], None, "--crds nope is not a folder fix: "),
     (["plan", "--dist", "nope"], None, "nope is not a folder; fix: run `kubetrain synth` to write dist"),
     (["cost", "--dist", "nope"], None, "nope is not a folder; fix: run `kubetrain synth` to write dist"),
+    (["simulate", "--dist", "nope"], None, "nope is not a folder fix: give --dist the folder synth writes"),
+    (["simulate", "--load", "nope.yaml"], None, "nope.yaml"),
     (["diff", "--dist", "nope"], "repo", "nope is not a folder here nor at HEAD; fix: give --dist the folder"),
     (["diff"], "outside", "is not inside a git repository: kubetrain diff compares dist/ with a git revision; fix: "
                           "run it in the repository that holds dist/"),
