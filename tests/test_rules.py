@@ -294,6 +294,8 @@ CASES = [
     ("KT201", {**run(CPU, batch={"global_size": 16, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 4}},
      "workload.run.batch.global_size",
      {**run(CPU, batch={"global_size": 12, "micro_size": 1}), "elastic": {"min_nodes": 1, "max_nodes": 4}}),
+    ("KT242", run(CPU, strategy={"name": "ddp", "accumulated_gradients": "sharded"}),
+     "workload.run.strategy.accumulated_gradients", run(CPU, strategy={"name": "ddp"})),
     ("KT216", run(CPU, optimizer={"warmup_steps": 10}), "workload.run.optimizer.warmup_steps",
      run(CPU, optimizer={"warmup_steps": 9})),
     ("KT217", run(CPU, checkpoint={"dir": "/ckpt/run", "interval": 5, "local_dir": "/var/local", "local_interval": 5}),

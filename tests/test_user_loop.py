@@ -417,8 +417,11 @@ def test_two_ranks_restarted_ten_times_in_a_row_never_hang(tmp_path):
     # The warm launcher's client died of its rank's SIGKILL, as torchrun's own process for the rank (no OSError
     # traceback from restoring SIGKILL's handler).
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    # One line of an attempt proves both of its ranks met: a rank prints only after an all-reduce that sums both
+    # ranks' attempt numbers (the script asserts the sum). The line of the rank that kills itself right after
+    # printing was once missing from a loaded machine's output, so the count is not asked to be two.
     for attempt in range(restarts + 1):
-        assert sum(f"attempt {attempt}: rank" in line for line in result.stdout.splitlines()) == 2, attempt
+        assert any(f"attempt {attempt}: rank" in line for line in result.stdout.splitlines()), attempt
 
 
 # -- run-local: an agreed stop is a clean end -------------------------------------------------------------------
