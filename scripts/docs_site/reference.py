@@ -215,6 +215,15 @@ def _default(field: Any) -> str:
     return "unset" if value is None else f"`{value}`"
 
 
+def description(field: Any) -> str:
+    """A field's description; a section (a field holding a model) without one is described by its model's
+    docstring, first sentence."""
+    if field.description:
+        return field.description
+    docs = [" ".join((model.__doc__ or "").split()) for model in _models(field.annotation)]
+    return " / ".join(doc.split(". ")[0].rstrip(".") + "." for doc in docs if doc)
+
+
 def models_in(root: type[BaseModel]) -> list[type[BaseModel]]:
     """`root` and every model its fields hold, depth first, each once."""
     seen: list[type[BaseModel]] = []
@@ -244,7 +253,7 @@ def model_markdown(root: type[BaseModel], path_names: dict[type[BaseModel], str]
         out.append("|---|---|---|---|")
         for name, field in model.model_fields.items():
             out.append(f"| `{field.alias or name}` | {type_text(field.annotation)} | {_default(field)} | "
-                       f"{_escape(field.description or '')} |")
+                       f"{_escape(description(field))} |")
         out.append("")
     return "\n".join(out)
 
