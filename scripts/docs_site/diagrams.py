@@ -199,7 +199,7 @@ def _objects(cluster_dir: Path) -> list[dict]:
 
 def _gpus(quotas: dict) -> str:
     for resource in quotas.get("resources", []):
-        if resource["name"].endswith("/gpu"):
+        if resource["name"].endswith("/gpu") and str(resource["nominalQuota"]) != "0":
             return f"{resource['nominalQuota']} GPUs"
     return ""
 
