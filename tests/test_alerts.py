@@ -259,9 +259,9 @@ def test_every_rule_reads_only_exported_series_and_links_its_runbook(crds):
         assert rule["labels"]["severity"] in ("critical", "warning")
     gpu_rules = [r for r in rules if r["alert"].startswith("Gpu")]
     assert all("by (node, gpu" in r["expr"] for r in gpu_rules), "an operator cordons by node"
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    runbooks = (Path(__file__).parents[1] / "docs" / "guides" / "alerts.md").read_text()
     for name in ALERTS:
-        assert f'<a id="alert-{name.lower()}"></a>' in readme, f"the README has no runbook for {name}"
+        assert f'<a id="alert-{name.lower()}"></a>' in runbooks, f"docs/guides/alerts.md has no runbook for {name}"
     assert "kubetrain_permanent_failure_timestamp_seconds" in RUNTIME_METRICS
 
 

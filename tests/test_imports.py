@@ -6,8 +6,8 @@ held together by one is still a circle) and under `if TYPE_CHECKING:` (a type-on
 reader follows, and the layering it breaks is as real). Importing `a.b.c` also runs the packages `a` and `a.b`,
 so an import is an edge to each package on the way.
 
-The layers, bottom first: a module may import only from its own layer and the layers below it (README.md,
-Layout, says what each holds). kubetrain_runtime is below training, and training below the compiler (which reads
+The layers, bottom first: a module may import only from its own layer and the layers below it (docs/reference/layout.md
+says what each holds). kubetrain_runtime is below training, and training below the compiler (which reads
 the run config's model); the compiler's own packages are ordered as LAYERS lists them.
 """
 
@@ -98,7 +98,7 @@ def layer_of(module: str) -> int:
         for name in names:
             if (module == name or module.startswith(f"{name}.")) and len(name) > best:
                 best, found = len(name), index
-    assert found is not None, f"{module} is in no layer: add it to LAYERS (and README.md, Layout)"
+    assert found is not None, f"{module} is in no layer: add it to LAYERS (and docs/reference/layout.md)"
     return found
 
 

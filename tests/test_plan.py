@@ -18,15 +18,6 @@ P5 = {"instance_types": ["p5.48xlarge"], "zones": ["us-west-2a"], "subnet_ids": 
       "security_group_ids": ["sg-00000001"], "role": "NodeRole"}
 
 
-def test_plan_of_the_example_fleet_is_in_the_readme():
-    result = kubetrain("plan")
-    assert result.returncode == 0, result.stderr
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("<!-- plan:begin -->\n```\n") + len("<!-- plan:begin -->\n```\n")
-    assert readme[start:readme.index("```\n<!-- plan:end -->")] == result.stdout, \
-        "README's `kubetrain plan` output is stale: paste the command's output"
-
-
 def test_plan_json_has_a_row_per_job_and_the_pools():
     result = kubetrain("plan", "--json")
     assert result.returncode == 0, result.stderr

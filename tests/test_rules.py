@@ -21,7 +21,7 @@ from kubetrain import (
     TrainingJob,
 )
 from kubetrain.pipeline import fleet_findings
-from kubetrain.rules.catalog import every_rule, markdown_table
+from kubetrain.rules.catalog import every_rule
 
 RUN = {"batch": {"global_size": 64, "micro_size": 1}, "max_steps": 10, "optimizer": {"warmup_steps": 1},
        "checkpoint": {"dir": "/ckpt/run"}}
@@ -363,13 +363,6 @@ def test_every_source_is_one_a_user_can_open():
             else:
                 path = citation.split(" (")[0]
                 assert (ROOT / path).exists(), f"{rule.code}: {citation!r} is neither a URL nor a file of the repository"
-
-
-def test_readme_rule_table_is_the_registry():
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("<!-- rules:begin -->\n") + len("<!-- rules:begin -->\n")
-    end = readme.index("<!-- rules:end -->")
-    assert readme[start:end] == markdown_table(), "README's rule table is stale: paste `kubetrain rules --markdown`"
 
 
 @pytest.mark.processes

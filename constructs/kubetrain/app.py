@@ -16,6 +16,9 @@ from kubetrain.state import FleetState, fleet_state
 
 
 class App(cdk8s.App):
+    """The root of a fleet: cdk8s's App, with the fleet's shared state as `fleet` (diagnostics, render steps,
+    admission records, claims). Its clusters are `Cluster(app, name, ...)`; `app.synth()` is `kubetrain synth`."""
+
     def __init__(self, **props: Any):
         super().__init__(**props)
         self.fleet: FleetState = fleet_state(self)

@@ -177,7 +177,7 @@ def run_local(
 @app.command()
 def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. KT106.")]) -> None:
     """Print one rule: what it checks, why, how to fix it, and where the fact comes from."""
-    from kubetrain.rules.catalog import every_rule
+    from kubetrain.rules.catalog import every_rule, explanation
 
     rules = {rule.code: rule for rule in every_rule()}
     rule = rules.get(code.upper())
@@ -186,15 +186,12 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. KT106.")
         err.print(f"error: no rule {code!r} fix: {hint}`kubetrain rules` lists them all", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT)
     out.print(f"{rule.code} ({rule.severity}): {rule.title}", markup=False)
-    out.print(f"why: {rule.rationale}", markup=False)
-    out.print(f"fix: {rule.fix}", markup=False)
-    out.print(f"source: {rule.source}", markup=False)
-    out.print(f"targets: {', '.join(rule.targets) if rule.targets else 'all'}", markup=False)
-    out.print(f"checked by: {', '.join(rule.checked_by)}", markup=False)
+    for label, text in explanation(rule):
+        out.print(f"{label}: {text}", markup=False)
 
 
 @app.command()
-def rules(markdown: Annotated[bool, typer.Option(help="Print the README's Markdown table.")] = False) -> None:
+def rules(markdown: Annotated[bool, typer.Option(help="Print the rules as a Markdown table.")] = False) -> None:
     """List every rule kubetrain checks."""
     from kubetrain.rules.catalog import every_rule, markdown_table
 

@@ -36,6 +36,10 @@ FIXED_RUN_NAMES = register(
 
 
 class ArgoCd(Construct):
+    """The fleet's declaration that Argo CD delivers it: `ArgoCd(app, "argocd", ArgoCdProps(repo_url=...,
+    destinations={cluster: ...}))` writes the AppProject, one Application per cluster and the argocd-cm health
+    checks, and gives every object its sync wave."""
+
     def __init__(self, scope: Construct, id: str, props: ArgoCdProps | dict[str, Any] | None = None, **kwargs: Any):
         id_problem = bad_construct_id(id)
         try:

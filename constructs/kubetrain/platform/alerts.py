@@ -8,8 +8,8 @@ Each alert is one typed setting with defaults a user tunes, or turns off with No
 kubetrain's own objects make Prometheus scrape: the runtime's series (kubetrain_runtime/metric_names.py) through the
 monitor's PodMonitor, and the DCGM fields kubetrain's exporter collects (DCGM_FIELDS) through its
 ServiceMonitor; synth parses every expression as PromQL and refuses a series nobody exports. Every rule
-carries a runbook link (the README's section on the alert) and the labels an operator acts on: `job` for the
-training alerts, `node` (and `gpu`) for the GPU ones, so a bad node can be cordoned.
+carries a runbook link (its section of the site's alerts guide, docs/guides/alerts.md) and the labels an
+operator acts on: `job` for the training alerts, `node` (and `gpu`) for the GPU ones, so a bad node can be cordoned.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from kubetrain_runtime.metric_names import RUNTIME_METRICS
 from kubetrain_runtime.problems import Problem
 
 PROMETHEUS_RULES = "https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/"
-RUNBOOKS = "https://github.com/kubetrain/kubetrain/blob/main/README.md"
+# The site published from docs/ (mkdocs.yml site_url); each alert's runbook is its anchor on the alerts guide.
+RUNBOOKS = "https://kubetrain.github.io/kubetrain/guides/alerts/"
 
 UNEXPORTED_SERIES = register(
     "KT477", "warning", "alert expression over a series kubetrain's exporters do not export",

@@ -1,7 +1,7 @@
 """Every rule kubetrain has: the registry after every module that declares rules is imported.
 
 Rules are declared beside their checks, all over the package; the catalog imports the whole
-package once so `kubetrain rules`, `kubetrain explain` and the README's table see all of them.
+package once so `kubetrain rules`, `kubetrain explain` and the site's rule reference see all of them.
 """
 
 from __future__ import annotations
@@ -20,8 +20,16 @@ def every_rule() -> list[Rule]:
     return all_rules()
 
 
+def explanation(rule: Rule) -> list[tuple[str, str]]:
+    """What `kubetrain explain CODE` prints after the rule's title, line by line, and what the site's rule reference
+    shows of it: one text, so the two never differ."""
+    return [("why", rule.rationale), ("fix", rule.fix), ("source", rule.source),
+            ("targets", ", ".join(rule.targets) if rule.targets else "all"),
+            ("checked by", ", ".join(rule.checked_by))]
+
+
 def markdown_table() -> str:
-    """The README's rule table (`kubetrain rules --markdown`); a test keeps the README equal to it."""
+    """The rule table (`kubetrain rules --markdown`): one row per rule, with its code, severity, title and targets."""
     lines = ["| code | severity | rule | targets |", "|---|---|---|---|"]
     for rule in every_rule():
         lines.append(f"| {rule.code} | {rule.severity} | {rule.title} | {', '.join(rule.targets) or 'all'} |")

@@ -1,8 +1,8 @@
 """The rule registry: every check kubetrain makes, with its code, severity, rationale, fix and source.
 
 A rule's code is what a user sees in a problem line (`... [KT106] fix: ...`), what `kubetrain
-explain CODE` prints and what the README's rule table lists (generated from here, and a test keeps
-them equal). Modules declare the rules they check next to the checks, with `register`; the
+explain CODE` prints and what the site's rule reference and troubleshooting pages show (generated
+from here). Modules declare the rules they check next to the checks, with `register`; the
 registry only collects them. Code ranges keep areas apart:
 
     KT0xx  input shape (unknown field, missing field, bad value) and object names
