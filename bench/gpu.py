@@ -294,18 +294,22 @@ def logged_step(line: str) -> int:
     return record.get("step", 0) if record.get("event") == "step" else 0
 
 
-def run_until_killed(command: list[str], env: dict, kill_at_step: int) -> str:
-    """Start `command` (one process), SIGKILL it once it has logged `kill_at_step`; returns what it printed. No
+def run_killing_at(command: list[str], env: dict, kill_at_step: int, victims: Callable[[int], list[int]]) -> str:
+    """Start `command`; once it has logged `kill_at_step`, SIGKILL the processes `victims(its pid)` names (itself, or
+    the ranks torchrun started, which torchrun then restarts) and read on until it ends; returns what it printed. No
     timeout of its own: the driver kills the stage's whole process group at the stage's limit."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                cwd=ROOT)
-    printed = []
+    printed, killed = [], []
     for line in process.stdout:
         printed.append(line)
-        if logged_step(line) >= kill_at_step:
-            process.kill()
-            break
+        if not killed and logged_step(line) >= kill_at_step:
+            killed = victims(process.pid)
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
     process.wait()
+    if not killed:
+        raise RuntimeError(f"{' '.join(command[:4])} ... ended before step {kill_at_step} had a process to kill")
     return "".join(printed)
 
 
@@ -347,7 +351,8 @@ def stage_resume(rows: Rows, dry: bool, folder: str) -> None:
         path.write_text(yaml.safe_dump(config))
         command = [sys.executable, "-m", "training", "--config", str(path)]
         if run_name == "killed":
-            printed = run_until_killed(command, bench_env(), kill_at) + run_to_end(command, bench_env())
+            printed = run_killing_at(command, bench_env(), kill_at, lambda pid: [pid]) + \
+                run_to_end(command, bench_env())
         else:
             printed = run_to_end(command, bench_env())
         outputs[run_name] = losses(printed)
@@ -388,7 +393,7 @@ def stage_user_loop(rows: Rows, dry: bool, folder: str) -> None:
                    "--steps", str(steps), "--checkpoint-dir", f"{folder}/{run_name}"]
         env = bench_env()
         if run_name == "killed":  # SIGKILL the rank alone: torchrun restarts it, and it resumes
-            printed = kill_rank_once(command, env, kill_at)
+            printed = run_killing_at(command, env, kill_at, children)  # torchrun restarts the rank
         else:
             printed = run_to_end(command, env)
         runs[run_name] = losses(printed)
@@ -408,24 +413,6 @@ def children(pid: int) -> list[int]:
                 if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
                     found.append(int(entry.name))
     return found
-
-
-def kill_rank_once(command: list[str], env: dict, kill_at_step: int) -> str:
-    """Run under torchrun; once the loop logged `kill_at_step`, SIGKILL the rank (the agent's child) alone: torchrun
-    restarts it. No timeout of its own, like run_until_killed."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                               cwd=ROOT)
-    printed, killed = [], False
-    for line in process.stdout:
-        printed.append(line)
-        if not killed and logged_step(line) >= kill_at_step:
-            for rank in children(process.pid):
-                os.kill(rank, signal.SIGKILL)
-                killed = True
-    process.wait()
-    if not killed:
-        raise RuntimeError("no rank of the loop was found to kill")
-    return "".join(printed)
 
 
 RUNNERS: dict[str, Callable[[Rows, bool, str], None]] = {
