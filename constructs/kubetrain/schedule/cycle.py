@@ -3,8 +3,9 @@
 The head of every ClusterQueue with pending workloads is nominated: its flavors against the usage now
 (kubetrain.schedule.assignment) and, where it needs preemption, its victims (kubetrain.schedule.preemption).
 The entries are then processed in order: classically, those that borrow less first, then higher priority,
-then older (makeClassicalIterator with PrioritySortingWithinCohort); under fair sharing, lower dominant
-resource share of the queue with the workload admitted first. Each entry: NoFit is requeued; Preempt with
+then older (makeClassicalIterator with PrioritySortingWithinCohort); under fair sharing, one at a time by
+the tournament of fair_sharing_iterator.go: shares compared cohort by cohort up the tree, each entry's with
+its workload added, on the usage the earlier entries left. Each entry: NoFit is requeued; Preempt with
 no victims reserves the quota it can (unless its queue reclaims Any) and is requeued; one whose victims
 overlap an earlier entry's, or that no longer fits after the earlier admissions, is skipped (requeued at
 once); one with victims evicts them and waits for them to leave; the rest is admitted.
@@ -12,7 +13,7 @@ once); one with victims evicts them and waits for them to leave; the rest is adm
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from kubetrain.admission.cluster_objects import ClusterQueueSnapshot, FlavorResource
@@ -71,23 +72,67 @@ class Scheduler:
                 self.preemptor.targets(workload, assignment.usage, assignment.needs_preemption)
         return entry
 
-    def _order(self, entries: list[Entry]) -> list[Entry]:
-        def classical(e: Entry) -> tuple:
-            return (e.assignment.borrowing, -e.workload.priority, e.workload.created, e.workload.uid)
+    def _in_order(self, entries: list[Entry]) -> Iterator[Entry]:
+        """The entries in the order Kueue processes them: classically sorted once; under fair sharing one at a
+        time, each the winner of a tournament on the usage the earlier ones left."""
         if not self.fair_sharing:
-            return sorted(entries, key=classical)
-        return sorted(entries, key=lambda e: (self.ledger.dominant_share(cq(e.workload.cluster_queue),
-                                                                         e.assignment.usage), *classical(e)))
+            yield from sorted(entries, key=lambda e: (e.assignment.borrowing, -e.workload.priority,
+                                                      e.workload.created, e.workload.uid))
+            return
+        remaining = list(entries)
+        while remaining:
+            entry = self._tournament_winner(remaining)
+            remaining.remove(entry)
+            yield entry
+
+    def _tournament_winner(self, entries: list[Entry]) -> Entry:
+        """fairSharingIterator.pop: in the first entry's root cohort, each entry's share with its workload
+        admitted, at every level of the tree (its ClusterQueue's, then each ancestor cohort's); from the leaves
+        up, each cohort's winner among its children's: not borrowing on the requested flavor-resources first
+        (FairSharingPrioritizeNonBorrowing), then the lower share, higher priority, older."""
+        path = self.ledger.tree.path(entries[0].workload.cluster_queue)
+        if not path:
+            return entries[0]
+        root = path[-1]
+        by_queue: dict[str, Entry] = {}
+        keys: dict[tuple[str, int], tuple] = {}
+        for e in entries:
+            name = e.workload.cluster_queue
+            ancestors = self.ledger.tree.path(name)
+            if not ancestors or ancestors[-1] != root:
+                continue
+            by_queue[name] = e
+            usage = e.assignment.usage
+            self.ledger.add(cq(name), usage)
+            node = cq(name)
+            for cohort in ancestors:
+                borrowed, share = self.ledger.drs(node)
+                keys[(cohort, e.workload.uid)] = (any(usage.get(fr, 0) > 0 for fr in borrowed), share,
+                                                  -e.workload.priority, e.workload.created)
+                node = ("Cohort", cohort)
+            self.ledger.remove(cq(name), usage)
+
+        def winner(cohort: str) -> Entry | None:
+            found = [w for kind, child in self.preemptor.children.get(cohort, []) if kind == "Cohort"
+                     for w in [winner(child)] if w is not None]
+            found += [by_queue[child] for kind, child in self.preemptor.children.get(cohort, [])
+                      if kind == "ClusterQueue" and child in by_queue]
+            best = None
+            for e in found:
+                if best is None or keys[(cohort, e.workload.uid)] < keys[(cohort, best.workload.uid)]:
+                    best = e
+            return best
+        return winner(root) or entries[0]
 
     def run(self, evict: Callable[[SimWorkload, SimWorkload], None],
             admit: Callable[[SimWorkload, LoadedAssignment], None]) -> CycleResult:
         heads = [w for q in self.pending.values() if q and (w := q.pop()) is not None]
-        entries = self._order([self.nominate(w) for w in heads])
+        entries = [self.nominate(w) for w in heads]
         preempted: dict[int, SimWorkload] = {}
         held: list[tuple[str, dict[FlavorResource, int]]] = []  # usage this cycle's snapshot holds, not admitted
         changed = False
         to_evict: list[tuple[SimWorkload, SimWorkload]] = []
-        for e in entries:
+        for e in self._in_order(entries):
             w, a = e.workload, e.assignment
             queue = self.queues[w.cluster_queue]
             if a.mode == NO_FIT:

@@ -8,9 +8,9 @@ A port of Kueue v0.19.2 `pkg/cache/scheduler/resource_node.go` on top of kubetra
 - `available`: a root's SubtreeQuota less its usage; any other node's local availability plus its parent's,
   capped by its borrowing limit less what it already stores in the parent;
 - `lowest_subtree`: FindHeightOfLowestSubtreeThatFits, with usage (pkg/scheduler/preemption/classical);
-- `dominant_share`: the dominant resource share of fair sharing (pkg/cache/scheduler/fair_sharing.go): per
-  resource, usage over the node's own SubtreeQuota, against its parent's potentialAvailable over every flavor,
-  x1000, the largest over resources, divided by the node's weight.
+- `drs`: the dominant resource share of fair sharing (pkg/cache/scheduler/fair_sharing.go): per resource,
+  usage over the node's own SubtreeQuota, against its parent's potentialAvailable over every flavor, x1000,
+  the largest over resources, divided by the node's weight; as a key CompareDRS's order.
 """
 
 from __future__ import annotations
@@ -133,27 +133,31 @@ class Ledger:
         fits = all(self.static(node, fr)[0] >= self.used(node, fr) + v for fr, v in requests.items())
         return fits, {fr: max(0, v - self.local_available(node, fr)) for fr, v in requests.items()}
 
-    def dominant_share(self, node: Node, extra: Mapping[FlavorResource, int] | None = None) -> float:
-        """Kueue's DominantResourceShare, with `extra` usage added: 0 when not borrowing; inf when borrowing on
-        a weight of 0."""
+    def drs(self, node: Node, extra: Mapping[FlavorResource, int] | None = None
+            ) -> tuple[frozenset[FlavorResource], tuple[int, float]]:
+        """Kueue's DRS of a ClusterQueue or Cohort, with `extra` usage added: the flavor-resources it borrows
+        (usage past its SubtreeQuota), and a key ordered as CompareDRS orders shares: one borrowing on a fair
+        weight of 0 ranks above every other (those by their unweighted ratio), the rest by ratio / weight."""
         parent = self.parent(node)
         if parent is None:
-            return 0.0
+            return frozenset(), (0, 0.0)
         borrowed: dict[str, Amount] = {}
+        borrowed_frs = set()
         held = self.usage.get(node, {})
         for fr in {*held, *(extra or {})}:
-            over = held.get(fr, 0) + (extra or {}).get(fr, 0) - self.tree.subtree(node, fr)
+            over = held.get(fr, 0) + (extra or {}).get(fr, 0) - self.static(node, fr)[0]
             if over > 0:
                 borrowed[fr[1]] = borrowed.get(fr[1], 0) + over
-        if not borrowed:
-            return 0.0
-        share = 0.0
+                borrowed_frs.add(fr)
+        ratio = 0.0
         for resource, amount in borrowed.items():
             lendable = self.lendable(parent, resource)
             if lendable > 0:
-                share = max(share, amount * 1000 / lendable)
+                ratio = max(ratio, amount * 1000 / lendable)
         weight = self.weights.get(node, 1.0)
-        return math.inf if weight == 0 else share / weight
+        if weight == 0 and ratio > 0:
+            return frozenset(borrowed_frs), (1, ratio)
+        return frozenset(borrowed_frs), (0, ratio / weight if ratio else 0.0)
 
     def lendable(self, cohort: Node, resource: str) -> Amount:
         """calculateLendable: the potentialAvailable of the cohort, of one resource over every flavor."""

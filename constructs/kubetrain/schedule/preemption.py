@@ -12,11 +12,12 @@ A port of Kueue v0.19.2 `pkg/scheduler/preemption` (preemption.go, classical/, c
   priority first, the most recently admitted first; hierarchy candidates, then priority candidates, then the
   queue's own. They are removed one by one until the preemptor fits (with or without borrowing, in Kueue's
   order of attempts), then those not needed are put back, last first (fillBackWorkloads);
-- fair sharing: candidates in Kueue's order; a candidate of the preemptor's own queue is taken; one of another
-  queue only while the strategies hold: LessThanOrEqualToFinalShare (the preemptor's share with the workload
-  is at most the target queue's share without the candidate), then LessThanInitialShare (below the target's
-  share before). Left out: Kueue compares shares at the two queues' lowest common ancestor cohort and picks
-  target queues by those; here queues' own shares are compared and the largest share goes first.
+- fair sharing (preemption.go fairPreemptions, fairsharing/): candidates are the queue's own lower-priority
+  workloads and those of every borrowing ClusterQueue under the root cohort; target queues come in
+  TargetClusterQueueOrdering's order (down the tree, the child with the highest dominant resource share);
+  shares are compared at the two queues' lowest common ancestor (each side's child of it, the almost-LCA):
+  LessThanOrEqualToFinalShare, then LessThanInitialShare on the candidates passed over; while the preemptor
+  stays within its nominal quota it reclaims without comparing shares (FairSharingPreemptWithinNominal).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from kubetrain.schedule.workload_state import SimWorkload
 
 WITHIN_QUEUE = "InClusterQueue"
 FAIR = "InCohortFairSharing"
+RECLAIM = "InCohortReclamation"
 
 
 def satisfies(policy: str, preemptor: SimWorkload, candidate: SimWorkload) -> bool:
@@ -58,9 +60,14 @@ class Preemptor:
 
     # -- shared ----------------------------------------------------------------------------------------
 
+    @staticmethod
+    def _rank(queue: str, c: Candidate) -> tuple:
+        """CandidatesOrdering: other queues' first, lower priority first, the latest admitted first, UID."""
+        return (c.workload.cluster_queue == queue, c.workload.priority, -(c.workload.reserved_at or 0.0),
+                c.workload.uid)
+
     def _order(self, queue: str, candidates: list[Candidate]) -> list[Candidate]:
-        return sorted(candidates, key=lambda c: (c.workload.cluster_queue == queue, c.workload.priority,
-                                                 -(c.workload.reserved_at or 0.0), c.workload.uid))
+        return sorted(candidates, key=lambda c: self._rank(queue, c))
 
     def _uses(self, workload: SimWorkload, frs: set[FlavorResource]) -> bool:
         return any(fr in frs for fr in workload.usage)
@@ -201,52 +208,24 @@ class Preemptor:
 
     def _fair(self, preemptor: SimWorkload, requests: Mapping[FlavorResource, int],
               frs: set[FlavorResource]) -> list[Candidate]:
+        """fairPreemptions with Kueue's default strategies: LessThanOrEqualToFinalShare, then
+        LessThanInitialShare on the candidates the first one passed over."""
         queue = self.queues[preemptor.cluster_queue]
         candidates = [] if queue.within_cluster_queue == "Never" else \
             self._from_queue(queue, queue.name, None, preemptor, frs, False)
         path = self.ledger.tree.path(queue.name)
         if path and queue.reclaim_within_cohort != "Never":
             for name in self._queues_under(path[-1]):
-                if name != queue.name and not self.ledger.within_nominal(cq(name), frs):
+                if name != queue.name and any(self.ledger.borrowing_with(cq(name), fr, 0) for fr in frs):
                     candidates += self._from_queue(queue, name, path[-1], preemptor, frs, True)
         if not candidates:
             return []
         candidates = self._order(queue.name, candidates)
-        node = cq(queue.name)
-        self.ledger.add(node, requests)
-        targets: list[Candidate] = []
-        fits = False
-        retry: list[Candidate] = []
-        pending = list(candidates)
-        while pending and not fits:
-            by_queue: dict[str, list[Candidate]] = {}
-            for c in pending:
-                by_queue.setdefault(c.workload.cluster_queue, []).append(c)
-            target_queue = max(by_queue, key=lambda n: (n == queue.name, self.ledger.dominant_share(cq(n)), n))
-            group = by_queue[target_queue]
-            pending = [c for c in pending if c.workload.cluster_queue != target_queue]
-            preemptor_share = self.ledger.dominant_share(node)
-            for candidate in group:
-                workload = candidate.workload
-                if target_queue != queue.name:
-                    after = self._share_without(target_queue, workload)
-                    if not preemptor_share <= after:
-                        retry.append(candidate)
-                        continue
-                self._take(candidate, targets, WITHIN_QUEUE if target_queue == queue.name else FAIR)
-                fits = self._fits_fair(queue.name, requests)
-                if fits or target_queue != queue.name:
-                    pending += [c for c in group if c is not candidate and c not in retry and c not in targets]
-                    break
-        if not fits:  # rule S2-b: below the target's share before any removal
-            for name in dict.fromkeys(c.workload.cluster_queue for c in retry):
-                if self.ledger.dominant_share(node) < self.ledger.dominant_share(cq(name)):
-                    candidate = next(c for c in retry if c.workload.cluster_queue == name)
-                    self._take(candidate, targets, FAIR)
-                    if self._fits_fair(queue.name, requests):
-                        fits = True
-                        break
-        self.ledger.remove(node, requests)
+        self.ledger.add(cq(queue.name), requests)  # the shares include the incoming workload
+        fits, targets, retry = self._first_strategy(queue.name, requests, frs, candidates)
+        if not fits:
+            fits = self._second_strategy(queue.name, requests, retry, targets)
+        self.ledger.remove(cq(queue.name), requests)
         if not fits:
             self._restore(t.workload for t in targets)
             return []
@@ -254,18 +233,82 @@ class Preemptor:
         self._restore(t.workload for t in targets)
         return targets
 
+    def _first_strategy(self, queue: str, requests: Mapping[FlavorResource, int], frs: set[FlavorResource],
+                        candidates: list[Candidate]) -> tuple[bool, list[Candidate], list[Candidate]]:
+        """runFirstFsStrategy: target queues in TargetClusterQueueOrdering's order; the preemptor's own
+        workloads go first come; while the preemptor stays within its nominal quota (the
+        FairSharingPreemptWithinNominal gate, on by default) others' go too; otherwise a candidate goes when
+        the preemptor's share at the lowest common ancestor, with the workload, is at most the target's share
+        there without the candidate (LessThanOrEqualToFinalShare)."""
+        targets: list[Candidate] = []
+        retry: list[Candidate] = []
+        within_nominal = not any(self.ledger.borrowing_with(cq(queue), fr, 0) for fr in frs)
+        ordering = _TargetOrdering(self, queue, candidates)
+        for target in ordering:
+            if target == queue or within_nominal:
+                self._take(ordering.pop(target), targets, WITHIN_QUEUE if target == queue else RECLAIM)
+                if self._fits_fair(queue, requests):
+                    return True, targets, []
+                continue
+            preemptor_share, target_share = self._shares(queue, target)
+            if preemptor_share[0] and not target_share[0]:  # an infinite share never passes: skip the tries
+                while ordering.has(target):
+                    retry.append(ordering.pop(target))
+                continue
+            while ordering.has(target):
+                candidate = ordering.pop(target)
+                if preemptor_share <= self._share_without(queue, target, candidate.workload):
+                    self._take(candidate, targets, FAIR)
+                    if self._fits_fair(queue, requests):
+                        return True, targets, []
+                    break  # the shares changed: the next target queue may be another
+                retry.append(candidate)
+        return False, targets, retry
+
+    def _second_strategy(self, queue: str, requests: Mapping[FlavorResource, int], retry: list[Candidate],
+                         targets: list[Candidate]) -> bool:
+        """runSecondFsStrategy (rule S2-b): once per target queue, its first candidate goes when the preemptor's
+        share at the lowest common ancestor is below the target's share there before any removal."""
+        ordering = _TargetOrdering(self, queue, retry)
+        for target in ordering:
+            preemptor_share, target_share = self._shares(queue, target)
+            candidate = ordering.pop(target)
+            if preemptor_share < target_share:
+                self._take(candidate, targets, FAIR)
+                if self._fits_fair(queue, requests):
+                    return True
+            ordering.drop(target)
+        return False
+
     def _take(self, candidate: Candidate, targets: list[Candidate], reason: str) -> None:
         self._remove(candidate.workload)
         candidate.variant = reason
         targets.append(candidate)
 
     def _fits_fair(self, queue: str, requests: Mapping[FlavorResource, int]) -> bool:
-        """workloadFitsForFairSharing: with the preemptor's usage already added, nothing may be in debt."""
-        return all(self.ledger.available(cq(queue), fr) >= 0 for fr in requests)
+        """workloadFitsForFairSharing: without the incoming workload's usage (added for the shares), it fits."""
+        self.ledger.remove(cq(queue), requests)
+        fits = self._fits(queue, requests, True)
+        self.ledger.add(cq(queue), requests)
+        return fits
 
-    def _share_without(self, queue: str, workload: SimWorkload) -> float:
+    def _almost_lca(self, queue: str, other: str) -> Node:
+        """getAlmostLCA: the child of `queue`'s and `other`'s lowest common ancestor on `queue`'s side."""
+        shared = set(self.ledger.tree.path(other))
+        node = cq(queue)
+        while (parent := self.ledger.parent(node)) is not None and parent[1] not in shared:
+            node = parent
+        return node
+
+    def _shares(self, queue: str, target: str) -> tuple[tuple[int, float], tuple[int, float]]:
+        """ComputeShares: the preemptor's and the target's shares at their almost-LCAs."""
+        return (self.ledger.drs(self._almost_lca(queue, target))[1],
+                self.ledger.drs(self._almost_lca(target, queue))[1])
+
+    def _share_without(self, queue: str, target: str, workload: SimWorkload) -> tuple[int, float]:
+        """ComputeTargetShareAfterRemoval."""
         self._remove(workload)
-        share = self.ledger.dominant_share(cq(queue))
+        share = self.ledger.drs(self._almost_lca(target, queue))[1]
         self._restore([workload])
         return share
 
@@ -274,6 +317,76 @@ class Preemptor:
         for kind, child in self.children.get(cohort, []):
             found += [child] if kind == "ClusterQueue" else self._queues_under(child)
         return found
+
+
+NEGATIVE = (0, -1.0)  # NegativeDRS: below every share
+
+
+class _TargetOrdering:
+    """TargetClusterQueueOrdering (pkg/scheduler/preemption/fairsharing/ordering.go): from the root cohort
+    down, the child with the highest share (a cohort on a tie with a queue), among queues that borrow (or are
+    the preemptor's) and have candidates left, and cohorts that borrow (or hold the preemptor); pruned nodes
+    are not visited again. Yields target ClusterQueue names; the caller pops or drops between them."""
+
+    def __init__(self, preemptor: Preemptor, queue: str, candidates: list[Candidate]):
+        self.p, self.queue = preemptor, queue
+        self.ancestors = set(preemptor.ledger.tree.path(queue))
+        self.by_queue: dict[str, list[Candidate]] = {}
+        for c in candidates:
+            self.by_queue.setdefault(c.workload.cluster_queue, []).append(c)
+        self.pruned_queues: set[str] = set()
+        self.pruned_cohorts: set[str] = set()
+
+    def has(self, name: str) -> bool:
+        return bool(self.by_queue.get(name))
+
+    def pop(self, name: str) -> Candidate:
+        return self.by_queue[name].pop(0)
+
+    def drop(self, name: str) -> None:
+        self.pruned_queues.add(name)
+
+    def __iter__(self):
+        path = self.p.ledger.tree.path(self.queue)
+        if not path:
+            while self.queue not in self.pruned_queues and self.has(self.queue):
+                yield self.queue
+            return
+        root = path[-1]
+        while root not in self.pruned_cohorts:
+            target = self._next(root)
+            if target is not None:
+                yield target
+
+    def _next(self, cohort: str) -> str | None:
+        ledger = self.p.ledger
+        best_queue, best_queue_share = None, NEGATIVE
+        best_cohort, best_cohort_share = None, NEGATIVE
+        for kind, child in self.p.children.get(cohort, []):
+            if kind == "ClusterQueue":
+                if child in self.pruned_queues:
+                    continue
+                borrowing, share = ledger.drs(cq(child))
+                if (not borrowing and child != self.queue) or not self.has(child):
+                    self.pruned_queues.add(child)
+                elif share == best_queue_share and best_queue is not None:
+                    mine, theirs = self.by_queue[child][0], self.by_queue[best_queue][0]
+                    if self.p._rank(self.queue, mine) < self.p._rank(self.queue, theirs):
+                        best_queue = child
+                elif share > best_queue_share:
+                    best_queue, best_queue_share = child, share
+            elif child not in self.pruned_cohorts:
+                borrowing, share = ledger.drs(("Cohort", child))
+                if not borrowing and child not in self.ancestors:
+                    self.pruned_cohorts.add(child)
+                elif share >= best_cohort_share:
+                    best_cohort, best_cohort_share = child, share
+        if best_queue is None and best_cohort is None:
+            self.pruned_cohorts.add(cohort)
+            return None
+        if best_cohort is not None and best_cohort_share >= best_queue_share:
+            return self._next(best_cohort)
+        return best_queue
 
 
 def victims(targets: Sequence[Candidate]) -> list[SimWorkload]:

@@ -96,6 +96,7 @@ class Simulation:
         self.roots = {n: (tree.path(n) or [f"queue {n}"])[-1] for n in queues}
         self.cycle_seconds, self.provisioning, self.restart = cycle_seconds, provisioning_seconds, restart_seconds
         self.head_seconds, self.release_seconds = head_seconds, release_seconds
+        self._stale = True  # whether a scheduling cycle could decide anything new
         self.record = record
         self.workloads = list(workloads)
         self.segments: list[Segment] = []
@@ -122,9 +123,7 @@ class Simulation:
 
     def first_cycle(self) -> CycleResult:
         """What has arrived by now, and one scheduling cycle: Kueue's scheduler tests judge exactly that."""
-        while self._events and self._events[0][0] <= self.now:
-            _, _, kind, payload = heapq.heappop(self._events)
-            getattr(self, f"_on_{kind}")(payload)
+        self._apply_events()
         self.cycles += 1
         return self.scheduler.run(self._evict, self._admit)
 
@@ -145,16 +144,28 @@ class Simulation:
         if state is not None:
             self._since[w.uid] = (state, self.now)
 
+    def _apply_events(self) -> None:
+        """Apply every event due by now, each at its own time: a run that ends during a cycle ends then (its
+        finish, its release and the usage it held are timed by it), but the scheduler sees it only from the
+        next cycle, as Kueue's cycle works on the snapshot it took when it began."""
+        boundary = self.now
+        while self._events and self._events[0][0] <= boundary:
+            self.now, _, kind, payload = heapq.heappop(self._events)
+            getattr(self, f"_on_{kind}")(payload)
+        self.now = boundary
+
     def run(self, until: float | None = None) -> Outcome:
         while True:
-            while self._events and self._events[0][0] <= self.now:
-                _, _, kind, payload = heapq.heappop(self._events)
-                getattr(self, f"_on_{kind}")(payload)
+            self._apply_events()
             changed = False
-            if any(self.pending.values()):
+            # A cycle runs when something it reads changed: a workload arrived or came back, quota freed, or
+            # the last cycle admitted or preempted (nodes coming up, a run ending before its release change
+            # nothing it reads).
+            if self._stale and any(self.pending.values()):
                 self.cycles += 1
                 result = self.scheduler.run(self._evict, self._admit)
                 changed, heads = result.changed, len(result.entries)
+            self._stale = changed
             if changed:
                 self.now += self.cycle_seconds + self.head_seconds * heads
                 continue
@@ -170,6 +181,7 @@ class Simulation:
             return
         self.pending[w.cluster_queue].push(w)
         self._state(w, "pending")
+        self._stale = True
 
     def _on_finish(self, payload: object) -> None:
         w, generation = payload  # type: ignore[misc]
@@ -236,6 +248,7 @@ class Simulation:
 
     def _release(self, w: SimWorkload) -> None:
         """Its quota and nodes free; Kueue requeues the parked workloads of its cohort."""
+        self._stale = True
         self.ledger.remove(cq(w.cluster_queue), w.usage)
         del self.admitted[w.cluster_queue][w.uid]
         state = self.pools.get(w.pool or "")
