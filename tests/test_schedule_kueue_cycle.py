@@ -1,5 +1,6 @@
 """The schedule simulation's first cycle decides as Kueue's does: cases of Kueue v0.19.2's own
-pkg/scheduler/scheduler_test.go TestSchedule (github.com/kubernetes-sigs/kueue, tag v0.19.2), translated.
+pkg/scheduler/scheduler_test.go TestSchedule and scheduler_fs_test.go TestScheduleForFairSharing
+(github.com/kubernetes-sigs/kueue, tag v0.19.2), translated.
 
 Each case's ClusterQueues and Cohorts become manifests; its admitted workloads start admitted on the flavors
 the case gives them (`Simulation.admitted_already`); its pending workloads arrive, older first where the case
@@ -186,15 +187,60 @@ CASES += [
         wl("admitted-nopc", "nopc-cq", "cpu", 5, on="on-demand"), wl("pending-nopc", "nopc-cq", "cpu", 5)],
      {"pending-nopc": "spot"}, set()),
 ]
-AGREEMENT = len(CASES)  # every translated case agrees: no case is left out for disagreeing
 
 
-def first_cycle(objects: list[dict[str, Any]], workloads: list[tuple[SimWorkload, str | None]]
-                ) -> tuple[dict[str, str], set[str]]:
+def weighted(queue: dict[str, Any], weight: str) -> dict[str, Any]:
+    return queue | {"spec": queue["spec"] | {"fairSharing": {"weight": weight}}}
+
+
+ON_DEMAND = "on-demand"
+# TestScheduleForFairSharing (pkg/scheduler/scheduler_fs_test.go), fair sharing on.
+FAIR_CASES: list[tuple[str, list[dict[str, Any]], list[tuple[SimWorkload, str | None]], dict[str, str], set[str]]] = [
+    ("with fair sharing: schedule workload with lowest share first", [
+        ENG_ALPHA, ENG_BETA, cq("eng-shared", "eng", flavor_quotas(ON_DEMAND, "cpu", "10", "0"))], [
+        wl("all_nominal", "eng-alpha", "cpu", 50, on=ON_DEMAND), wl("borrowing", "eng-beta", "cpu", 55, on=ON_DEMAND),
+        wl("older_new", "eng-beta", "cpu", 1, created=-60.0), wl("new", "eng-alpha", "cpu", 5)],
+     {"new": ON_DEMAND}, set()),
+    ("hierarchical fair sharing schedule workload which wins tournament", [
+        cohort("A", None, flavor_quotas(ON_DEMAND, "cpu", "200")), cohort("B", "A"), cohort("C", "A"),
+        *[cq(q, parent, flavor_quotas(ON_DEMAND, "cpu", "0")) for q, parent in zip("defg", "BBCC")]], [
+        wl("d0", "d", "cpu", 10, on=ON_DEMAND), wl("e0", "e", "cpu", 20, on=ON_DEMAND),
+        wl("g0", "g", "cpu", 100, on=ON_DEMAND), wl("d1", "d", "cpu", 70), wl("e1", "e", "cpu", 61),
+        wl("f1", "f", "cpu", 1), wl("g1", "g", "cpu", 1)], {"d1": ON_DEMAND}, set()),
+    ("fair sharing schedule workload with lowest drf after admission", [
+        cohort("A", None, flavor_quotas(ON_DEMAND, "cpu", "100")),
+        cq("b", "A", flavor_quotas(ON_DEMAND, "cpu", "0")), cq("c", "A", flavor_quotas(ON_DEMAND, "cpu", "0"))], [
+        wl("b0", "b", "cpu", 10, on=ON_DEMAND), wl("b1", "b", "cpu", 50), wl("c1", "c", "cpu", 75)],
+     {"b1": ON_DEMAND}, set()),
+    *[(f"fair sharing two queues with {which} weight schedules workload which borrows less", [
+        cohort("A", None, flavor_quotas(ON_DEMAND, "cpu", "8")),
+        *[weighted(cq(q, "A", flavor_quotas(ON_DEMAND, "cpu", "0"), reclaim="Any"), weight) for q in "bc"]], [
+        wl("b0", "b", "cpu", 4, on=ON_DEMAND), wl("b1", "b", "cpu", 4, 9001), wl("c1", "c", "cpu", 4, 0)],
+      {"c1": ON_DEMAND}, set()) for which, weight in (("0", "0"), ("high", "123456789"))],
+    ("fair sharing schedule singleton cqs and cq without cohort", [
+        cohort("A", None, flavor_quotas(ON_DEMAND, "cpu", "10")), cohort("B", None),
+        cq("a", "A", flavor_quotas(ON_DEMAND, "cpu", "0")), cq("b", "B", flavor_quotas(ON_DEMAND, "cpu", "10")),
+        cq("c", None, flavor_quotas(ON_DEMAND, "cpu", "10"))], [
+        wl("a1", "a", "cpu", 10), wl("b1", "b", "cpu", 10), wl("c1", "c", "cpu", 10)],
+     {"a1": ON_DEMAND, "b1": ON_DEMAND, "c1": ON_DEMAND}, set()),
+    ("fair sharing schedule highest priority first", [
+        cohort("A", None, flavor_quotas(ON_DEMAND, "cpu", "10")),
+        cq("b", "A", flavor_quotas(ON_DEMAND, "cpu", "0")), cq("c", "A", flavor_quotas(ON_DEMAND, "cpu", "0"))], [
+        wl("b1", "b", "cpu", 10, 99), wl("c1", "c", "cpu", 10, 101)], {"c1": ON_DEMAND}, set()),
+    ("fair sharing schedule earliest timestamp first", [
+        cohort("A", None, flavor_quotas(ON_DEMAND, "cpu", "10")),
+        cq("b", "A", flavor_quotas(ON_DEMAND, "cpu", "0")), cq("c", "A", flavor_quotas(ON_DEMAND, "cpu", "0"))], [
+        wl("b1", "b", "cpu", 10, 101, created=1.0), wl("c1", "c", "cpu", 10, 101)], {"c1": ON_DEMAND}, set()),
+]
+AGREEMENT = len(CASES) + len(FAIR_CASES)  # every translated case agrees: none is left out for disagreeing
+
+
+def first_cycle(objects: list[dict[str, Any]], workloads: list[tuple[SimWorkload, str | None]],
+                fair_sharing: bool | None = None) -> tuple[dict[str, str], set[str]]:
     flavors = [{"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f}, "spec": {}} for f in FLAVORS]
     cluster = ClusterObjects.from_manifests("kueue", [*flavors, *objects])
     pending = [w for w, on in workloads if on is None]
-    simulation = Simulation(cluster, pending)
+    simulation = Simulation(cluster, pending, fair_sharing=fair_sharing)
     for w, on in workloads:
         if on is not None:
             simulation.admitted_already(w, [{r: on for r in w.pod_sets[0].requests}])
@@ -208,3 +254,8 @@ def first_cycle(objects: list[dict[str, Any]], workloads: list[tuple[SimWorkload
 @pytest.mark.parametrize("case, objects, workloads, admitted, preempted", CASES, ids=[c[0] for c in CASES])
 def test_the_first_cycle_admits_and_preempts_as_kueues_test_says(case, objects, workloads, admitted, preempted):
     assert first_cycle(objects, workloads) == (admitted, preempted)
+
+
+@pytest.mark.parametrize("case, objects, workloads, admitted, preempted", FAIR_CASES, ids=[c[0] for c in FAIR_CASES])
+def test_under_fair_sharing_the_first_cycle_admits_as_kueues_test_says(case, objects, workloads, admitted, preempted):
+    assert first_cycle(objects, workloads, fair_sharing=True) == (admitted, preempted)
