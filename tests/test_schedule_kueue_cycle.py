@@ -217,6 +217,51 @@ FAIR_CASES: list[tuple[str, list[dict[str, Any]], list[tuple[SimWorkload, str | 
         *[weighted(cq(q, "A", flavor_quotas(ON_DEMAND, "cpu", "0"), reclaim="Any"), weight) for q in "bc"]], [
         wl("b0", "b", "cpu", 4, on=ON_DEMAND), wl("b1", "b", "cpu", 4, 9001), wl("c1", "c", "cpu", 4, 0)],
       {"c1": ON_DEMAND}, set()) for which, weight in (("0", "0"), ("high", "123456789"))],
+    ("with fair sharing: nominal-first ordering admits workload fitting within nominal despite higher CQ DRS", [
+        cq("fs-nom-a", "fs-nom", flavor_quotas(ON_DEMAND, "cpu", "50", "0"), flavor_quotas("spot", "cpu", "50", "50")),
+        cq("fs-nom-b", "fs-nom", flavor_quotas(ON_DEMAND, "cpu", "10", "50"), flavor_quotas("spot", "cpu", "50", "0"))], [
+        wl("spot-heavy", "fs-nom-a", "cpu", 80, on="spot"), wl("light-usage", "fs-nom-b", "cpu", 5, on=ON_DEMAND),
+        wl("borrow-wl", "fs-nom-b", "cpu", 15, created=-60.0), wl("nom-wl", "fs-nom-a", "cpu", 45)],
+     {"nom-wl": ON_DEMAND}, set()),
+    *[(f"with fair sharing: hierarchical nominal-first {how}", [
+        cohort("root", None), *subtree, cohort("Cohort-B", "root"),
+        cq("cq-b", "Cohort-B", flavor_quotas(ON_DEMAND, "cpu", "5")),
+        cq("cq-c", "Cohort-B", flavor_quotas(ON_DEMAND, "cpu", "0"))], [
+        wl("c0", "cq-c", "cpu", 10, on=ON_DEMAND), wl("wl-a", "cq-a", "cpu", 5), wl("wl-b", "cq-b", "cpu", 5)],
+      {"wl-a": ON_DEMAND}, set()) for how, subtree in (
+        ("prefers non-borrowing subtree", [cohort("Cohort-A", "root", flavor_quotas(ON_DEMAND, "cpu", "10")),
+                                           cq("cq-a", "Cohort-A", flavor_quotas(ON_DEMAND, "cpu", "0"))]),
+        ("with deeper nesting", [cohort("Cohort-A", "root"),
+                                 cohort("SUB-A", "Cohort-A", flavor_quotas(ON_DEMAND, "cpu", "10")),
+                                 cq("cq-a", "SUB-A", flavor_quotas(ON_DEMAND, "cpu", "0"))]))],
+    ("with fair sharing: hierarchical nominal-first with mixed CQ and cohort quotas", [
+        cohort("root", None), cohort("Cohort-A", "root", flavor_quotas(ON_DEMAND, "cpu", "10")),
+        cohort("Cohort-B", "root", flavor_quotas(ON_DEMAND, "cpu", "10")),
+        *[cq(q, c, flavor_quotas(ON_DEMAND, "cpu", n)) for q, c, n in (
+            ("cq-a1", "Cohort-A", "5"), ("cq-a2", "Cohort-A", "3"), ("cq-b", "Cohort-B", "5"), ("cq-c", "Cohort-B", "3"))]], [
+        wl("a2-admitted", "cq-a2", "cpu", 6, on=ON_DEMAND), wl("c-admitted", "cq-c", "cpu", 20, on=ON_DEMAND),
+        wl("wl-a1", "cq-a1", "cpu", 7), wl("wl-b", "cq-b", "cpu", 4)], {"wl-a1": ON_DEMAND}, set()),
+    ("with fair sharing: hierarchical nominal-first per-flavor ignores cross-flavor borrowing", [
+        cohort("root", None), cohort("Cohort-A", "root", flavor_quotas(ON_DEMAND, "cpu", "10")),
+        cohort("Cohort-B", "root", flavor_quotas("spot", "cpu", "10")),
+        cq("cq-a", "Cohort-A", flavor_quotas(ON_DEMAND, "cpu", "0"), flavor_quotas("spot", "cpu", "0")),
+        cq("cq-b", "Cohort-B", flavor_quotas(ON_DEMAND, "cpu", "5"), flavor_quotas("spot", "cpu", "0"))], [
+        wl("spot-admitted", "cq-a", "cpu", 5, on="spot"), wl("od-admitted", "cq-b", "cpu", 8, on=ON_DEMAND),
+        wl("wl-a", "cq-a", "cpu", 4), wl("wl-b", "cq-b", "cpu", 4)], {"wl-a": ON_DEMAND}, set()),
+    ("with fair sharing: preempt workload from CQ with the highest share", [
+        ENG_ALPHA, ENG_BETA, cq("eng-gamma", "eng", flavor_quotas(ON_DEMAND, "cpu", "50", "0"))], [
+        wl("all_spot", "eng-alpha", "cpu", 100, on="spot"),
+        *[wl(f"alpha{i}", "eng-alpha", "cpu", 20, on=ON_DEMAND) for i in range(1, 5)],
+        wl("gamma1", "eng-gamma", "cpu", 10, on=ON_DEMAND),
+        *[wl(f"gamma{i}", "eng-gamma", "cpu", 20, on=ON_DEMAND) for i in range(2, 5)],
+        wl("preemptor", "eng-beta", "cpu", 30)], {}, {"alpha1", "gamma1"}),
+    ("multiple preemptions within cq when fair sharing", [
+        *[cq(f"other-{q}", "other", flavor_quotas("default", "cpu", "2"), within="LowerPriority")
+          for q in ("alpha", "beta", "gamma")], cq("resource-bank", "other", flavor_quotas("default", "cpu", "3"))], [
+        *[wl(name, f"other-{q}", "cpu", 3, 0, on="default") for name, q in (("a1", "alpha"), ("b1", "beta"),
+                                                                            ("c1", "gamma"))],
+        *[wl(f"preemptor-{q}", f"other-{q}", "cpu", 3, 100) for q in ("alpha", "beta", "gamma")]],
+     {}, {"a1", "b1", "c1"}),
     ("fair sharing schedule singleton cqs and cq without cohort", [
         cohort("A", None, flavor_quotas(ON_DEMAND, "cpu", "10")), cohort("B", None),
         cq("a", "A", flavor_quotas(ON_DEMAND, "cpu", "0")), cq("b", "B", flavor_quotas(ON_DEMAND, "cpu", "10")),
