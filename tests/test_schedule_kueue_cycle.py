@@ -67,11 +67,63 @@ ENG_ALPHA = cq("eng-alpha", "eng", flavor_quotas("on-demand", "cpu", "50", "50")
                flavor_quotas("spot", "cpu", "100", "0"), strategy="StrictFIFO")
 ENG_BETA = cq("eng-beta", "eng", flavor_quotas("on-demand", "cpu", "50", "10"), flavor_quotas("spot", "cpu", "0", "100"),
               within="LowerPriority", reclaim="Any", strategy="StrictFIFO")
+SALES = cq("sales", None, flavor_quotas("default", "cpu", "50", "0"), strategy="StrictFIFO")
+LEND_A = cq("lend-a", "lend", flavor_quotas("default", "cpu", "3", lending="2"))
+LEND_B = cq("lend-b", "lend", flavor_quotas("default", "cpu", "2", lending="2"))
 OTHER_ALPHA_2 = cq("other-alpha", "other", flavor_quotas("on-demand", "cpu", "2"), within="LowerPriority",
                    reclaim="Any")
 
 CASES: list[tuple[str, list[dict[str, Any]], list[tuple[SimWorkload, str | None]], dict[str, str], set[str]]] = [
     # (case, objects, workloads, admitted this cycle: key -> flavor, preempted)
+    ("single clusterQueue full", [SALES], [
+        wl("new", "sales", "cpu", 11), wl("assigned", "sales", "cpu", 40, on="default")], {}, set()),
+    ("admit in different cohorts", [SALES, ENG_ALPHA, ENG_BETA], [
+        wl("sales/new", "sales", "cpu", 1), wl("eng-alpha/new", "eng-alpha", "cpu", 51)],
+     {"sales/new": "default", "eng-alpha/new": "on-demand"}, set()),
+    ("admit in same cohort with no borrowing", [ENG_ALPHA, ENG_BETA], [
+        wl("eng-alpha/new", "eng-alpha", "cpu", 40), wl("eng-beta/new", "eng-beta", "cpu", 40)],
+     {"eng-alpha/new": "on-demand", "eng-beta/new": "on-demand"}, set()),
+    ("cannot borrow if cohort was assigned and would result in overadmission", [ENG_ALPHA, ENG_BETA], [
+        wl("eng-alpha/new", "eng-alpha", "cpu", 45), wl("eng-beta/new", "eng-beta", "cpu", 56)],
+     {"eng-alpha/new": "on-demand"}, set()),
+    ("can borrow if cohort was assigned and will not result in overadmission", [ENG_ALPHA, ENG_BETA], [
+        wl("eng-alpha/new", "eng-alpha", "cpu", 45), wl("eng-beta/new", "eng-beta", "cpu", 55)],
+     {"eng-alpha/new": "on-demand", "eng-beta/new": "on-demand"}, set()),
+    ("can borrow if needs reclaim from cohort in different flavor", [ENG_ALPHA, ENG_BETA], [
+        wl("can-reclaim", "eng-alpha", "cpu", 100), wl("needs-to-borrow", "eng-beta", "cpu", 1),
+        wl("user-on-demand", "eng-beta", "cpu", 50, on="on-demand"), wl("user-spot", "eng-beta", "cpu", 1, on="spot")],
+     {"needs-to-borrow": "on-demand"}, set()),
+    ("workload exceeds lending limit when borrow in cohort", [LEND_A, LEND_B], [
+        wl("a", "lend-b", "cpu", 2, on="default"), wl("b", "lend-b", "cpu", 3)], {}, set()),
+    *[(f"hierarchical cohort {how} lending limit", [
+        cohort("root", None), cohort("child", "root"),
+        cq("cq-lender", "child", flavor_quotas("on-demand", "cpu", "10", lending=lending)),
+        cq("cq-borrower", "child", flavor_quotas("on-demand", "cpu", "5", "10"))], [
+        wl("wl-existing", "cq-borrower", "cpu", 5, on="on-demand"), wl("wl-pending", "cq-borrower", "cpu", 4 if
+                                                                        lending == "3" else 5)], admitted, set())
+      for how, lending, admitted in (("respects", "3", {}), ("allows borrowing up to", "5", {"wl-pending": "on-demand"}))],
+    ("cannot borrow resource not listed in clusterQueue", [ENG_ALPHA, ENG_BETA], [
+        wl("new", "eng-alpha", "example.com/gpu", 1)], {}, set()),
+    ("not enough resources to borrow, fallback to next flavor; WhenCanPreempt: TryNextFlavor", [ENG_ALPHA, ENG_BETA], [
+        wl("new", "eng-alpha", "cpu", 60), wl("existing", "eng-beta", "cpu", 45, on="on-demand")], {"new": "spot"}, set()),
+    *[(f"{how} from the same flavor in the same cycle{when}", [
+        cq(f"cq{i}", "co", {"name": "default", "resources": [
+            {"name": r, "nominalQuota": "10", "borrowingLimit": "10"} for r in ("r1", "r2")]},
+           within="LowerPriority", reclaim="Any") for i in (1, 2, 3)], [
+        wl("wl1", "cq1", "r1", 16, -1), wl("wl2", "cq2", second, amount, -2)], admitted, set())
+      for how, when, second, amount, admitted in (
+          ("two workloads can borrow different resources", "", "r2", 16, {"wl1": "default", "wl2": "default"}),
+          ("two workloads can borrow the same resources", " if fits in the cohort quota", "r1", 14,
+           {"wl1": "default", "wl2": "default"}),
+          ("only one workload can borrow one resources", " if cohort quota cannot fit", "r1", 16, {"wl1": "default"}))],
+    ("preemption while borrowing, workload waiting for preemption should not block a borrowing workload in another CQ", [
+        cq("cq_shared", "preemption-while-borrowing", flavor_quotas("default", "cpu", "4", "0")),
+        cq("cq_a", "preemption-while-borrowing", flavor_quotas("default", "cpu", "0", "3"), reclaim="LowerPriority",
+           borrow="LowerPriority"),
+        cq("cq_b", "preemption-while-borrowing", flavor_quotas("default", "cpu", "0"), reclaim="LowerPriority",
+           borrow="LowerPriority")], [
+        wl("a", "cq_a", "cpu", 3, created=1.0), wl("b", "cq_b", "cpu", 1, created=2.0),
+        wl("admitted_a", "cq_a", "cpu", 2, on="default")], {"b": "default"}, set()),
     ("preempt workloads in ClusterQueue and cohort", [ENG_ALPHA, ENG_BETA], [
         wl("preemptor", "eng-beta", "cpu", 20),
         wl("use-all-spot", "eng-alpha", "cpu", 100, on="spot"),
