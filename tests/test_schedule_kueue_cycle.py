@@ -20,7 +20,7 @@ from kubetrain.schedule.simulation import Simulation
 from kubetrain.schedule.workload_state import SimWorkload
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
-FLAVORS = ("default", "on-demand", "spot")
+FLAVORS = ("default", "on-demand", "spot", "model-a")
 
 
 def flavor_quotas(flavor: str, resource: str, nominal: str, borrowing: str | None = None,
@@ -62,18 +62,43 @@ def wl(key: str, queue: str, resource: str, amount: int, priority: int = 0, on: 
     return SimWorkload(key, queue, priority, created, (pod_set,), 3600.0), on
 
 
+def wl_sets(key: str, queue: str, *pod_sets: dict[str, float], priority: int = 0, on: tuple[str, ...] | None = None,
+            created: float = 0.0) -> tuple[SimWorkload, tuple[str, ...] | None]:
+    """A workload of several pod sets (resource -> the set's total request, CPU in cores); `on`: each set's
+    flavor where it is admitted."""
+    sets = tuple(PodSet(f"set{i}", 1, {r: int(v * 1000) if r == "cpu" else int(v) for r, v in requests.items()},
+                        {}, None, (), None) for i, requests in enumerate(pod_sets))
+    return SimWorkload(key, queue, priority, created, sets, 3600.0), on
+
+
 # TestSchedule's own ClusterQueues (the top of the test); a case adds its own.
 ENG_ALPHA = cq("eng-alpha", "eng", flavor_quotas("on-demand", "cpu", "50", "50"),
                flavor_quotas("spot", "cpu", "100", "0"), strategy="StrictFIFO")
 ENG_BETA = cq("eng-beta", "eng", flavor_quotas("on-demand", "cpu", "50", "10"), flavor_quotas("spot", "cpu", "0", "100"),
               within="LowerPriority", reclaim="Any", strategy="StrictFIFO")
+ENG_BETA_WITH_GPU = ENG_BETA | {"spec": ENG_BETA["spec"] | {"resourceGroups": [
+    *ENG_BETA["spec"]["resourceGroups"],
+    {"coveredResources": ["example.com/gpu"], "flavors": [flavor_quotas("model-a", "example.com/gpu", "20", "0")]}]}}
 SALES = cq("sales", None, flavor_quotas("default", "cpu", "50", "0"), strategy="StrictFIFO")
 LEND_A = cq("lend-a", "lend", flavor_quotas("default", "cpu", "3", lending="2"))
 LEND_B = cq("lend-b", "lend", flavor_quotas("default", "cpu", "2", lending="2"))
 OTHER_ALPHA_2 = cq("other-alpha", "other", flavor_quotas("on-demand", "cpu", "2"), within="LowerPriority",
                    reclaim="Any")
 
-CASES: list[tuple[str, list[dict[str, Any]], list[tuple[SimWorkload, str | None]], dict[str, str], set[str]]] = [
+LOCAL_CAPACITY = [  # scheduler_fs_test.go's "prefer flavor with most local capacity", with and without fair sharing
+    cohort("root-cohort", None, flavor_quotas("on-demand", "gpu", "2"), flavor_quotas("spot", "gpu", "0")),
+    cohort("child-cohort", "root-cohort", flavor_quotas("on-demand", "gpu", "5"), flavor_quotas("spot", "gpu", "7")),
+    cq("queue1", "child-cohort", flavor_quotas("on-demand", "gpu", "3"), flavor_quotas("spot", "gpu", "3"),
+       within="LowerPriority", reclaim="Any", when_can_borrow="TryNextFlavor")]
+
+
+def local_capacity_workloads() -> list[tuple[SimWorkload, str | None]]:
+    return [wl("a1", "queue1", "gpu", 8, on="on-demand"), wl("a2", "queue1", "gpu", 3, on="spot"),
+            wl("a3", "queue1", "gpu", 1)]
+
+
+Case = tuple[str, list[dict[str, Any]], list[tuple[SimWorkload, Any]], dict[str, Any], set[str]]
+CASES: list[Case] = [
     # (case, objects, workloads, admitted this cycle: key -> flavor, preempted)
     ("single clusterQueue full", [SALES], [
         wl("new", "sales", "cpu", 11), wl("assigned", "sales", "cpu", 40, on="default")], {}, set()),
@@ -124,6 +149,38 @@ CASES: list[tuple[str, list[dict[str, Any]], list[tuple[SimWorkload, str | None]
            borrow="LowerPriority")], [
         wl("a", "cq_a", "cpu", 3, created=1.0), wl("b", "cq_b", "cpu", 1, created=2.0),
         wl("admitted_a", "cq_a", "cpu", 2, on="default")], {"b": "default"}, set()),
+    ("A workload is only eligible to do preemptions if it fits fully within nominal quota", [
+        cq("other-alpha", "other", flavor_quotas("on-demand", "cpu", "2"), within="LowerPriority", reclaim="Any"),
+        cq("other-beta", "other", flavor_quotas("on-demand", "cpu", "2"))], [
+        wl("a1", "other-alpha", "cpu", 1, -1, on="on-demand"), wl("b1", "other-beta", "cpu", 1, -1, on="on-demand"),
+        wl("incoming", "other-alpha", "cpu", 3, 1)], {}, set()),
+    ("not enough resources", [SALES], [wl("new", "sales", "cpu", 100)], {}, set()),
+    *[(f"prefer first preemption flavor when second flavor {what}", [
+        cq("other-alpha", "other", flavor_quotas("on-demand", "gpu", "10"), flavor_quotas("spot", "gpu", "10"),
+           within="LowerPriority", reclaim="LowerPriority"),
+        cq("other-beta", "other", flavor_quotas("on-demand", "gpu", "0"), flavor_quotas("spot", "gpu", "0"))], [
+        wl("a1", "other-alpha", "gpu", first, 50, on="on-demand"), wl("a2", "other-alpha", "gpu", 5, 50, on="spot"),
+        wl("b1", "other-beta", "gpu", 5, beta_priority, on="spot"), wl("preemptor", "other-alpha", "gpu", wanted, 100)],
+      {}, {"a1"}) for what, first, beta_priority, wanted in (
+          ("requires both reclaim and cq priority preemption", 5, 50, 6), ("also requires cq preemption", 6, 9001, 5))],
+    ("prefer flavor with most local capacity (FS=false)", LOCAL_CAPACITY, local_capacity_workloads(), {"a3": "spot"},
+     set()),
+    ("assign multiple resources and flavors", [ENG_ALPHA, ENG_BETA_WITH_GPU], [
+        wl_sets("new", "eng-beta", {"cpu": 60, "example.com/gpu": 10}, {"cpu": 40})],
+     {"new": ((("cpu", "on-demand"), ("example.com/gpu", "model-a")), (("cpu", "spot"),))}, set()),
+    ("no overadmission while borrowing", [ENG_ALPHA, ENG_BETA, cq(
+        "eng-gamma", "eng", flavor_quotas("on-demand", "cpu", "50", "10"), flavor_quotas("spot", "cpu", "0", "100"),
+        within="LowerPriority", reclaim="Any")], [
+        wl("new", "eng-beta", "cpu", 50, created=-2.0), wl("new-alpha", "eng-alpha", "cpu", 1, created=-1.0),
+        wl("new-gamma", "eng-gamma", "cpu", 50),
+        wl_sets("existing", "eng-gamma", {"cpu": 51}, {"cpu": 100}, on=("on-demand", "spot"))],
+     {"new": "on-demand", "new-alpha": "on-demand"}, set()),
+    ("admit workload with zero-quantity request for resource not in ClusterQueue", [SALES], [
+        wl_sets("zero-resource-wl", "sales", {"cpu": 1, "example.com/gpu": 0})], {"zero-resource-wl": "default"}, set()),
+    ("preempt when workload requests zero of a resource not defined in ClusterQueue", [
+        cq("preempt-zero-gpu-cq", None, flavor_quotas("default", "cpu", "4"), within="LowerPriority")], [
+        wl("low-priority", "preempt-zero-gpu-cq", "cpu", 4, -1, on="default"),
+        wl_sets("preemptor", "preempt-zero-gpu-cq", {"cpu": 2, "example.com/gpu": 0})], {}, {"low-priority"}),
     ("preempt workloads in ClusterQueue and cohort", [ENG_ALPHA, ENG_BETA], [
         wl("preemptor", "eng-beta", "cpu", 20),
         wl("use-all-spot", "eng-alpha", "cpu", 100, on="spot"),
@@ -247,7 +304,7 @@ def weighted(queue: dict[str, Any], weight: str) -> dict[str, Any]:
 
 ON_DEMAND = "on-demand"
 # TestScheduleForFairSharing (pkg/scheduler/scheduler_fs_test.go), fair sharing on.
-FAIR_CASES: list[tuple[str, list[dict[str, Any]], list[tuple[SimWorkload, str | None]], dict[str, str], set[str]]] = [
+FAIR_CASES: list[Case] = [
     ("with fair sharing: schedule workload with lowest share first", [
         ENG_ALPHA, ENG_BETA, cq("eng-shared", "eng", flavor_quotas(ON_DEMAND, "cpu", "10", "0"))], [
         wl("all_nominal", "eng-alpha", "cpu", 50, on=ON_DEMAND), wl("borrowing", "eng-beta", "cpu", 55, on=ON_DEMAND),
@@ -314,6 +371,23 @@ FAIR_CASES: list[tuple[str, list[dict[str, Any]], list[tuple[SimWorkload, str | 
                                                                             ("c1", "gamma"))],
         *[wl(f"preemptor-{q}", f"other-{q}", "cpu", 3, 100) for q in ("alpha", "beta", "gamma")]],
      {}, {"a1", "b1", "c1"}),
+    ("with fair sharing: prefer reclamation over cq priority based preemption; with preemption while borrowing", [
+        cq("other-alpha", "other", flavor_quotas("on-demand", "gpu", "7"), flavor_quotas("spot", "gpu", "7"),
+           within="LowerPriority", reclaim="LowerPriority"),
+        cq("other-beta", "other", flavor_quotas("on-demand", "gpu", "3"), flavor_quotas("spot", "gpu", "3"))], [
+        wl("a1", "other-alpha", "gpu", 5, 50, on="on-demand"), wl("b1", "other-beta", "gpu", 5, 50, on="spot"),
+        wl("preemptor", "other-alpha", "gpu", 8, 100)], {}, {"b1"}),
+    ("prefer flavor with most local capacity", LOCAL_CAPACITY, local_capacity_workloads(), {"a3": "spot"}, set()),
+    ("fair sharing: in-CQ preemption for CQ without cohort; repro for nil pointer panic", [
+        cq("no-cohort-cq", None, flavor_quotas("default", "cpu", "4"), within="LowerPriority")], [
+        wl("nc-low", "no-cohort-cq", "cpu", 4, -1, on="default"), wl("nc-high", "no-cohort-cq", "cpu", 4, 100)],
+     {}, {"nc-low"}),
+    ("PreemptionOverBorrowing with fair sharing: preempt in first flavor instead of borrowing in second", [
+        cq("fs-pob-cq", "fs-pob-cohort", flavor_quotas("on-demand", "cpu", "5", "0"), flavor_quotas("spot", "cpu", "0", "5"),
+           within="LowerPriority", when_can_borrow="TryNextFlavor", preference="PreemptionOverBorrowing"),
+        cq("fs-pob-lender", "fs-pob-cohort", flavor_quotas("on-demand", "cpu", "0"), flavor_quotas("spot", "cpu", "5"))], [
+        wl("fs-low-pob", "fs-pob-cq", "cpu", 5, -1, on="on-demand"), wl("fs-high-pob", "fs-pob-cq", "cpu", 5, 0)],
+     {}, {"fs-low-pob"}),
     ("fair sharing schedule singleton cqs and cq without cohort", [
         cohort("A", None, flavor_quotas(ON_DEMAND, "cpu", "10")), cohort("B", None),
         cq("a", "A", flavor_quotas(ON_DEMAND, "cpu", "0")), cq("b", "B", flavor_quotas(ON_DEMAND, "cpu", "10")),
@@ -332,20 +406,27 @@ FAIR_CASES: list[tuple[str, list[dict[str, Any]], list[tuple[SimWorkload, str | 
 AGREEMENT = len(CASES) + len(FAIR_CASES)  # every translated case agrees: none is left out for disagreeing
 
 
-def first_cycle(objects: list[dict[str, Any]], workloads: list[tuple[SimWorkload, str | None]],
-                fair_sharing: bool | None = None) -> tuple[dict[str, str], set[str]]:
+def first_cycle(objects: list[dict[str, Any]], workloads: list[tuple[SimWorkload, Any]],
+                fair_sharing: bool | None = None) -> tuple[dict[str, Any], set[str]]:
     flavors = [{"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f}, "spec": {}} for f in FLAVORS]
     cluster = ClusterObjects.from_manifests("kueue", [*flavors, *objects])
     pending = [w for w, on in workloads if on is None]
     simulation = Simulation(cluster, pending, fair_sharing=fair_sharing)
     for w, on in workloads:
         if on is not None:
-            simulation.admitted_already(w, [{r: on for r in w.pod_sets[0].requests}])
+            flavors = (on,) * len(w.pod_sets) if isinstance(on, str) else on
+            simulation.admitted_already(w, [{r: f for r in p.requests} for p, f in zip(w.pod_sets, flavors)])
     simulation.now = max(w.created for w in pending)  # all pending at the cycle, their creation times kept
     simulation.first_cycle()
-    admitted = {w.key: next(iter(w.flavors[0].values())) for w in pending if w.admitted_at is not None and w.flavors}
+    admitted = {w.key: assigned(w) for w in pending if w.admitted_at is not None and w.flavors}
     preempted = {w.key for w, on in workloads if on is not None and w.preempted_at}
     return admitted, preempted
+
+
+def assigned(w: SimWorkload) -> str | tuple[tuple[tuple[str, str], ...], ...]:
+    """The one flavor a workload was given, or per pod set its resources' flavors."""
+    flavors = {f for chosen in w.flavors or [] for f in chosen.values()}
+    return next(iter(flavors)) if len(flavors) == 1 else tuple(tuple(sorted(c.items())) for c in w.flavors or [])
 
 
 @pytest.mark.parametrize("case, objects, workloads, admitted, preempted", CASES, ids=[c[0] for c in CASES])
