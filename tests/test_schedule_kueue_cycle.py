@@ -21,6 +21,8 @@ from kubetrain.schedule.workload_state import SimWorkload
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 FLAVORS = ("default", "on-demand", "spot", "model-a")
+TAINTED = {f"spot-tainted{suffix}": {"nodeTaints": [{"key": "key", "value": value, "effect": "NoSchedule"}]}
+           for suffix, value in (("", "val"), ("-2", "val2"))}  # TestSchedule's tainted flavors
 
 
 def flavor_quotas(flavor: str, resource: str, nominal: str, borrowing: str | None = None,
@@ -181,6 +183,15 @@ CASES: list[Case] = [
         cq("preempt-zero-gpu-cq", None, flavor_quotas("default", "cpu", "4"), within="LowerPriority")], [
         wl("low-priority", "preempt-zero-gpu-cq", "cpu", 4, -1, on="default"),
         wl_sets("preemptor", "preempt-zero-gpu-cq", {"cpu": 2, "example.com/gpu": 0})], {}, {"low-priority"}),
+    *[(name, [cq(queue, None, flavor_quotas("spot-tainted", "cpu", "20", "20"),
+                 flavor_quotas(second, "cpu", limit, limit), strategy="StrictFIFO")], workloads, {}, set())
+      for name, queue, second, limit, workloads in (
+          ("flavors with mixed misconfiguration and insufficient quota", "custom-cq", "on-demand", "15", [
+              wl("existing-on-demand-job", "custom-cq", "cpu", 10, on="on-demand"), wl("new-job", "custom-cq", "cpu", 10)]),
+          ("flavors with mixed taint mismatch and exceeding limits", "custom-cq2", "on-demand", "5", [
+              wl("new-job2", "custom-cq2", "cpu", 10)]),
+          ("flavors are structurally incompatible", "custom-cq3", "spot-tainted-2", "5", [
+              wl("new-job3", "custom-cq3", "cpu", 1)]))],
     ("preempt workloads in ClusterQueue and cohort", [ENG_ALPHA, ENG_BETA], [
         wl("preemptor", "eng-beta", "cpu", 20),
         wl("use-all-spot", "eng-alpha", "cpu", 100, on="spot"),
@@ -408,7 +419,8 @@ AGREEMENT = len(CASES) + len(FAIR_CASES)  # every translated case agrees: none i
 
 def first_cycle(objects: list[dict[str, Any]], workloads: list[tuple[SimWorkload, Any]],
                 fair_sharing: bool | None = None) -> tuple[dict[str, Any], set[str]]:
-    flavors = [{"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f}, "spec": {}} for f in FLAVORS]
+    flavors = [{"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f}, "spec": TAINTED.get(f, {})}
+               for f in [*FLAVORS, *TAINTED]]
     cluster = ClusterObjects.from_manifests("kueue", [*flavors, *objects])
     pending = [w for w, on in workloads if on is None]
     simulation = Simulation(cluster, pending, fair_sharing=fair_sharing)
