@@ -122,13 +122,14 @@ CASES: list[Case] = [
      {"needs-to-borrow": "on-demand"}, set()),
     ("workload exceeds lending limit when borrow in cohort", [LEND_A, LEND_B], [
         wl("a", "lend-b", "cpu", 2, on="default"), wl("b", "lend-b", "cpu", 3)], {}, set()),
-    *[(f"hierarchical cohort {how} lending limit", [
+    *[(f"hierarchical cohort {how}", [
         cohort("root", None), cohort("child", "root"),
         cq("cq-lender", "child", flavor_quotas("on-demand", "cpu", "10", lending=lending)),
         cq("cq-borrower", "child", flavor_quotas("on-demand", "cpu", "5", "10"))], [
         wl("wl-existing", "cq-borrower", "cpu", 5, on="on-demand"), wl("wl-pending", "cq-borrower", "cpu", 4 if
                                                                         lending == "3" else 5)], admitted, set())
-      for how, lending, admitted in (("respects", "3", {}), ("allows borrowing up to", "5", {"wl-pending": "on-demand"}))],
+      for how, lending, admitted in (("respects lending limit when borrowing", "3", {}),
+                                     ("allows borrowing up to lending limit", "5", {"wl-pending": "on-demand"}))],
     ("cannot borrow resource not listed in clusterQueue", [ENG_ALPHA, ENG_BETA], [
         wl("new", "eng-alpha", "example.com/gpu", 1)], {}, set()),
     ("not enough resources to borrow, fallback to next flavor; WhenCanPreempt: TryNextFlavor", [ENG_ALPHA, ENG_BETA], [
@@ -399,6 +400,18 @@ FAIR_CASES: list[Case] = [
         cq("fs-pob-lender", "fs-pob-cohort", flavor_quotas("on-demand", "cpu", "0"), flavor_quotas("spot", "cpu", "5"))], [
         wl("fs-low-pob", "fs-pob-cq", "cpu", 5, -1, on="on-demand"), wl("fs-high-pob", "fs-pob-cq", "cpu", 5, 0)],
      {}, {"fs-low-pob"}),
+    ("multiple preemptions skip overlapping preemption targets", [
+        *[cq(f"other-{q}", "other", {"name": "default", "resources": [
+            {"name": "cpu", "nominalQuota": "0"}, {"name": f"{q}-resource", "nominalQuota": "1"}]},
+            within="LowerPriority", reclaim="Any") for q in ("alpha", "beta", "gamma")],
+        cq("resource-bank", "other", flavor_quotas("default", "cpu", "9"))], [
+        wl_sets("a1", "other-alpha", {"alpha-resource": 1}, on=("default",)),
+        wl_sets("b1", "other-beta", {"beta-resource": 1}, on=("default",)),
+        wl_sets("c1", "other-gamma", {"cpu": 9, "gamma-resource": 1}, on=("default",)),
+        wl_sets("preemptor", "other-alpha", {"cpu": 3, "alpha-resource": 1}, priority=100),
+        wl_sets("pretending-preemptor", "other-beta", {"cpu": 3, "beta-resource": 1}, priority=99)],
+     {}, {"a1", "c1"}),
+    ("not enough resources with fair sharing enabled", [SALES], [wl("new", "sales", "cpu", 100)], {}, set()),
     ("fair sharing schedule singleton cqs and cq without cohort", [
         cohort("A", None, flavor_quotas(ON_DEMAND, "cpu", "10")), cohort("B", None),
         cq("a", "A", flavor_quotas(ON_DEMAND, "cpu", "0")), cq("b", "B", flavor_quotas(ON_DEMAND, "cpu", "10")),
