@@ -43,7 +43,8 @@ def cohort(name: str, parent: str | None, *flavors: dict[str, Any], weight: str 
     return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
 
 
-def w(name: str, queue: str, cpu: float = 1, priority: int = 0, flavor: str = "default") -> tuple[str, str, float, int, str]:
+def w(name: str, queue: str, cpu: float = 1, priority: int = 0,
+      flavor: str = "default") -> tuple[str, str, float, int, str]:
     return name, queue, cpu, priority, flavor
 
 
@@ -54,7 +55,8 @@ def targets(objects: list[dict[str, Any]], admitted: list[tuple], incoming: tupl
     sim = Simulation(ClusterObjects.from_manifests("c", [*manifests, *objects]), [], fair_sharing=True)
 
     def workload(name: str, queue: str, cpu: float, priority: int) -> SimWorkload:
-        return SimWorkload(name, queue, priority, 0.0, (PodSet("main", 1, {"cpu": int(cpu * 1000)}, {}, None, (), None),), 1.0)
+        pod_set = PodSet("main", 1, {"cpu": int(cpu * 1000)}, {}, None, (), None)
+        return SimWorkload(name, queue, priority, 0.0, (pod_set,), 1.0)
     uids = {name: i + 1 for i, name in enumerate(sorted(a[0] for a in admitted))}
     for name, queue, cpu, priority, flavor in admitted:
         admitted_workload = workload(name, queue, cpu, priority)
@@ -129,7 +131,8 @@ CASES: list[tuple[str, list[dict[str, Any]], list[tuple], tuple, set[tuple[str, 
     ("can't preempt nominal from CQ with 0 weight", [plain("a"), plain("b", "0")],
      UNITS["a"][:3] + UNITS["b"][:3], w("a_incoming", "a"), set()),
     ("can't preempt nominal from Cohort with 0 weight", [
-        cq("left-cq", "root", quota("0"), reclaim=ANY), cq("right-cq", "right-cohort", quota("0"), reclaim=ANY, weight="0"),
+        cq("left-cq", "root", quota("0"), reclaim=ANY),
+        cq("right-cq", "right-cohort", quota("0"), reclaim=ANY, weight="0"),
         cohort("right-cohort", "root", quota("1"), weight="0")],
      [w("right-1", "right-cq")], w("left-1", "left-cq"), set()),
     ("can preempt within cluster queue when no cohort", [cq("a", None, quota("1"), within=LOWER)],

@@ -133,7 +133,8 @@ CASES: list[Case] = [
     ("cannot borrow resource not listed in clusterQueue", [ENG_ALPHA, ENG_BETA], [
         wl("new", "eng-alpha", "example.com/gpu", 1)], {}, set()),
     ("not enough resources to borrow, fallback to next flavor; WhenCanPreempt: TryNextFlavor", [ENG_ALPHA, ENG_BETA], [
-        wl("new", "eng-alpha", "cpu", 60), wl("existing", "eng-beta", "cpu", 45, on="on-demand")], {"new": "spot"}, set()),
+        wl("new", "eng-alpha", "cpu", 60), wl("existing", "eng-beta", "cpu", 45, on="on-demand")],
+     {"new": "spot"}, set()),
     *[(f"{how} from the same flavor in the same cycle{when}", [
         cq(f"cq{i}", "co", {"name": "default", "resources": [
             {"name": r, "nominalQuota": "10", "borrowingLimit": "10"} for r in ("r1", "r2")]},
@@ -144,7 +145,8 @@ CASES: list[Case] = [
           ("two workloads can borrow the same resources", " if fits in the cohort quota", "r1", 14,
            {"wl1": "default", "wl2": "default"}),
           ("only one workload can borrow one resources", " if cohort quota cannot fit", "r1", 16, {"wl1": "default"}))],
-    ("preemption while borrowing, workload waiting for preemption should not block a borrowing workload in another CQ", [
+    ("preemption while borrowing, workload waiting for preemption should not block a borrowing workload in another "
+     "CQ", [
         cq("cq_shared", "preemption-while-borrowing", flavor_quotas("default", "cpu", "4", "0")),
         cq("cq_a", "preemption-while-borrowing", flavor_quotas("default", "cpu", "0", "3"), reclaim="LowerPriority",
            borrow="LowerPriority"),
@@ -179,7 +181,8 @@ CASES: list[Case] = [
         wl_sets("existing", "eng-gamma", {"cpu": 51}, {"cpu": 100}, on=("on-demand", "spot"))],
      {"new": "on-demand", "new-alpha": "on-demand"}, set()),
     ("admit workload with zero-quantity request for resource not in ClusterQueue", [SALES], [
-        wl_sets("zero-resource-wl", "sales", {"cpu": 1, "example.com/gpu": 0})], {"zero-resource-wl": "default"}, set()),
+        wl_sets("zero-resource-wl", "sales", {"cpu": 1, "example.com/gpu": 0})],
+     {"zero-resource-wl": "default"}, set()),
     ("preempt when workload requests zero of a resource not defined in ClusterQueue", [
         cq("preempt-zero-gpu-cq", None, flavor_quotas("default", "cpu", "4"), within="LowerPriority")], [
         wl("low-priority", "preempt-zero-gpu-cq", "cpu", 4, -1, on="default"),
@@ -188,7 +191,8 @@ CASES: list[Case] = [
                  flavor_quotas(second, "cpu", limit, limit), strategy="StrictFIFO")], workloads, {}, set())
       for name, queue, second, limit, workloads in (
           ("flavors with mixed misconfiguration and insufficient quota", "custom-cq", "on-demand", "15", [
-              wl("existing-on-demand-job", "custom-cq", "cpu", 10, on="on-demand"), wl("new-job", "custom-cq", "cpu", 10)]),
+              wl("existing-on-demand-job", "custom-cq", "cpu", 10, on="on-demand"),
+              wl("new-job", "custom-cq", "cpu", 10)]),
           ("flavors with mixed taint mismatch and exceeding limits", "custom-cq2", "on-demand", "5", [
               wl("new-job2", "custom-cq2", "cpu", 10)]),
           ("flavors are structurally incompatible", "custom-cq3", "spot-tainted-2", "5", [
@@ -340,7 +344,8 @@ FAIR_CASES: list[Case] = [
       {"c1": ON_DEMAND}, set()) for which, weight in (("0", "0"), ("high", "123456789"))],
     ("with fair sharing: nominal-first ordering admits workload fitting within nominal despite higher CQ DRS", [
         cq("fs-nom-a", "fs-nom", flavor_quotas(ON_DEMAND, "cpu", "50", "0"), flavor_quotas("spot", "cpu", "50", "50")),
-        cq("fs-nom-b", "fs-nom", flavor_quotas(ON_DEMAND, "cpu", "10", "50"), flavor_quotas("spot", "cpu", "50", "0"))], [
+        cq("fs-nom-b", "fs-nom", flavor_quotas(ON_DEMAND, "cpu", "10", "50"),
+           flavor_quotas("spot", "cpu", "50", "0"))], [
         wl("spot-heavy", "fs-nom-a", "cpu", 80, on="spot"), wl("light-usage", "fs-nom-b", "cpu", 5, on=ON_DEMAND),
         wl("borrow-wl", "fs-nom-b", "cpu", 15, created=-60.0), wl("nom-wl", "fs-nom-a", "cpu", 45)],
      {"nom-wl": ON_DEMAND}, set()),
@@ -359,7 +364,8 @@ FAIR_CASES: list[Case] = [
         cohort("root", None), cohort("Cohort-A", "root", flavor_quotas(ON_DEMAND, "cpu", "10")),
         cohort("Cohort-B", "root", flavor_quotas(ON_DEMAND, "cpu", "10")),
         *[cq(q, c, flavor_quotas(ON_DEMAND, "cpu", n)) for q, c, n in (
-            ("cq-a1", "Cohort-A", "5"), ("cq-a2", "Cohort-A", "3"), ("cq-b", "Cohort-B", "5"), ("cq-c", "Cohort-B", "3"))]], [
+            ("cq-a1", "Cohort-A", "5"), ("cq-a2", "Cohort-A", "3"), ("cq-b", "Cohort-B", "5"),
+            ("cq-c", "Cohort-B", "3"))]], [
         wl("a2-admitted", "cq-a2", "cpu", 6, on=ON_DEMAND), wl("c-admitted", "cq-c", "cpu", 20, on=ON_DEMAND),
         wl("wl-a1", "cq-a1", "cpu", 7), wl("wl-b", "cq-b", "cpu", 4)], {"wl-a1": ON_DEMAND}, set()),
     ("with fair sharing: hierarchical nominal-first per-flavor ignores cross-flavor borrowing", [
@@ -395,9 +401,11 @@ FAIR_CASES: list[Case] = [
         wl("nc-low", "no-cohort-cq", "cpu", 4, -1, on="default"), wl("nc-high", "no-cohort-cq", "cpu", 4, 100)],
      {}, {"nc-low"}),
     ("PreemptionOverBorrowing with fair sharing: preempt in first flavor instead of borrowing in second", [
-        cq("fs-pob-cq", "fs-pob-cohort", flavor_quotas("on-demand", "cpu", "5", "0"), flavor_quotas("spot", "cpu", "0", "5"),
-           within="LowerPriority", when_can_borrow="TryNextFlavor", preference="PreemptionOverBorrowing"),
-        cq("fs-pob-lender", "fs-pob-cohort", flavor_quotas("on-demand", "cpu", "0"), flavor_quotas("spot", "cpu", "5"))], [
+        cq("fs-pob-cq", "fs-pob-cohort", flavor_quotas("on-demand", "cpu", "5", "0"),
+           flavor_quotas("spot", "cpu", "0", "5"), within="LowerPriority", when_can_borrow="TryNextFlavor",
+           preference="PreemptionOverBorrowing"),
+        cq("fs-pob-lender", "fs-pob-cohort", flavor_quotas("on-demand", "cpu", "0"),
+           flavor_quotas("spot", "cpu", "5"))], [
         wl("fs-low-pob", "fs-pob-cq", "cpu", 5, -1, on="on-demand"), wl("fs-high-pob", "fs-pob-cq", "cpu", 5, 0)],
      {}, {"fs-low-pob"}),
     ("multiple preemptions skip overlapping preemption targets", [
