@@ -1,5 +1,7 @@
 """Preemption picks Kueue's targets: every case of Kueue v0.19.2's pkg/scheduler/preemption/preemption_test.go
-TestPreemption (github.com/kubernetes-sigs/kueue, tag v0.19.2), translated.
+TestPreemption and preemption_hierarchical_test.go TestHierarchicalPreemptions (github.com/kubernetes-sigs/kueue,
+tag v0.19.2), translated, but one: "prefer to preempt evicted workloads" (a workload evicted and not yet gone;
+the simulation's victims leave at once).
 
 As the Go test does, the case's ClusterQueues and Cohorts are loaded, its admitted workloads hold their quota on
 the flavors it gives them (at the times it gives), and the preemptor is asked for the targets of the incoming
@@ -38,6 +40,14 @@ def cq(name: str, cohort: str | None, *groups: list[dict[str, Any]], within: str
         for flavors in groups]}
     return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name},
             "spec": spec | ({"cohortName": cohort} if cohort else {})}
+
+
+def cohort(name: str, parent: str | None, *groups: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"parentName": parent} if parent else {}
+    if groups:
+        spec["resourceGroups"] = [{"coveredResources": sorted({r["name"] for f in flavors for r in f["resources"]}),
+                                   "flavors": flavors} for flavors in groups]
+    return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
 
 
 def cpu_mem(cpu: str, memory: str, borrowing: tuple[str, str] | None = None) -> list[dict[str, Any]]:
@@ -295,10 +305,169 @@ CASES: list[tuple[str, str, list, tuple, set[str]]] = [  # (case, target queue, 
      incoming({"cpu": "8"}, on="default"), {"to-be-preempted"}),
 ]
 
+# TestHierarchicalPreemptions: each case its own tree (r the root; quotas "0" where the case's queue lists none)
+HIERARCHICAL_CASES: list[tuple[str, list[dict[str, Any]], str, list, tuple, set[str]]] = [
+    ("preempt with hierarchical advantage", [
+        cohort("r", None),
+        cohort("c", "r", [quotas("default", ("cpu", "2", None, None))]),
+        cq("q", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_borrowing", "r", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted2", "q_borrowing", {"cpu": "2"})],
+     incoming({"cpu": "2"}), {"admitted2"}),
+    ("avoid queues within nominal quota", [
+        cohort("r", None),
+        cohort("c", "r", [quotas("default", ("cpu", "2", None, None))]),
+        cq("q_nominal", "r", [quotas("default", ("cpu", "2", None, None))], within=LOWER, reclaim=ANY),
+        cq("q", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_borrowing", "r", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted1", "q_nominal", {"cpu": "2"}, priority=-10),
+        a("admitted2", "q_borrowing", {"cpu": "2"})],
+     incoming({"cpu": "2"}), {"admitted2"}),
+    ("preempt multiple with hierarchical advantage", [
+        cohort("r", None),
+        cohort("c", "r", [quotas("default", ("cpu", "2", None, None))]),
+        cq("q", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_borrowing", "r", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted1", "q_borrowing", {"cpu": "1"}, priority=1),
+        a("admitted2", "q_borrowing", {"cpu": "1"}, priority=2)],
+     incoming({"cpu": "2"}), {"admitted1", "admitted2"}),
+    ("preempt in cohort and own CQ", [
+        cohort("r", None),
+        cohort("c", "r", [quotas("default", ("cpu", "3", None, None))]),
+        cq("q", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY, borrow_threshold=0),
+        cq("q_same_cohort", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted_not_preemptible", "q_same_cohort", {"cpu": "1"}, priority=1),
+        a("admitted_preemptible", "q_same_cohort", {"cpu": "1"}),
+        a("admitted_own_queue", "q", {"cpu": "1"}, priority=-1)],
+     incoming({"cpu": "2"}, priority=1), {"admitted_own_queue", "admitted_preemptible"}),
+    ("prefer to preempt hierarchical candidate", [
+        cohort("r", None),
+        cohort("c", "r", [quotas("default", ("cpu", "2", None, None))]),
+        cq("q", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_borrowing", "r", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted_borrowing", "q_borrowing", {"cpu": "1"}, priority=1),
+        a("admitted_same_queue", "q", {"cpu": "1"}, priority=-2)],
+     incoming({"cpu": "1"}), {"admitted_borrowing"}),
+    ("forced to preempt priority candidate", [
+        cohort("r", None),
+        cohort("c", "r", [quotas("default", ("cpu", "2", None, None))]),
+        cq("q", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY, borrow_threshold=0),
+        cq("q_nominal", "r", [quotas("default", ("cpu", "2", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_same_cohort", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted_nominal", "q_nominal", {"cpu": "2"}, priority=-10),
+        a("admitted_same_cohort", "q_same_cohort", {"cpu": "2"}, priority=-1)],
+     incoming({"cpu": "2"}), {"admitted_same_cohort"}),
+    ("incoming workload fits in CQ nominal quota", [
+        cohort("r", None),
+        cohort("c", "r", [quotas("default", ("cpu", "2", None, None))]),
+        cq("q", "c", [quotas("default", ("cpu", "4", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_borrowing", "r", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_same_cohort", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted_borrowing", "q_borrowing", {"cpu": "3"}, priority=10),
+        a("admitted_same_cohort", "q_same_cohort", {"cpu": "3"}, priority=10)],
+     incoming({"cpu": "4"}), {"admitted_borrowing", "admitted_same_cohort"}),
+    ("preempt hierarchical and priority candidates", [
+        cohort("r", None, [quotas("default", ("cpu", "1", None, None))]),
+        cohort("c", "r", [quotas("default", ("cpu", "4", None, None))]),
+        cq("q", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=LOWER, borrow_threshold=0),
+        cq("q_borrowing", "r", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_same_cohort", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted_borrowing", "q_borrowing", {"cpu": "2"}, priority=-1),
+        a("admitted_same_cohort_preemptible", "q_same_cohort", {"cpu": "1"}, priority=-1),
+        a("admitted_borrowing_not_preemptible", "q_borrowing", {"cpu": "2"}, priority=1)],
+     incoming({"cpu": "3"}), {"admitted_borrowing", "admitted_same_cohort_preemptible"}),
+    ("preempt hierarchical candidates and inside CQ", [
+        cohort("r", None, [quotas("default", ("cpu", "1", None, None))]),
+        cohort("c", "r", [quotas("default", ("cpu", "4", None, None))]),
+        cq("q", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=LOWER, borrow_threshold=0),
+        cq("q_borrowing", "r", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_same_cohort", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted_borrowing", "q_borrowing", {"cpu": "2"}, priority=-1),
+        a("admitted_same_queue_preemptible", "q", {"cpu": "1"}, priority=-1),
+        a("admitted_borrowing_not_preemptible", "q_borrowing", {"cpu": "2"}, priority=1)],
+     incoming({"cpu": "3"}), {"admitted_borrowing", "admitted_same_queue_preemptible"}),
+    ("reclaim nominal quota from lowest priority workload, excluding non-borrowing", [
+        cohort("r", None),
+        cohort("c", "r", [quotas("default", ("cpu", "3", None, None))]),
+        cq("q", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_borrowing", "r", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_nominal", "r", [quotas("default", ("cpu", "2", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted_borrowing_prio_8", "q_borrowing", {"cpu": "1"}, priority=8),
+        a("admitted_borrowing_prio_9", "q_borrowing", {"cpu": "1"}, priority=9),
+        a("admitted_borrowing_prio_10", "q_borrowing", {"cpu": "1"}, priority=9),
+        a("admitted_nominal", "q_nominal", {"cpu": "2"}, priority=-2)],
+     incoming({"cpu": "1"}), {"admitted_borrowing_prio_8"}),
+    ("infeasible preemption all available workloads in pruned subtrees", [
+        cohort("r", None),
+        cohort("c", "r", [quotas("default", ("cpu", "2", None, None))]),
+        cohort("c_other", "r", [quotas("default", ("cpu", "2", None, None))]),
+        cq("q_other", "c_other", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q_same_cohort", "c", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted_other_1", "q_other", {"cpu": "1"}, priority=-10),
+        a("admitted_other_2", "q_other", {"cpu": "1"}, priority=-10),
+        a("admitted_same_cohort", "q_same_cohort", {"cpu": "2"})],
+     incoming({"cpu": "2"}), set()),
+    ("hiearchical preemption with multiple resources", [
+        cohort("r", None, [quotas("default", ("cpu", "3", None, None))]),
+        cohort("c", "r", [quotas("default", ("cpu", "4", None, None), ("memory", "4Gi", None, None))]),
+        cq("q", "c", [quotas("default", ("cpu", "0", None, None), ("memory", "0", None, None))],
+           within=LOWER, reclaim=ANY),
+        cq("q_borrowing", "r", [quotas("default", ("cpu", "0", None, None), ("memory", "0", None, None))],
+           within=LOWER, reclaim=ANY),
+        cq("q_same_cohort", "c", [quotas("default", ("cpu", "0", None, None), ("memory", "0", None, None))],
+           within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted_borrowing", "q_borrowing", {"cpu": "3", "memory": "1Gi"}),
+        a("admitted_same_cohort", "q_same_cohort", {"cpu": "1", "memory": "3Gi"}, priority=-2)],
+     incoming({"cpu": "2", "memory": "1Gi"}, priority=-2), {"admitted_borrowing"}),
+    ("respect lending limits", [
+        cohort("r", None),
+        cohort("c", "r", [quotas("default", ("cpu", "2", None, None))]),
+        cq("q", "c", [quotas("default", ("cpu", "3", None, "2"))], within=LOWER, reclaim=ANY),
+        cq("q_borrowing", "r", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q", [
+        a("admitted_borrowing", "q_borrowing", {"cpu": "4"})],
+     incoming({"cpu": "5"}, priority=-2), {"admitted_borrowing"}),
+    ("reclaim in complex hierarchy", [
+        cohort("r", None),
+        cohort("c11", "r", [quotas("default", ("cpu", "4", None, None))]),
+        cohort("c12", "r", [quotas("default", ("cpu", "4", None, None))]),
+        cohort("c21", "c11", [quotas("default", ("cpu", "4", None, None))]),
+        cohort("c22", "c11", [quotas("default", ("cpu", "4", None, None))]),
+        cohort("c23", "c11", [quotas("default", ("cpu", "4", None, None))]),
+        cohort("c31", "c21", [quotas("default", ("cpu", "4", None, None))]),
+        cohort("c32", "c21", [quotas("default", ("cpu", "4", None, None))]),
+        cq("q1", "c12", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q2", "c23", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q3", "c22", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q4", "c32", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY),
+        cq("q5", "c31", [quotas("default", ("cpu", "0", None, None))], within=LOWER, reclaim=ANY)],
+     "q5", [
+        a("admitted_borrowing_1", "q1", {"cpu": "4"}, priority=-6),
+        a("admitted_borrowing_2", "q1", {"cpu": "4"}, priority=-5),
+        a("admitted_borrowing_3", "q2", {"cpu": "4"}, priority=-9),
+        a("admitted_borrowing_4", "q2", {"cpu": "4"}, priority=-10),
+        a("admitted_borrowing_5", "q3", {"cpu": "4"}, priority=-4),
+        a("admitted_borrowing_6", "q3", {"cpu": "3"}, priority=-3),
+        a("admitted_borrowing_7", "q4", {"cpu": "2"}, priority=4),
+        a("admitted_borrowing_8", "q4", {"cpu": "3"}, priority=2)],
+     incoming({"cpu": "7"}, priority=-2), {"admitted_borrowing_1", "admitted_borrowing_4"}),
+]
 
-@pytest.mark.parametrize("case, target, admitted, preemptor, victims", CASES, ids=[c[0] for c in CASES])
-def test_classical_preemption_picks_kueues_targets(case, target, admitted, preemptor, victims):
-    objects = LONG_RANGE if case == "long range preemption" else DEFAULT_QUEUES
+
+def targets(objects: list[dict[str, Any]], target: str, admitted: list, preemptor: tuple) -> set[str]:
     flavors = [{"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f}, "spec": {}}
                for f in ("default", "alpha", "beta")]
     sim = Simulation(ClusterObjects.from_manifests("c", [*flavors, *objects]), [], fair_sharing=False)
@@ -308,4 +477,16 @@ def test_classical_preemption_picks_kueues_targets(case, target, admitted, preem
         w.reserved_at = reserved
     w, usage, modes = preemptor
     w.cluster_queue, w.uid = target, len(admitted) + 1
-    assert {t.workload.key for t in sim.preemptor.targets(w, usage, modes)} == victims
+    return {t.workload.key for t in sim.preemptor.targets(w, usage, modes)}
+
+
+@pytest.mark.parametrize("case, target, admitted, preemptor, victims", CASES, ids=[c[0] for c in CASES])
+def test_classical_preemption_picks_kueues_targets(case, target, admitted, preemptor, victims):
+    objects = LONG_RANGE if case == "long range preemption" else DEFAULT_QUEUES
+    assert targets(objects, target, admitted, preemptor) == victims
+
+
+@pytest.mark.parametrize("case, objects, target, admitted, preemptor, victims", HIERARCHICAL_CASES,
+                         ids=[c[0] for c in HIERARCHICAL_CASES])
+def test_hierarchical_preemption_picks_kueues_targets(case, objects, target, admitted, preemptor, victims):
+    assert targets(objects, target, admitted, preemptor) == victims
