@@ -337,11 +337,11 @@ FAIR_CASES: list[Case] = [
         cq("b", "A", flavor_quotas(ON_DEMAND, "cpu", "0")), cq("c", "A", flavor_quotas(ON_DEMAND, "cpu", "0"))], [
         wl("b0", "b", "cpu", 10, on=ON_DEMAND), wl("b1", "b", "cpu", 50), wl("c1", "c", "cpu", 75)],
      {"b1": ON_DEMAND}, set()),
-    *[(f"fair sharing two queues with {which} weight schedules workload which borrows less", [
+    *[(f"fair sharing two queues with {which} schedules workload which borrows less", [
         cohort("A", None, flavor_quotas(ON_DEMAND, "cpu", "8")),
         *[weighted(cq(q, "A", flavor_quotas(ON_DEMAND, "cpu", "0"), reclaim="Any"), weight) for q in "bc"]], [
         wl("b0", "b", "cpu", 4, on=ON_DEMAND), wl("b1", "b", "cpu", 4, 9001), wl("c1", "c", "cpu", 4, 0)],
-      {"c1": ON_DEMAND}, set()) for which, weight in (("0", "0"), ("high", "123456789"))],
+      {"c1": ON_DEMAND}, set()) for which, weight in (("weight 0", "0"), ("high weight", "123456789"))],
     ("with fair sharing: nominal-first ordering admits workload fitting within nominal despite higher CQ DRS", [
         cq("fs-nom-a", "fs-nom", flavor_quotas(ON_DEMAND, "cpu", "50", "0"), flavor_quotas("spot", "cpu", "50", "50")),
         cq("fs-nom-b", "fs-nom", flavor_quotas(ON_DEMAND, "cpu", "10", "50"),

@@ -20,11 +20,13 @@ and what a user gives it and gets from it:
     timeline_picture.py  the timeline as PNG or SVG (matplotlib, imported only to draw)
     wait_change.py     `kubetrain diff`: whom a change makes wait longer or preempts, by how much, at what cost
 
-Left out of the port (each changes timing, none the order of admissions in a cycle): topology-aware
-scheduling (placement in topology domains; a job's nodes are counted per pool instead), admission checks and
-provisioning requests, waitForPodsReady, partial admission, elastic workload slices, MultiKueue, admission
-fair sharing (LocalQueue usage), the last-tried flavor Kueue remembers across cycles
-(FlavorFungibilityPreserveScanProgress), requeue backoff, the eviction's pod termination time (victims leave
-at once), Kueue's lowest-common-ancestor share comparison in fair-sharing preemption (queues' own shares are
-compared), and Karpenter consolidation (freed nodes stay for the next job).
+Left out of the port: topology-aware scheduling (placement in topology domains; a job's nodes are counted per
+pool instead), admission checks and provisioning requests, waitForPodsReady, partial admission, elastic workload
+slices, MultiKueue, admission fair sharing (LocalQueue usage), preemption gates, the last-tried flavor Kueue
+remembers across cycles (FlavorFungibilityPreserveScanProgress), requeue backoff, the eviction's pod termination
+time (victims leave at once, so no candidate is ever an evicted workload not yet gone), alpha feature gates that
+are off by default (PrioritizePreemptorWorkloads), fair sharing's preemption strategies other than Kueue's
+default (LessThanOrEqualToFinalShare, then LessThanInitialShare: fairSharing.preemptionStrategies is the Kueue
+Configuration's, which a fleet does not declare), and Karpenter consolidation (freed nodes stay for the next
+job). Within a cycle every admission is at the cycle's start; the cycle then takes its time.
 """
