@@ -1,13 +1,14 @@
 """The schedule over time: workloads arrive, Kueue admits them cycle by cycle, their pods wait for nodes,
 they run for their duration, finish or are preempted, and quota frees.
 
-Events at one time are applied first (arrivals, finishes, nodes ready), then cycles run until one changes
-nothing; each cycle takes `cycle_seconds` of simulated time, and `head_seconds` more per head it nominates
-(Kueue's cycle assigns flavors to each head and writes each admission; 0: instantaneous, right for runs of hours;
-Kueue's own scheduler performance scenario calibrates it). A finished run's quota is released
-`release_seconds` after its end (the time Kueue's controllers take to see it end; 0 by default, "releasing" in
-the segments meanwhile). A preempted run is requeued with its creation
-time and resumes where it stopped (the runtime checkpoints; `restart_seconds` is added to what is left).
+Events (arrivals, finishes, releases, nodes ready) are applied at their own times, and a cycle sees those that
+happened before it began; cycles run back to back while one admits or preempts, and again after an event that
+could change what they decide (an arrival, quota freed). Each cycle takes `cycle_seconds` of simulated time,
+and `head_seconds` more per head it nominates (Kueue's cycle assigns flavors to each head and writes each
+admission; 0: instantaneous, right for runs of hours; Kueue's own scheduler performance scenario calibrates it).
+A finished run's quota is released `release_seconds` after its end (the time Kueue's controllers take to see it
+end; 0 by default, "releasing" in the segments meanwhile). A preempted run is requeued with its creation time
+and resumes where it stopped (the runtime checkpoints; `restart_seconds` is added to what is left).
 
 Pools (kubetrain.admission.capacity): an admitted job's pods need `nodes_needed` nodes of its pool. A static
 pool has its `replicas` and no more; a Karpenter pool launches nodes up to its most nodes, each ready
