@@ -110,6 +110,7 @@ def define(app: App) -> Cluster:
     # never reach the hub), on a chat data set kept as parquet in the S3 bucket (mounted read-only). The shape is
     # stated in the run config, so that synth sizes the job; the pod checks it against the checkpoint's
     # config.json before torchrun starts. The weights come back in save_pretrained layout under export_dir.
+    # --8<-- [start:llama-sft] (the lines docs/guides/huggingface.md shows)
     llama = "/fsx/models/llama-3.2-1b"
     TrainingJob(cluster, "llama-3-2-1b-sft", TrainingJobProps(
         name="llama-3-2-1b-sft", image="ghcr.io/kubetrain/kubetrain:0.1.0", env={"NCCL_DEBUG": "WARN"},
@@ -130,6 +131,7 @@ def define(app: App) -> Cluster:
             "max_steps": 3000,
             "seed": 1234,
         }))))
+    # --8<-- [end:llama-sft]
 
     # Megatron-LM's GPT pretraining, as AWS's EKS examples run it: torchrun's flags come from the
     # TrainJob contract, the script and its arguments are Megatron's own.

@@ -4,7 +4,8 @@ platform (read from the committed dist/: pools, flavors, queues, cohorts) and th
 (the runtime's config fields and exit codes).
 
 Each is an inline SVG coloured by the theme's CSS variables, so one drawing reads in the light and the dark
-scheme alike.
+scheme alike: text is the theme's text colour on its background (or a tint of its accent), which
+tests/test_docs_site.py measures in both schemes (WCAG contrast).
 """
 
 from __future__ import annotations
@@ -19,19 +20,23 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAR_W, LINE_H, PAD, ROW_GAP, COL_GAP = 7.2, 16, 10, 46, 18
+# A picture wider than the page's column shrinks to fit it down to this scale (its 11-12 px text stays at 9 px and
+# more, which tests/test_docs_site.py checks), then scrolls sideways instead.
+MIN_SCALE = 0.8
 STYLE = """<style>
+.kt-diagram { overflow-x: auto; }
 .kt-diagram svg { max-width: 100%; height: auto; font-family: var(--md-text-font-family, sans-serif); }
 .kt-diagram .box { fill: var(--md-default-bg-color); stroke: var(--md-default-fg-color--light); stroke-width: 1.2; }
 .kt-diagram .accent { fill: var(--md-accent-fg-color--transparent); stroke: var(--md-accent-fg-color); }
 .kt-diagram .primary { fill: var(--md-primary-fg-color--transparent, transparent); stroke: var(--md-primary-fg-color); }
 .kt-diagram .band { fill: var(--md-code-bg-color); stroke: none; }
 .kt-diagram text { fill: var(--md-default-fg-color); font-size: 12px; }
-.kt-diagram .label { fill: var(--md-default-fg-color--light); font-size: 11px; }
+.kt-diagram .label { fill: var(--md-default-fg-color); font-size: 11px; font-style: italic; }
 .kt-diagram .edge { stroke: var(--md-default-fg-color--light); stroke-width: 1.2; fill: none; }
 .kt-diagram .path { stroke: var(--md-accent-fg-color); stroke-width: 2; fill: none; }
 .kt-diagram .arrowhead { fill: var(--md-default-fg-color--light); }
-.kt-diagram .stop { fill: var(--md-accent-fg-color); }
-.kt-diagram .stop-text { fill: var(--md-accent-bg-color, #fff); font-size: 11px; font-weight: bold; }
+.kt-diagram .stop { fill: var(--md-default-bg-color); stroke: var(--md-accent-fg-color); stroke-width: 2.5; }
+.kt-diagram .stop-text { fill: var(--md-default-fg-color); font-size: 11px; font-weight: bold; }
 </style>"""
 
 
@@ -111,7 +116,8 @@ def _svg(width: float, height: float, title: str, parts: list[str]) -> str:
               'orient="auto-start-reverse"><path class="arrowhead" d="M0,0 L10,5 L0,10 z"/></marker></defs>')
     body = "".join(parts)
     return (f'<div class="kt-diagram" markdown="0">{STYLE}<svg xmlns="http://www.w3.org/2000/svg" role="img" '
-            f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}"><title>{html.escape(title)}</title>'
+            f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" style="min-width: {width * MIN_SCALE:.0f}px">'
+            f'<title>{html.escape(title)}</title>'
             f'{marker}{body}</svg></div>')
 
 

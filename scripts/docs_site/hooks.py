@@ -85,6 +85,12 @@ def expand(markdown: str, where: str = "") -> str:
 
 def on_config(config):  # noqa: ANN001, ANN201 (mkdocs' hook signature)
     _project_on_path()
+    from kubetrain.rules.sources import MANUAL
+
+    # The manual's address is written once, in the package, since the alerts' runbook links the clusters get are
+    # its pages; `mkdocs serve` replaces it with its own address as it does any site_url.
+    if not config.get("site_url"):
+        config["site_url"] = MANUAL
     return config
 
 

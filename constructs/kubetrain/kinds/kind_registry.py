@@ -25,7 +25,9 @@ from kubetrain.kinds import (
 from kubetrain.kinds.base import Kind, RunShape, Sibling
 from kubetrain.model.vocabulary import QUEUE_LABEL
 
+# --8<-- [start:modules] (docs/guides/adding-a-kind.md shows it)
 MODULES = (kubernetes, karpenter, kueue, volcano, monitoring, argocd, pytorchjob, trainjob, indexed_job, mpijob)
+# --8<-- [end:modules]
 
 _KINDS: dict[tuple[str, str], Kind] = {}
 

@@ -216,6 +216,7 @@ def _shape(obj: Manifest, sibling: Sibling) -> RunShape:
     return run_shape("MPIJob", pods, spec.get("slotsPerWorker", 1), queue=scheduling_queue(spec))
 
 
+# --8<-- [start:kind] (docs/guides/adding-a-kind.md shows it)
 MPIJOB = Kind(
     API_VERSION, "MPIJob", WORKLOADS, name_problem=dns_1035_label_problem, derived_names=mpijob_names,
     created=mpijob_objects,
@@ -225,3 +226,4 @@ MPIJOB = Kind(
     run=Run(_pod_sets, _shape, suspend=(("spec", "runPolicy", "suspend"),)))
 
 KINDS = (MPIJOB,)
+# --8<-- [end:kind]

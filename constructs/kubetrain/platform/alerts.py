@@ -2,7 +2,7 @@
 
     monitor = TrainingPodMonitor(cluster, "training", namespace="ml")
     TrainingAlerts(cluster, "training-alerts", monitor=monitor, dcgm=dcgm)   # every alert on, documented defaults
-    TrainingAlerts(cluster, "quiet", monitor=monitor, mfu_drop=None, restarts=RestartAlert(at_least=5))
+    TrainingAlerts(cluster, "quiet", monitor=monitor, mfu_drop=None, gpu=None, restarts=RestartAlert(at_least=5))
 
 Each alert is one typed setting with defaults a user tunes, or turns off with None. The rules read only what
 kubetrain's own objects make Prometheus scrape: the runtime's series (kubetrain_runtime/metric_names.py) through the
@@ -30,12 +30,13 @@ from kubetrain.model.vocabulary import JOB_LABEL
 from kubetrain.platform.gpu_monitoring import DCGM_FIELDS, DcgmExporter, TrainingPodMonitor
 from kubetrain.platform.platform_construct import PlatformConstruct
 from kubetrain.rules.registry import register
+from kubetrain.rules.sources import MANUAL
 from kubetrain_runtime.metric_names import RUNTIME_METRICS
 from kubetrain_runtime.problems import Problem
 
 PROMETHEUS_RULES = "https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/"
-# The site published from docs/ (mkdocs.yml site_url); each alert's runbook is its anchor on the alerts guide.
-RUNBOOKS = "https://kubetrain.github.io/kubetrain/guides/alerts/"
+# Each alert's runbook is its anchor on the manual's alerts guide (docs/guides/alerts.md).
+RUNBOOKS = f"{MANUAL}guides/alerts/"
 
 UNEXPORTED_SERIES = register(
     "KT477", "warning", "alert expression over a series kubetrain's exporters do not export",

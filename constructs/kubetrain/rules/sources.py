@@ -6,6 +6,9 @@ file of this repository. A test checks that each citation is a URL or a path tha
 
 from __future__ import annotations
 
+# The manual, published from docs/ (the one place its address is written: the site's build takes its site_url from
+# here, scripts/docs_site/hooks.py, and the alerts' runbook links are its pages).
+MANUAL = "https://kubetrain.github.io/kubetrain/"
 K8S_NAMES = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
 PRUNING = "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#field-pruning"
 PYTORCHJOB = "https://github.com/kubeflow/trainer/tree/v1.9.4/pkg/controller.v1/pytorch"
