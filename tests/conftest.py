@@ -32,6 +32,12 @@ rules_recorder.install(RULES_SINK)
 SOURCES_PATH = os.pathsep.join([str(RULES_FIRED), str(ROOT / "constructs"), str(ROOT)])
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that start processes (seconds to a minute each) first, the in-process ones (milliseconds) after:
+    xdist's workers then end together instead of one finishing a long run while the other idles."""
+    items.sort(key=lambda item: item.get_closest_marker("processes") is None)
+
+
 def _whole_suite(config: pytest.Config) -> bool:
     """Plain `pytest` (or `pytest tests`): no selection by keyword, mark or file."""
     args = {Path(arg).resolve() for arg in config.args}
