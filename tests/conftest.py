@@ -17,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CRDS = ROOT.parent / "shared" / "crds"
 
-# Every rule the tests make fire is recorded, here and in every process they start (test_rules_reached.py).
+# Every rule the tests make fire is recorded, here and in every process they start, xdist's workers included: the
+# first conftest to run (the controller's under xdist) names the sink in the environment the workers inherit.
 RULES_FIRED = Path(__file__).parent / "rules_fired"
 sys.path.insert(0, str(RULES_FIRED))
 import rules_recorder
@@ -29,12 +30,38 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(RULES_FIRED), os.en
 rules_recorder.install(RULES_SINK)
 # What a process the tests start imports the project from (and the recorder, which its sitecustomize installs).
 SOURCES_PATH = os.pathsep.join([str(RULES_FIRED), str(ROOT / "constructs"), str(ROOT)])
-REACHED = "test_rules_reached.py::test_every_rule_is_reported_where_it_is_checked"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The rules check runs last: it reads what every other test recorded."""
-    items.sort(key=lambda item: item.nodeid.endswith(REACHED))
+    """The tests that start processes (seconds to a minute each) first, the in-process ones (milliseconds) after:
+    xdist's workers then end together instead of one finishing a long run while the other idles."""
+    items.sort(key=lambda item: item.get_closest_marker("processes") is None)
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    """Plain `pytest` (or `pytest tests`): no selection by keyword, mark or file."""
+    args = {Path(arg).resolve() for arg in config.args}
+    return not config.option.keyword and not config.option.markexpr and args <= {ROOT / "tests", ROOT}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Once every test (in every worker) has run: was every rule reached where it is checked (rules_reached.py)?"""
+    if hasattr(session.config, "workerinput") or not _whole_suite(session.config) or not CRDS.is_dir():
+        return
+    if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        return  # interrupted or nothing collected: the record is partial
+    from kubetrain.rules.catalog import every_rule
+    from rules_reached import unreached
+
+    rules = every_rule()
+    problems = unreached(RULES_SINK, rules)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_sep("=", "rules reached", red=bool(problems), green=not problems)
+        for line in problems or [f"every one of the {len(rules)} rules fired where it is checked"]:
+            reporter.write_line(line)
+    if problems:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 # A test that starts a process carries the `processes` mark (process_guard.py).
