@@ -1,7 +1,7 @@
 """Rules whose checks are tested on their own elsewhere, met where a user meets them: reported by synth for a fleet.
 
 Each case builds a fleet with one mistake and synthesizes it; the rule must be in what synth reports, with its
-field path as the user wrote it. (tests/test_rules_reached.py fails for any rule no test sees synth report.)
+field path as the user wrote it. (tests/rules_fired/rules_reached.py fails the full run for any rule no test sees synth report.)
 """
 
 from __future__ import annotations
