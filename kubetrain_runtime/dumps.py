@@ -15,7 +15,7 @@ NCCL itself when a collective times out (TORCH_NCCL_DUMP_ON_TIMEOUT, to the pref
 and by the watchdog (kubetrain_runtime/watchdog.py) before it kills a hung rank. Both variables must be set before
 the process group is created: `prepare` does it. Read a restart's dumps with
 `python -m torch.distributed.flight_recorder.fr_trace <folder>` (the stacks' names end in no digit, so fr_trace
-infers the prefix) or `pickle.load`.
+infers the prefix; the watchdog lists gloo's process groups in each dump, which fr_trace needs) or `pickle.load`.
 
 Where a rank leaves something, it appends the folder to KUBETRAIN_DUMPS_NOTE (a file of the container's, like the
 failure note), and the launcher's last lines name it. Imports only the standard library (the warm process's thin
