@@ -352,7 +352,7 @@ class Run:
         self.telemetry = self.telemetry or Telemetry(
             self.config.metrics, self.config.checkpoint.dir, self.max_steps, self.params or {}, self.world,
             {"log_interval_steps": self.config.log_interval, "job_starts": self.job["starts"],
-             "job_crashes": self.job["crashes"],
+             "job_crashes": self.job["crashes"], "ettr_clock_start": self.job["first_start"] + self.job["paused_s"],
              "ettr_target": self.config.resilience.ettr_target})
         self.watchdog.start()
         self._unkept_draws = self.owns_process and self._rng_fingerprint() != self._rng_at_start

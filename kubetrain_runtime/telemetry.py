@@ -110,6 +110,9 @@ class PrometheusEndpoint:
             gauge("kubetrain_job_crashes", "Starts of the job after a run that did not end cleanly (a stop with its "
                                            "checkpoint, or the end, is clean), kept in ettr.json.").labels(
                 **labels).set(info["job_crashes"])
+        if info.get("ettr_clock_start") is not None:
+            gauge("kubetrain_ettr_clock_start_timestamp_seconds", "When the job's ETTR clock began: its first start, "
+                  "later by the time it was paused (ettr.json).").labels(**labels).set(info["ettr_clock_start"])
         if info.get("ettr_target") is not None:  # unset: the alert's own default applies, and no series is written
             gauge("kubetrain_ettr_target", "The ETTR the run config asks for (resilience.ettr_target).").labels(
                 **labels).set(info["ettr_target"])
@@ -264,7 +267,8 @@ class Telemetry:
 
     def __init__(self, metrics: MetricsConfig, checkpoint_dir: str, max_steps: int, params: dict[str, Any],
                  world: World, run_info: dict[str, Any] | None = None):
-        """run_info: what the Prometheus endpoint says once (log_interval_steps, job_starts, ettr_target)."""
+        """run_info: what the Prometheus endpoint says once (log_interval_steps, job_starts, job_crashes,
+        ettr_clock_start, ettr_target)."""
         self.is_main, self.rank = world.is_main, world.rank
         self.sinks: list[Any] = []
         self.mlflow: MlflowSink | None = None

@@ -63,7 +63,9 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
                           checkpoint={"dir": str(tmp_path / "ckpt"), "interval": 3, "keep": 2,
                                       "local_dir": str(tmp_path / "local"), "local_interval": 1})
     (tmp_path / "ckpt").mkdir()
-    (tmp_path / "ckpt" / "ettr.json").write_text('{"first_start": %r, "starts": 4}' % time.time())  # 4 starts before
+    first_start = time.time() - 3600  # 4 starts before, the first an hour ago, paused 20 minutes in all
+    (tmp_path / "ckpt" / "ettr.json").write_text(json.dumps({"first_start": first_start, "starts": 4,
+                                                             "paused_s": 1200.0}))
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "scraped"}
     env.pop("NODE_NAME", None)
     agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
@@ -116,6 +118,8 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
         assert interval["local"] == pytest.approx(value["kubetrain_step_time_seconds"])
         assert not samples["kubetrain_permanent_failure_timestamp_seconds"]  # declared, not set: nothing failed
         assert value["kubetrain_job_crashes"] == 1  # the start before recorded no clean end: this start is a crash
+        # The ETTR alert's clock: the job's first start, later by its pauses (time() minus it is ETTR's wall time).
+        assert value["kubetrain_ettr_clock_start_timestamp_seconds"] == pytest.approx(first_start + 1200)
         assert time.time() - 600 < value["kubetrain_run_start_timestamp_seconds"] <= value[
             "kubetrain_last_step_timestamp_seconds"]
 

@@ -100,6 +100,12 @@ class EttrAlert(AlertSetting):
     below: float = Field(0.9, gt=0, lt=1, description="The target of a job whose run config sets none "
                                                       "(resilience.ettr_target, exported as kubetrain_ettr_target).")
     sustained: PrometheusDuration = Field("30m", description="How long it must stay below (the rule's `for`).")
+    judged_over: PrometheusDuration = Field("2h", description="The least wall time ETTR is judged over: a younger "
+                                                              "job's lost time is measured against this window, so "
+                                                              "its start (imports, loading, compiling: up to "
+                                                              "(1 - target) x the window, 12 minutes at 0.9 over "
+                                                              "2h) never pages, and a young job that lost more "
+                                                              "still does.")
 
 
 class MfuDropAlert(AlertSetting):
@@ -265,17 +271,24 @@ class TrainingAlerts(PlatformConstruct):
                 "failure notes under its checkpoint folder (failures/) and the pods' last lines."))
         if s := p.ettr:
             # Rank 0's (every rank reports the job's ETTR), the run config's target where it sets one, else the
-            # alert's; each side made unique per pod, so that two series of one rank (a restarted pod's, before
-            # the old one is stale) cannot fail the rule.
-            ettr = f'kubetrain_ettr{{{sel},rank="0"}}'
-            target = f'(kubetrain_ettr_target{{{sel},rank="0"}} or {ettr} * 0 + {s.below:g})'
-            expr = (f"max by (namespace, job, pod) ({ettr}) < on (namespace, job, pod) "
-                    f"min by (namespace, job, pod) {target}")
+            # alert's. Judged over at least `judged_over` of wall time: the lost time (1 - ETTR) x wall, over
+            # max(wall, window), so a young job's start-up is not read as most of its life. Each side made unique
+            # per pod, so that two series of one rank (a restarted pod's, before the old one is stale) cannot fail
+            # the rule; the alert's value is the job's own ETTR.
+            on_rank0 = f'{{{sel},rank="0"}}'
+            ettr = f"kubetrain_ettr{on_rank0}"
+            wall = f"(time() - kubetrain_ettr_clock_start_timestamp_seconds{on_rank0})"
+            window = _seconds(s.judged_over)
+            judged = f"1 - (1 - {ettr}) * clamp_max({wall} / {window}, 1)"
+            target = f"(kubetrain_ettr_target{on_rank0} or {ettr} * 0 + {s.below:g})"
+            by = "by (namespace, job, pod)"
+            expr = (f"max {by} ({ettr}) and on (namespace, job, pod) "
+                    f"(max {by} ({judged}) < on (namespace, job, pod) min {by} {target})")
             rules.append(self._rule(
                 "TrainingEttrLow", expr, s, s.sustained, "{{ $labels.job }}: ETTR {{ $value | humanizePercentage }}",
-                "Job {{ $labels.job }} keeps less of its wall time as training than its target: crashes, "
-                "recomputed steps after them, or checkpoints that block too long (time paused by a preemption or "
-                "a suspension does not count)."))
+                "Job {{ $labels.job }} keeps less of its wall time as training than its target (judged over at "
+                f"least {s.judged_over}): crashes, recomputed steps after them, or checkpoints that block too long "
+                "(time paused by a preemption or a suspension does not count)."))
         if s := p.mfu_drop:
             now = f"avg by (namespace, job) (avg_over_time(kubetrain_mfu{{{sel}}}[10m]))"
             before = f"avg by (namespace, job) (avg_over_time(kubetrain_mfu{{{sel}}}[{s.recent}] offset 10m))"
