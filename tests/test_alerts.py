@@ -34,7 +34,13 @@ needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not in
 
 RANK = 'job="gpt",namespace="ml",node="ip-10-0-0-1",pod="gpt-master-0",rank="0"'
 TARGET = 'job="gpt",namespace="ml",pod="gpt-master-0",endpoint="metrics",kubetrain_dev_job="gpt"'
-GPU = 'node="ip-10-0-0-9",gpu="3",UUID="GPU-1234",modelName="NVIDIA H100 80GB HBM3"'
+# An idle GPU: its series carry the exporter's own target labels (honorLabels keeps the exporter's `pod` and
+# `namespace` where a pod uses the GPU, the target's elsewhere).
+GPU = ('node="ip-10-0-0-9",gpu="3",UUID="GPU-1234",modelName="NVIDIA H100 80GB HBM3",job="dcgm-exporter",'
+       'namespace="gpu-monitoring",pod="dcgm-exporter-x7k2p"')
+# The same GPU used by the training job's pod (dcgm-exporter's Kubernetes mapping names it).
+GPU_OF_GPT = GPU.replace('namespace="gpu-monitoring",pod="dcgm-exporter-x7k2p"',
+                         'namespace="ml",pod="gpt-master-0",container="pytorch"')
 
 
 def rule_spec(crds: Path, **props: Any) -> dict[str, Any]:
@@ -190,6 +196,9 @@ MUST_FIRE = {
                    {"TrainingMfuDropped": [{**JOB, "severity": "warning"}]}),
     "XID error": (replaced(HEALTHY, series("DCGM_FI_DEV_XID_ERRORS", GPU, "0x10 79x80")), "15m",
                   {"GpuXidError": [{**ON_GPU, "severity": "critical"}]}),
+    # The GPU of a training pod: the alert names the pod and its kubetrain job, as the training alerts do.
+    "XID error under a training pod": (replaced(HEALTHY, series("DCGM_FI_DEV_XID_ERRORS", GPU_OF_GPT, "0x10 79x80")),
+                                       "15m", {"GpuXidError": [{**ON_GPU, **JOB, "severity": "critical"}]}),
     "double-bit ECC": (replaced(HEALTHY, series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", GPU, "0x10 2x80")), "15m",
                        {"GpuMemoryErrors": [{**ON_GPU, "severity": "critical"}]}),
     # 18 s of every 60 throttled (nanoseconds): 30 %
@@ -212,8 +221,8 @@ MUST_NOT_FIRE = {
     # Suspended (Kueue preemption, a paused job) from minute 30 to 60, then resumed in a new pod: a clean stop, so
     # no crash; nothing scraped in between.
     "suspended and resumed": (run_series(minutes=30) + run_series(minutes=30, start_minute=60, labels=RANK.replace(
-        "gpt-master-0", "gpt-master-0b"), target=TARGET.replace("gpt-master-0", "gpt-master-0b"), starts=2)
-        + GPU_HEALTHY, ("45m", "65m", "80m"), {}),
+        "gpt-master-0", "gpt-master-0b"), target=TARGET.replace("gpt-master-0", "gpt-master-0b"), starts=2,
+        clock_minute=30) + GPU_HEALTHY, ("45m", "65m", "80m"), {}),
     # Preempted three times in an hour, each a stop with its checkpoint: starts climb, crashes do not.
     "preempted thrice": (replaced(HEALTHY, series("kubetrain_job_starts", RANK, "1x20 2x10 3x10 4x50")), "60m", {}),
     # Scrapes missed for three minutes at a time.

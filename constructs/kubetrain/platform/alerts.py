@@ -53,6 +53,7 @@ GPU_ALERTS_WITHOUT_EXPORTER = register(
     source="README.md (Training alerts)")
 
 Severity = Literal["critical", "warning", "info"]
+GPU_LABELS = "node, gpu, UUID, modelName"  # what names a GPU in DCGM's series: the node is what an operator cordons
 # What tells one rank's series from another's: its pod and its global rank (a pod runs several ranks).
 RANK_OF_POD = "namespace, job, pod, rank"
 JOB_TARGET_LABEL = re.sub(r"[^a-zA-Z0-9_]", "_", JOB_LABEL)  # the PodMonitor's podTargetLabels, as Prometheus names it
@@ -339,15 +340,27 @@ class TrainingAlerts(PlatformConstruct):
                 f"or {failure} unless on () kube_pod_info{{{sel}}})")
         return f"{live} unless on (namespace, job) ({restarted})"
 
+    def _with_training_job(self, expr: str) -> str:
+        """A GPU's alert (`expr`, by GPU and the `namespace` and `pod` the exporter says use it) with the `namespace`,
+        `pod` and kubetrain `job` of the training pod (of the monitor's namespace) that uses the GPU, a person's
+        first question; by GPU alone elsewhere (an idle GPU, whose `pod` would be the exporter's own, or another
+        workload's): a bad GPU pages all the same."""
+        training = (f'group by (namespace, pod, job) '
+                    f'(kubetrain_run_start_timestamp_seconds{{namespace="{self.namespace}"}})')
+        return (f"({expr}) * on (namespace, pod) group_left (job) {training} "
+                f"or max by ({GPU_LABELS}) (({expr}) unless on (namespace, pod) {training})")
+
     def gpu_rules(self) -> list[dict[str, Any]]:
         s = self.props.gpu
         assert s is not None
-        by = "node, gpu, UUID, modelName"
+        by = f"{GPU_LABELS}, namespace, pod"
         rules = []
-        cordon = " Cordon the node ({{ $labels.node }}) and drain it once its jobs have checkpointed."
+        user = "{{ if $labels.job }} (here job {{ $labels.job }}, pod {{ $labels.pod }}){{ end }}"
+        cordon = f" Cordon the node ({{{{ $labels.node }}}}) and drain it once its jobs{user} have checkpointed."
         if s.xid:
             rules.append(self._rule(
-                "GpuXidError", f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS) > 0", AlertSetting(severity="critical"),
+                "GpuXidError", self._with_training_job(f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS) > 0"),
+                AlertSetting(severity="critical"),
                 None, "XID {{ $value }} on {{ $labels.node }} GPU {{ $labels.gpu }}",
                 "The driver reported XID {{ $value }} on GPU {{ $labels.gpu }} of node {{ $labels.node }}: a GPU, "
                 "driver or NVLink fault the jobs on it cannot recover from." + cordon))
@@ -356,7 +369,7 @@ class TrainingAlerts(PlatformConstruct):
                     f"or max by ({by}) (increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[10m])) > 0 "
                     f"or max by ({by}) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0")
             rules.append(self._rule(
-                "GpuMemoryErrors", expr, AlertSetting(severity="critical"), None,
+                "GpuMemoryErrors", self._with_training_job(expr), AlertSetting(severity="critical"), None,
                 "Uncorrectable memory errors on {{ $labels.node }} GPU {{ $labels.gpu }}",
                 "GPU {{ $labels.gpu }} of node {{ $labels.node }} has double-bit ECC errors or uncorrectable row "
                 "remaps: results on it may be wrong (NaN losses, diverging ranks)." + cordon))
@@ -367,9 +380,10 @@ class TrainingAlerts(PlatformConstruct):
             expr = (f"max by ({by}) (rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) / 1e9) > {s.throttled_fraction:g} "
                     f"or max by ({by}) (rate(DCGM_FI_DEV_POWER_VIOLATION[5m]) / 1e9) > {s.throttled_fraction:g}")
             rules.append(self._rule(
-                "GpuThrottled", expr, s, "10m", "{{ $labels.node }} GPU {{ $labels.gpu }} throttled",
+                "GpuThrottled", self._with_training_job(expr), s, "10m",
+                "{{ $labels.node }} GPU {{ $labels.gpu }} throttled",
                 "GPU {{ $labels.gpu }} of node {{ $labels.node }} spends {{ $value | humanizePercentage }} of its "
-                "time thermally or power throttled: every rank of a synchronous job waits for it. Check the "
+                f"time thermally or power throttled: every rank of a synchronous job{user} waits for it. Check the "
                 "node's cooling and power capping."))
         return rules
 
