@@ -77,6 +77,7 @@ from kubetrain_runtime.runtime_config import (
     CHECKPOINT_DIR_ENV,
     JOB_ENV,
     RUNTIME_CONFIG_ENV,
+    MetricsConfig,
     ProfilingConfig,
     RuntimeConfig,
     own_loop_config,
@@ -157,8 +158,11 @@ class Run:
             if not owns_process:
                 raise
             # A bad runtime config: no retry fixes it (exit 2, which the targets' failure policies do not retry).
+            # The failed-run alert hears of it on the default metrics port (the config's own cannot be read).
+            code = failures.bad_input(error.lines())
+            announce_failure(MetricsConfig(), failures.REASONS[code])
             sys.stderr.flush()
-            os._exit(failures.bad_input(error.lines()))
+            os._exit(code)
         if profile is not None:
             self.config = config = config.model_copy(update={"profiling": profile})
         self.model, self.optimizer, self.scheduler, self.data = model, optimizer, scheduler, data
@@ -432,7 +436,7 @@ class Run:
         if self.telemetry is not None:
             self.telemetry.failed(reason)
         else:  # before the loop began: an endpoint of its own says it
-            announce_failure(self.config.metrics, self.world, reason)
+            announce_failure(self.config.metrics, reason, self.world)
 
     def finish(self) -> None:
         """max_steps reached: every save complete, the loop's own last work (`on_finish`: the trainer's export),

@@ -166,6 +166,38 @@ def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp
     assert all(note.read_text().startswith("4 ") and "KT210" in note.read_text() for note in notes)
 
 
+@pytest.mark.processes
+def test_the_launchers_check_that_finds_no_data_says_so_on_the_pods_first_port_before_it_exits(tmp_path):
+    """The launcher's check (`python -m training --check`, before torchrun) finds the token file missing: exit 2,
+    and, since no run's endpoint will ever open, an endpoint of its own on the pod's first port serves
+    kubetrain_permanent_failure_timestamp_seconds{reason="bad_input"} for metrics.failure_linger_s, so the
+    failed-run alert pages for a job that never started."""
+    pytest.importorskip("prometheus_client")
+    port = two_free_ports()
+    config = write_config(tmp_path, metrics={"port": port, "failure_linger_s": 8},
+                          data={"source": "tokens", "path": str(tmp_path / "missing.bin"), "seq_len": 32})
+    env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "no-data"}
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):  # the launcher's shell, before torchrun
+        env.pop(name, None)
+    check = subprocess.Popen([sys.executable, "-m", "training", "--check", "--config", str(config)], cwd=ROOT,
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    samples: list = []
+    try:
+        deadline = time.monotonic() + 60
+        while not samples and time.monotonic() < deadline and check.poll() is None:
+            try:
+                samples = scrape(port).get("kubetrain_permanent_failure_timestamp_seconds", [])
+            except NOT_SERVING:
+                time.sleep(0.2)
+        code = check.wait(timeout=60)
+    finally:
+        if check.poll() is None:
+            check.kill()
+        stderr = check.communicate(timeout=60)[1]
+    assert code == 2 and "KT208" in stderr, stderr[-2000:]
+    assert [(s.labels["reason"], s.labels["job"]) for s in samples] == [("bad_input", "no-data")], stderr[-2000:]
+
+
 def read_tensorboard_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:
     """Event files are TFRecords: length, its CRC, an Event protobuf, its CRC."""
     from tensorboardX.proto.event_pb2 import Event
