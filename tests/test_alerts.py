@@ -225,6 +225,9 @@ MUST_NOT_FIRE = {
         clock_minute=30) + GPU_HEALTHY, ("45m", "65m", "80m"), {}),
     # Preempted three times in an hour, each a stop with its checkpoint: starts climb, crashes do not.
     "preempted thrice": (replaced(HEALTHY, series("kubetrain_job_starts", RANK, "1x20 2x10 3x10 4x50")), "60m", {}),
+    # The profiler records rank 0 from minute 60 to 75 (a profiled run is slower on purpose): its MFU falls meanwhile.
+    "profiled": (replaced(HEALTHY, series("kubetrain_mfu", RANK, "0.4x60 0.1x15 0.4x15"),
+                          series("kubetrain_profiling", RANK, "0x60 1x15 0x15")), ("72m", "80m"), {}),
     # Scrapes missed for three minutes at a time.
     "scrape gaps": ([{**s, "values": " ".join(v if m % 10 >= 3 else "_" for m, v in enumerate(expand(s["values"])))}
                      for s in run_series()] + GPU_HEALTHY, ("25m", "55m", "85m"), {}),

@@ -293,12 +293,16 @@ class TrainingAlerts(PlatformConstruct):
         if s := p.mfu_drop:
             now = f"avg by (namespace, job) (avg_over_time(kubetrain_mfu{{{sel}}}[10m]))"
             before = f"avg by (namespace, job) (avg_over_time(kubetrain_mfu{{{sel}}}[{s.recent}] offset 10m))"
+            # A rank the profiler recorded in those 10 minutes slowed the job on purpose (kubetrain_profiling).
+            profiled = f"max by (namespace, job) (max_over_time(kubetrain_profiling{{{sel}}}[10m])) > 0"
+            dropped = f"({now} < {s.fraction:g} * {before}) unless on (namespace, job) ({profiled})"
             rules.append(self._rule(
-                "TrainingMfuDropped", self._with_pod(f"{now} < {s.fraction:g} * {before}", "1h"), s, "10m",
+                "TrainingMfuDropped", self._with_pod(dropped, "1h"), s, "10m",
                 "{{ $labels.job }}: MFU fell to {{ $value | humanizePercentage }}",
                 f"Job {{{{ $labels.job }}}}'s MFU over the last 10 minutes is below {s.fraction:g} of its level over "
                 f"the {s.recent} before: a slow or throttled node, a data stall or a degraded link (see the GPU "
-                "alerts of its nodes; a profiled run is slower on purpose: kubetrain_profiling)."))
+                "alerts of its nodes). Minutes in which the profiler recorded a rank (kubetrain_profiling) do not "
+                "count: a profiled run is slower on purpose."))
         if s := p.stale_checkpoint:
             durable = f'{sel},tier="durable"'
             # A run that has not completed a checkpoint yet is measured from its start.
