@@ -66,7 +66,7 @@ from kubetrain_runtime.distributed import (
     init_world,
     shutdown,
 )
-from kubetrain_runtime.dumps import Dumps
+from kubetrain_runtime.dumps import Dumps, own_run, use_run
 from kubetrain_runtime.ettr import EttrClock, daly_interval_s, record_clean_end, record_start
 from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
 from kubetrain_runtime.faults import FaultInjector
@@ -193,7 +193,11 @@ class Run:
         self.auto_saves = 0
         self.interval = AUTO_FIRST_CHECKPOINT if self.choosing_interval else config.checkpoint.interval
         self.local_interval = config.checkpoint.local_interval or self.interval
-        self.job = broadcast_object(record_start(self.checkpoints.root) if world.is_main else None)
+        # Rank 0's record of the job's starts, and its <attempt>/restart-<N>, under which every rank (in whatever pod)
+        # writes its hang dumps: one folder per hang for fr_trace (kubetrain_runtime/dumps.py).
+        self.job, hangs_run = broadcast_object((record_start(self.checkpoints.root), own_run()) if world.is_main
+                                               else None)
+        use_run(hangs_run)
         self.ettr = EttrClock(self.job["first_start"], self.job["paused_s"])
         self.watchdog = Watchdog(config.resilience.watchdog_floor_s, config.resilience.watchdog_factor, world.rank,
                                  self.dumps, config.resilience.collective_timeout_s)
