@@ -9,13 +9,17 @@ Everything lands beside the durable checkpoints (`checkpoint.dir`), named by job
     <checkpoint.dir>/failures/<job>/<attempt>.restart-<N>.rank-<R>.txt               a copy of the failure note
 
 `<attempt>` is the pod's start (`attempt-<UTC time>`, set by kubetrain's launcher in KUBETRAIN_ATTEMPT), else
-torchrun's run id; `<N>` is torchrun's restart count of the pod's ranks. The flight recorder keeps the last
+torchrun's run id; `<N>` is torchrun's restart count of the pod's ranks. Once the ranks' process group exists, the
+runtime makes the hang folder rank 0's `<attempt>/restart-<N>` on every rank (KUBETRAIN_HANGS_RUN): the ranks of a
+job of several pods (each with its own start and its own agent's restart count) write one hang's dumps into one
+folder, which is what fr_trace reads. NCCL's own dump on a timeout, whose file is set before the group exists, stays
+in the pod's folder. The flight recorder keeps the last
 collectives of each process group (TORCH_FR_BUFFER_SIZE entries, gloo and NCCL alike in torch 2.13), dumped by
 NCCL itself when a collective times out (TORCH_NCCL_DUMP_ON_TIMEOUT, to the prefix TORCH_NCCL_DEBUG_INFO_TEMP_FILE)
 and by the watchdog (kubetrain_runtime/watchdog.py) before it kills a hung rank. Both variables must be set before
 the process group is created: `prepare` does it. Read a restart's dumps with
 `python -m torch.distributed.flight_recorder.fr_trace <folder>` (the stacks' names end in no digit, so fr_trace
-infers the prefix) or `pickle.load`.
+infers the prefix; the watchdog lists gloo's process groups in each dump, which fr_trace needs) or `pickle.load`.
 
 Where a rank leaves something, it appends the folder to KUBETRAIN_DUMPS_NOTE (a file of the container's, like the
 failure note), and the launcher's last lines name it. Imports only the standard library (the warm process's thin
@@ -41,12 +45,25 @@ FR_PREFIX = "flight_recorder_rank_"
 POD_FR_FILE = "/tmp/nccl_trace_rank_"  # the pod's default (kubetrain.jobs.pod), for a job with no checkpoint folder
 
 
+HANGS_RUN_ENV = "KUBETRAIN_HANGS_RUN"  # rank 0's <attempt>/restart-<N>, agreed by the ranks once their group exists
+
+
 def attempt() -> str:
     return os.environ.get(ATTEMPT_ENV) or f"run-{os.environ.get('TORCHELASTIC_RUN_ID', 'local')}"
 
 
 def restart() -> str:
     return f"restart-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+
+
+def own_run() -> str:
+    """This process's `<attempt>/restart-<N>`: rank 0's names the folder of every rank's hang dumps."""
+    return f"{attempt()}/{restart()}"
+
+
+def use_run(run: str) -> None:
+    """Every rank's hang dumps go under rank 0's `run` (its own_run, shared once the group exists)."""
+    os.environ[HANGS_RUN_ENV] = run
 
 
 @dataclass(frozen=True)
@@ -59,7 +76,7 @@ class Dumps:
 
     @property
     def folder(self) -> Path:
-        return self.checkpoint_dir / HANGS / self.job / attempt() / restart()
+        return self.checkpoint_dir / HANGS / self.job / (os.environ.get(HANGS_RUN_ENV) or own_run())
 
     @property
     def stacks(self) -> Path:

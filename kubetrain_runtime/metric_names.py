@@ -17,6 +17,9 @@ RUNTIME_METRICS: dict[str, str] = {
     "kubetrain_mfu": "gauge",
     "kubetrain_ettr": "gauge",
     "kubetrain_ettr_target": "gauge",  # the run config's resilience.ettr_target, where it sets one
+    # When the job's ETTR clock began: its first start, moved later by the time it was paused (a preemption, a
+    # suspension). time() minus it is the wall time ETTR divides by: the ETTR alert judges a young job over a window.
+    "kubetrain_ettr_clock_start_timestamp_seconds": "gauge",
     "kubetrain_flops_per_token": "gauge",
     "kubetrain_peak_flops": "gauge",
     "kubetrain_skipped_steps_total": "counter",

@@ -88,7 +88,9 @@ class StopRequest:
     def join(self, world_size: int) -> None:
         """Create the agreement's process group (a collective: every rank, in the same order)."""
         self._pending, self._span, self._countdown = None, 1, 0
-        self._group = dist.new_group(backend="gloo") if world_size > 1 else None
+        # Named, so that a hang's flight-recorder dump (read by torch's fr_trace) says which group a collective is of.
+        self._group = (dist.new_group(backend="gloo", group_desc="kubetrain_stop_agreement") if world_size > 1
+                       else None)
 
     def progress(self) -> None:
         self._progress = time.monotonic()

@@ -66,7 +66,7 @@ from kubetrain_runtime.distributed import (
     init_world,
     shutdown,
 )
-from kubetrain_runtime.dumps import Dumps
+from kubetrain_runtime.dumps import Dumps, own_run, use_run
 from kubetrain_runtime.ettr import EttrClock, daly_interval_s, record_clean_end, record_start
 from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
 from kubetrain_runtime.faults import FaultInjector
@@ -77,6 +77,7 @@ from kubetrain_runtime.runtime_config import (
     CHECKPOINT_DIR_ENV,
     JOB_ENV,
     RUNTIME_CONFIG_ENV,
+    MetricsConfig,
     ProfilingConfig,
     RuntimeConfig,
     own_loop_config,
@@ -157,8 +158,11 @@ class Run:
             if not owns_process:
                 raise
             # A bad runtime config: no retry fixes it (exit 2, which the targets' failure policies do not retry).
+            # The failed-run alert hears of it on the default metrics port (the config's own cannot be read).
+            code = failures.bad_input(error.lines())
+            announce_failure(MetricsConfig(), failures.REASONS[code])
             sys.stderr.flush()
-            os._exit(failures.bad_input(error.lines()))
+            os._exit(code)
         if profile is not None:
             self.config = config = config.model_copy(update={"profiling": profile})
         self.model, self.optimizer, self.scheduler, self.data = model, optimizer, scheduler, data
@@ -189,7 +193,11 @@ class Run:
         self.auto_saves = 0
         self.interval = AUTO_FIRST_CHECKPOINT if self.choosing_interval else config.checkpoint.interval
         self.local_interval = config.checkpoint.local_interval or self.interval
-        self.job = broadcast_object(record_start(self.checkpoints.root) if world.is_main else None)
+        # Rank 0's record of the job's starts, and its <attempt>/restart-<N>, under which every rank (in whatever pod)
+        # writes its hang dumps: one folder per hang for fr_trace (kubetrain_runtime/dumps.py).
+        self.job, hangs_run = broadcast_object((record_start(self.checkpoints.root), own_run()) if world.is_main
+                                               else None)
+        use_run(hangs_run)
         self.ettr = EttrClock(self.job["first_start"], self.job["paused_s"])
         self.watchdog = Watchdog(config.resilience.watchdog_floor_s, config.resilience.watchdog_factor, world.rank,
                                  self.dumps, config.resilience.collective_timeout_s)
@@ -352,7 +360,7 @@ class Run:
         self.telemetry = self.telemetry or Telemetry(
             self.config.metrics, self.config.checkpoint.dir, self.max_steps, self.params or {}, self.world,
             {"log_interval_steps": self.config.log_interval, "job_starts": self.job["starts"],
-             "job_crashes": self.job["crashes"],
+             "job_crashes": self.job["crashes"], "ettr_clock_start": self.job["first_start"] + self.job["paused_s"],
              "ettr_target": self.config.resilience.ettr_target})
         self.watchdog.start()
         self._unkept_draws = self.owns_process and self._rng_fingerprint() != self._rng_at_start
@@ -432,7 +440,7 @@ class Run:
         if self.telemetry is not None:
             self.telemetry.failed(reason)
         else:  # before the loop began: an endpoint of its own says it
-            announce_failure(self.config.metrics, self.world, reason)
+            announce_failure(self.config.metrics, reason, self.world)
 
     def finish(self) -> None:
         """max_steps reached: every save complete, the loop's own last work (`on_finish`: the trainer's export),

@@ -87,6 +87,9 @@ _MLFLOW_STORES = {"http", "https", "file", "databricks", "databricks-uc", "uc", 
                   "mssql"}
 
 
+FAILURE_LINGER_S = 45  # two of Prometheus's usual 15-30 s scrape intervals
+
+
 class MetricsConfig(StrictModel):
     """Where metrics go besides rank 0's JSON lines (which always stay)."""
 
@@ -120,6 +123,13 @@ class MetricsConfig(StrictModel):
                                         "kubetrain_permanent_failure) open this long before it exits, so Prometheus "
                                         "scrapes it; unset: 45 s (two default scrape intervals) in a Kubernetes pod "
                                         "with the endpoint on, 0 elsewhere (no one scrapes a laptop).")
+
+    def linger_s(self) -> float:
+        """How long a rank that fails for good keeps its endpoint open: failure_linger_s, else FAILURE_LINGER_S in a
+        Kubernetes pod with the endpoint on, else 0."""
+        if self.failure_linger_s is not None:
+            return self.failure_linger_s
+        return FAILURE_LINGER_S if self.port and os.environ.get("KUBERNETES_SERVICE_HOST") else 0.0
 
 
 class ResilienceConfig(StrictModel):

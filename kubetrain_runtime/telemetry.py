@@ -34,9 +34,8 @@ def job_name() -> str:
     return os.environ.get(JOB_ENV, "local")
 
 
-def job_labels(world: World) -> dict[str, str]:
-    return {"job": job_name(),
-            "node": os.environ.get("NODE_NAME") or socket.gethostname(), "rank": str(world.rank)}
+def job_labels(rank: int) -> dict[str, str]:
+    return {"job": job_name(), "node": os.environ.get("NODE_NAME") or socket.gethostname(), "rank": str(rank)}
 
 
 class PrometheusEndpoint:
@@ -110,6 +109,9 @@ class PrometheusEndpoint:
             gauge("kubetrain_job_crashes", "Starts of the job after a run that did not end cleanly (a stop with its "
                                            "checkpoint, or the end, is clean), kept in ettr.json.").labels(
                 **labels).set(info["job_crashes"])
+        if info.get("ettr_clock_start") is not None:
+            gauge("kubetrain_ettr_clock_start_timestamp_seconds", "When the job's ETTR clock began: its first start, "
+                  "later by the time it was paused (ettr.json).").labels(**labels).set(info["ettr_clock_start"])
         if info.get("ettr_target") is not None:  # unset: the alert's own default applies, and no series is written
             gauge("kubetrain_ettr_target", "The ETTR the run config asks for (resilience.ettr_target).").labels(
                 **labels).set(info["ettr_target"])
@@ -232,27 +234,20 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-FAILURE_LINGER_S = 45  # two of Prometheus's usual 15-30 s scrape intervals
-
-
-def failure_linger_s(metrics: MetricsConfig) -> float:
-    """metrics.failure_linger_s, else FAILURE_LINGER_S in a Kubernetes pod with the endpoint on, else 0."""
-    if metrics.failure_linger_s is not None:
-        return metrics.failure_linger_s
-    return FAILURE_LINGER_S if metrics.port and os.environ.get("KUBERNETES_SERVICE_HOST") else 0.0
-
-
-def announce_failure(metrics: MetricsConfig, world: World, reason: str) -> None:
+def announce_failure(metrics: MetricsConfig, reason: str, world: World | None = None) -> None:
     """A rank that fails for good before its run's endpoint opened (unusable storage at start, a bad input found
-    by the rank): an endpoint of its own says so for the linger time, so the failed-run alert pages all the same."""
-    linger = failure_linger_s(metrics)
+    by the rank, or by the launcher's check before torchrun: then `world` is None, and the rank is torchrun's or
+    the pod's, from the environment): an endpoint of its own says so for the linger time, so the failed-run alert
+    pages all the same."""
+    linger = metrics.linger_s()
     if not metrics.port or not linger:
         return
+    rank = world.rank if world else int(os.environ.get("RANK", 0))
+    local_rank = world.local_rank if world else int(os.environ.get("LOCAL_RANK", 0))
     try:
-        endpoint = PrometheusEndpoint(metrics.port + world.local_rank, job_labels(world))
+        endpoint = PrometheusEndpoint(metrics.port + local_rank, job_labels(rank))
     except OSError as error:  # the port is taken: the failure note and the exit code still say it
-        print(f"warning: rank {world.rank}: no Prometheus endpoint to report the failure on: {error}",
-              file=sys.stderr)
+        print(f"warning: rank {rank}: no Prometheus endpoint to report the failure on: {error}", file=sys.stderr)
         return
     endpoint.failed(reason)
     time.sleep(linger)
@@ -264,16 +259,17 @@ class Telemetry:
 
     def __init__(self, metrics: MetricsConfig, checkpoint_dir: str, max_steps: int, params: dict[str, Any],
                  world: World, run_info: dict[str, Any] | None = None):
-        """run_info: what the Prometheus endpoint says once (log_interval_steps, job_starts, ettr_target)."""
+        """run_info: what the Prometheus endpoint says once (log_interval_steps, job_starts, job_crashes,
+        ettr_clock_start, ettr_target)."""
         self.is_main, self.rank = world.is_main, world.rank
         self.sinks: list[Any] = []
         self.mlflow: MlflowSink | None = None
         self.prometheus: PrometheusEndpoint | None = None
-        self.linger_s = failure_linger_s(metrics)
+        self.linger_s = metrics.linger_s()
         if metrics.port:
             port = metrics.port + world.local_rank
             self.prometheus = self._start(f"Prometheus endpoint on port {port}",
-                                          lambda: PrometheusEndpoint(port, job_labels(world), run_info))
+                                          lambda: PrometheusEndpoint(port, job_labels(world.rank), run_info))
         if world.is_main and metrics.tensorboard_dir:
             self._start("TensorBoard sink", lambda: TensorBoardSink(metrics.tensorboard_dir))
         if world.is_main and metrics.mlflow_tracking_uri:

@@ -126,17 +126,21 @@ def dump_flight_recorder(path: os.PathLike) -> str:
 
 
 def with_group_config(data: bytes) -> bytes:
-    """A recorder's dump with its process groups listed (`pg_config`, which fr_trace needs to match a collective across
-    ranks): gloo's recorder (torch 2.13) lists none; the groups this process knows, as NCCL's recorder names them."""
+    """A recorder's dump with every process group of its entries in `pg_config` (keyed by the group's name, as each
+    entry's `process_group` names it, with its description and global ranks), which torch's fr_trace reads to match
+    a collective across ranks and to name the ranks that never joined it. NCCL's recorder lists its groups; gloo's
+    (torch 2.13) lists one placeholder with no name and no ranks, which is dropped: the groups this process knows
+    fill in what the recorder left out."""
     import pickle
 
     import torch.distributed.distributed_c10d as c10d
 
     trace = pickle.loads(data)
-    if trace.get("pg_config"):
-        return data
-    # Keyed by the group's name, as each entry's `process_group` names it.
-    trace["pg_config"] = {group.group_name: {"name": group.group_name, "desc": group.group_desc,
-                                             "ranks": str(sorted(c10d._world.pg_group_ranks.get(group, {})))}
-                          for group in c10d._world.pg_names}
+    config = {name: group for name, group in (trace.get("pg_config") or {}).items()
+              if name and group.get("ranks") not in (None, "", "[]")}
+    for group, name in list(c10d._world.pg_names.items()):
+        if name not in config:
+            config[name] = {"name": name, "desc": group.group_desc,
+                            "ranks": str(sorted(c10d._world.pg_group_ranks.get(group, {})))}
+    trace["pg_config"] = config
     return pickle.dumps(trace)

@@ -34,7 +34,13 @@ needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not in
 
 RANK = 'job="gpt",namespace="ml",node="ip-10-0-0-1",pod="gpt-master-0",rank="0"'
 TARGET = 'job="gpt",namespace="ml",pod="gpt-master-0",endpoint="metrics",kubetrain_dev_job="gpt"'
-GPU = 'node="ip-10-0-0-9",gpu="3",UUID="GPU-1234",modelName="NVIDIA H100 80GB HBM3"'
+# An idle GPU: its series carry the exporter's own target labels (honorLabels keeps the exporter's `pod` and
+# `namespace` where a pod uses the GPU, the target's elsewhere).
+GPU = ('node="ip-10-0-0-9",gpu="3",UUID="GPU-1234",modelName="NVIDIA H100 80GB HBM3",job="dcgm-exporter",'
+       'namespace="gpu-monitoring",pod="dcgm-exporter-x7k2p"')
+# The same GPU used by the training job's pod (dcgm-exporter's Kubernetes mapping names it).
+GPU_OF_GPT = GPU.replace('namespace="gpu-monitoring",pod="dcgm-exporter-x7k2p"',
+                         'namespace="ml",pod="gpt-master-0",container="pytorch"')
 
 
 def rule_spec(crds: Path, **props: Any) -> dict[str, Any]:
@@ -64,11 +70,13 @@ def series(name: str, labels: str, values: str) -> dict[str, str]:
 
 
 def run_series(minutes: int = 90, start_minute: int = 0, labels: str = RANK, target: str = TARGET,
-               crashes: int = 0, starts: int = 1) -> list[dict[str, str]]:
+               crashes: int = 0, starts: int = 1, clock_minute: int | None = None) -> list[dict[str, str]]:
     """A healthy rank scraped each minute from `start_minute` for `minutes`: started then (its start gauge), logging
-    each minute (1 s steps logged every 10), a durable checkpoint every 5 minutes, steady ETTR and MFU."""
+    each minute (1 s steps logged every 10), a durable checkpoint every 5 minutes, steady ETTR and MFU. The job's ETTR
+    clock began at `clock_minute` (its first start, later by its pauses), else when this run began."""
     gap = f"_x{start_minute - 1} " if start_minute else ""  # nothing before it began
     t0, n = 60 * start_minute, minutes - 1
+    clock = 60 * (start_minute if clock_minute is None else clock_minute)
     return [
         series("up", target, f"{gap}1x{n}"),
         series("kubetrain_run_start_timestamp_seconds", labels, f"{gap}{t0}x{n}"),
@@ -81,6 +89,7 @@ def run_series(minutes: int = 90, start_minute: int = 0, labels: str = RANK, tar
         series("kubetrain_job_starts", labels, f"{gap}{starts}x{n}"),
         series("kubetrain_job_crashes", labels, f"{gap}{crashes}x{n}"),
         series("kubetrain_ettr", labels, f"{gap}0.99x{n}"),
+        series("kubetrain_ettr_clock_start_timestamp_seconds", labels, f"{gap}{clock}x{n}"),
         series("kubetrain_mfu", labels, f"{gap}0.4x{n}"),
     ]
 
@@ -171,16 +180,25 @@ MUST_FIRE = {
                         {"TrainingRunFailed": [{**JOB, "reason": "storage", "severity": "critical"}]}),
     "failed, its pod still there": (FAILED + GPU_HEALTHY + [KSM_OTHER_POD, KSM_FAILED_POD], "30m",
                                     {"TrainingRunFailed": [{**JOB, "reason": "storage", "severity": "critical"}]}),
-    "low ETTR": (replaced(HEALTHY, series("kubetrain_ettr", RANK, "0.5x90")), "40m",
+    # Half its time lost from the start: judged over the 2h window, 0.5 x the wall time lost outweighs the 12 minutes
+    # a 0.9 target allows from minute 25, so it pages 30 minutes later, in its first hour.
+    "low ETTR": (replaced(HEALTHY, series("kubetrain_ettr", RANK, "0.5x90")), ("57m", "89m"),
                  {"TrainingEttrLow": [{**JOB, "severity": "warning"}]}),
+    # An old job (its ETTR clock began 5 hours before this run) judged on its ETTR alone.
+    "low ETTR, old job": (replaced(HEALTHY, series("kubetrain_ettr", RANK, "0.85x90"),
+                                   series("kubetrain_ettr_clock_start_timestamp_seconds", RANK, "-18000x90")), "35m",
+                          {"TrainingEttrLow": [{**JOB, "severity": "warning"}]}),
     # Two series of rank 0 that share namespace, job, pod and rank (another instance): still one alert, no error.
     "low ETTR, two series": (replaced(HEALTHY, series("kubetrain_ettr", RANK, "0.5x90"),
-                                      series("kubetrain_ettr", RANK + ',instance="10.0.0.8:9400"', "0.6x90")), "40m",
+                                      series("kubetrain_ettr", RANK + ',instance="10.0.0.8:9400"', "0.6x90")), "60m",
                              {"TrainingEttrLow": [{**JOB, "severity": "warning"}]}),
     "MFU fallen": (replaced(HEALTHY, series("kubetrain_mfu", RANK, "0.4x60 0.1x30")), "85m",
                    {"TrainingMfuDropped": [{**JOB, "severity": "warning"}]}),
     "XID error": (replaced(HEALTHY, series("DCGM_FI_DEV_XID_ERRORS", GPU, "0x10 79x80")), "15m",
                   {"GpuXidError": [{**ON_GPU, "severity": "critical"}]}),
+    # The GPU of a training pod: the alert names the pod and its kubetrain job, as the training alerts do.
+    "XID error under a training pod": (replaced(HEALTHY, series("DCGM_FI_DEV_XID_ERRORS", GPU_OF_GPT, "0x10 79x80")),
+                                       "15m", {"GpuXidError": [{**ON_GPU, **JOB, "severity": "critical"}]}),
     "double-bit ECC": (replaced(HEALTHY, series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", GPU, "0x10 2x80")), "15m",
                        {"GpuMemoryErrors": [{**ON_GPU, "severity": "critical"}]}),
     # 18 s of every 60 throttled (nanoseconds): 30 %
@@ -193,16 +211,23 @@ MUST_NOT_FIRE = {
     "young run": (replaced(HEALTHY, series("kubetrain_last_step_timestamp_seconds", RANK, "_x2 180+60x87"),
                            series("kubetrain_ettr", RANK, "_x2 0.3 0.5 0.6 0.7x84"),
                            series("kubetrain_mfu", RANK, "_x2 0.4x87")), ("1m", "4m", "9m"), {}),
+    # A healthy young job: 6 minutes to its first step (imports, loading, compiling), then every minute productive,
+    # so its ETTR climbs as (t - 6) / t, below 0.9 for its whole first hour; 6 minutes lost never page.
+    "young run, slow start": (replaced(HEALTHY, series("kubetrain_ettr", RANK, "_x6 " + " ".join(
+        f"{(m - 6) / m:.4f}" for m in range(7, 91)))), ("40m", "59m", "89m"), {}),
     # Every series ends at minute 40 (the job finished: its pods are no targets).
     "finished run": ([{**s, "values": s["values"].split("x")[0] + "x40"} for s in run_series()] + GPU_HEALTHY,
                      ("45m", "60m", "89m"), {}),
     # Suspended (Kueue preemption, a paused job) from minute 30 to 60, then resumed in a new pod: a clean stop, so
     # no crash; nothing scraped in between.
     "suspended and resumed": (run_series(minutes=30) + run_series(minutes=30, start_minute=60, labels=RANK.replace(
-        "gpt-master-0", "gpt-master-0b"), target=TARGET.replace("gpt-master-0", "gpt-master-0b"), starts=2)
-        + GPU_HEALTHY, ("45m", "65m", "80m"), {}),
+        "gpt-master-0", "gpt-master-0b"), target=TARGET.replace("gpt-master-0", "gpt-master-0b"), starts=2,
+        clock_minute=30) + GPU_HEALTHY, ("45m", "65m", "80m"), {}),
     # Preempted three times in an hour, each a stop with its checkpoint: starts climb, crashes do not.
     "preempted thrice": (replaced(HEALTHY, series("kubetrain_job_starts", RANK, "1x20 2x10 3x10 4x50")), "60m", {}),
+    # The profiler records rank 0 from minute 60 to 75 (a profiled run is slower on purpose): its MFU falls meanwhile.
+    "profiled": (replaced(HEALTHY, series("kubetrain_mfu", RANK, "0.4x60 0.1x15 0.4x15"),
+                          series("kubetrain_profiling", RANK, "0x60 1x15 0x15")), ("72m", "80m"), {}),
     # Scrapes missed for three minutes at a time.
     "scrape gaps": ([{**s, "values": " ".join(v if m % 10 >= 3 else "_" for m, v in enumerate(expand(s["values"])))}
                      for s in run_series()] + GPU_HEALTHY, ("25m", "55m", "85m"), {}),
@@ -232,16 +257,18 @@ def test_the_rules_load_in_prometheus_and_fire_on_each_failure_and_not_on_a_heal
 @needs_promtool
 @pytest.mark.processes
 def test_a_run_config_target_replaces_the_alerts_default_and_tuned_alerts_follow_their_settings(crds, tmp_path):
-    spec = rule_spec(crds, ettr=EttrAlert(below=0.6, sustained="5m"), mfu_drop=None, gpu=None)
+    spec = rule_spec(crds, ettr=EttrAlert(below=0.6, sustained="5m", judged_over="10m"), mfu_drop=None, gpu=None)
     assert [r["alert"] for g in spec["groups"] for r in g["rules"]] == [
         "TrainingRunStalled", "TrainingEndpointDown", "TrainingRunRestarting", "TrainingEttrLow",
         "TrainingCheckpointStale", "TrainingRunFailed"]
     write_rules(spec, tmp_path)
     ettr = [series("kubetrain_ettr", RANK, "0.7x30"), series("kubetrain_ettr", RANK.replace("gpt", "llm"), "0.7x30"),
-            series("kubetrain_ettr_target", RANK.replace("gpt", "llm"), "0.95x30")]
+            series("kubetrain_ettr_target", RANK.replace("gpt", "llm"), "0.95x30"),
+            *(series("kubetrain_ettr_clock_start_timestamp_seconds", labels, "0x30")
+              for labels in (RANK, RANK.replace("gpt", "llm")))]
     tests = {"rule_files": ["bare.yaml"], "evaluation_interval": "1m", "tests": [{
         "interval": "1m", "input_series": ettr,
-        # 0.7 is above the alert's 0.6 for gpt, and below llm's own target of 0.95
+        # 0.7 is above the alert's 0.6 for gpt, and below llm's own target of 0.95 once judged over 10 minutes
         "alert_rule_test": [{"eval_time": "10m", "alertname": "TrainingEttrLow", "exp_alerts": [
             {"exp_labels": {**JOB, "job": "llm", "pod": "llm-master-0", "severity": "warning"}}]}]}]}
     (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))

@@ -29,7 +29,8 @@ def test_dcgm_exporter_runs_on_gpu_pools_in_a_privileged_namespace_of_its_own(cr
     monitor = objects["PodMonitor/training"]["spec"]
     assert monitor["selector"] == {"matchExpressions": [{"key": "kubetrain.dev/job", "operator": "Exists"}]}
     (endpoint,) = monitor["podMetricsEndpoints"]  # every rank's port (tests/test_scrape_targets.py)
-    assert endpoint["relabelings"][0]["regex"] == "metrics(-[1-9][0-9]*)?" and "port" not in endpoint
+    assert [r["regex"] for r in endpoint["relabelings"] if r["action"] == "keep"] == ["metrics(-[1-9][0-9]*)?"]
+    assert "port" not in endpoint
     assert (namespace_level(c, "ml"), namespace_level(c, "gpu-monitoring")) == ("baseline", "privileged")
     assert codes(c) == []
 

@@ -63,7 +63,9 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
                           checkpoint={"dir": str(tmp_path / "ckpt"), "interval": 3, "keep": 2,
                                       "local_dir": str(tmp_path / "local"), "local_interval": 1})
     (tmp_path / "ckpt").mkdir()
-    (tmp_path / "ckpt" / "ettr.json").write_text('{"first_start": %r, "starts": 4}' % time.time())  # 4 starts before
+    first_start = time.time() - 3600  # 4 starts before, the first an hour ago, paused 20 minutes in all
+    (tmp_path / "ckpt" / "ettr.json").write_text(json.dumps({"first_start": first_start, "starts": 4,
+                                                             "paused_s": 1200.0}))
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "scraped"}
     env.pop("NODE_NAME", None)
     agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
@@ -116,6 +118,8 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
         assert interval["local"] == pytest.approx(value["kubetrain_step_time_seconds"])
         assert not samples["kubetrain_permanent_failure_timestamp_seconds"]  # declared, not set: nothing failed
         assert value["kubetrain_job_crashes"] == 1  # the start before recorded no clean end: this start is a crash
+        # The ETTR alert's clock: the job's first start, later by its pauses (time() minus it is ETTR's wall time).
+        assert value["kubetrain_ettr_clock_start_timestamp_seconds"] == pytest.approx(first_start + 1200)
         assert time.time() - 600 < value["kubetrain_run_start_timestamp_seconds"] <= value[
             "kubetrain_last_step_timestamp_seconds"]
 
@@ -160,6 +164,38 @@ def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp
     notes = sorted((tmp_path / "ckpt" / "failures" / "diverged").glob("run-*.restart-0.rank-*.txt"))
     assert [note.name.rsplit(".", 2)[1] for note in notes] == ["rank-0", "rank-1"]
     assert all(note.read_text().startswith("4 ") and "KT210" in note.read_text() for note in notes)
+
+
+@pytest.mark.processes
+def test_the_launchers_check_that_finds_no_data_says_so_on_the_pods_first_port_before_it_exits(tmp_path):
+    """The launcher's check (`python -m training --check`, before torchrun) finds the token file missing: exit 2,
+    and, since no run's endpoint will ever open, an endpoint of its own on the pod's first port serves
+    kubetrain_permanent_failure_timestamp_seconds{reason="bad_input"} for metrics.failure_linger_s, so the
+    failed-run alert pages for a job that never started."""
+    pytest.importorskip("prometheus_client")
+    port = two_free_ports()
+    config = write_config(tmp_path, metrics={"port": port, "failure_linger_s": 8},
+                          data={"source": "tokens", "path": str(tmp_path / "missing.bin"), "seq_len": 32})
+    env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "no-data"}
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):  # the launcher's shell, before torchrun
+        env.pop(name, None)
+    check = subprocess.Popen([sys.executable, "-m", "training", "--check", "--config", str(config)], cwd=ROOT,
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    samples: list = []
+    try:
+        deadline = time.monotonic() + 60
+        while not samples and time.monotonic() < deadline and check.poll() is None:
+            try:
+                samples = scrape(port).get("kubetrain_permanent_failure_timestamp_seconds", [])
+            except NOT_SERVING:
+                time.sleep(0.2)
+        code = check.wait(timeout=60)
+    finally:
+        if check.poll() is None:
+            check.kill()
+        stderr = check.communicate(timeout=60)[1]
+    assert code == 2 and "KT208" in stderr, stderr[-2000:]
+    assert [(s.labels["reason"], s.labels["job"]) for s in samples] == [("bad_input", "no-data")], stderr[-2000:]
 
 
 def read_tensorboard_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:

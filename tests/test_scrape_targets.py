@@ -150,7 +150,10 @@ def test_every_rank_of_an_8_gpu_pod_is_a_target_labelled_with_its_job_pod_and_po
             "job": "gpt", "namespace": NAMESPACE, "pod": "gpt-master-0", "container": "pytorch"}
 
 
-def test_a_finished_pod_is_no_target():
+def test_only_a_running_pod_is_a_target():
+    """A finished pod (the operator's filterRunning) and a Pending one (pulling its image, running its init
+    containers: no rank can answer yet, and its `up` of 0 would page as a stuck rank) are no targets."""
     monitor, pod = synthesized(8)
-    assert scraped(monitor, pod, "gpt-master-0", phase="Failed") == []
-    assert len(scraped(monitor, pod, "gpt-master-0", phase="Pending")) == 8
+    assert {phase: len(scraped(monitor, pod, "gpt-master-0", phase=phase))
+            for phase in ("Pending", "Running", "Failed", "Succeeded")} == {
+        "Pending": 0, "Running": 8, "Failed": 0, "Succeeded": 0}

@@ -41,9 +41,25 @@ def parse_args(argv: list[str] | None):
     return parser.parse_args(argv)
 
 
-def report(error, record: bool = True) -> int:
-    """A ConfigError: every line by rank 0 (one copy, not one per rank), and the note for the launcher."""
-    return failures.bad_input(error.lines(), record_note=record)
+def report(error, record: bool = True, metrics=None) -> int:
+    """A ConfigError: every line by rank 0 (one copy, not one per rank), the note for the launcher, and the failure
+    on an endpoint of this rank's own (or of the launcher's check: the pod's first port) for the failed-run alert,
+    since its run's endpoint never opened: `metrics`, the run config's, else the defaults."""
+    code = failures.bad_input(error.lines(), record_note=record)
+    announce(code, metrics)
+    return code
+
+
+def announce(code: int, metrics=None, world=None) -> None:
+    """A failure for good before the run's endpoint opened, served where Prometheus scrapes it; torch (which the
+    endpoint's module imports) only where it lingers: in a pod, not for a bad input met on a laptop."""
+    from kubetrain_runtime.runtime_config import MetricsConfig
+
+    metrics = metrics or MetricsConfig()
+    if metrics.port and metrics.linger_s():
+        from kubetrain_runtime.telemetry import announce_failure
+
+        announce_failure(metrics, failures.REASONS[code], world)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,6 +85,7 @@ def run(argv: list[str]) -> int:
 
     offline()  # nothing is downloaded from a model hub, whatever the image's environment says
     args = parse_args(argv)
+    run_config = None
     try:
         run_config = load_run_config(args.config, args.overrides)
         # The volumes are mounted where the launcher checks, too: a missing path fails the job before torchrun.
@@ -93,23 +110,23 @@ def run(argv: list[str]) -> int:
             if problems:
                 raise ConfigError(args.config, problems)
     except ConfigError as error:
-        return report(error, record=not args.check)
+        return report(error, record=not args.check, metrics=run_config.metrics if run_config else None)
     if args.check:
         return 0
     try:
         parse_faults(os.environ.get("KUBETRAIN_FAULT", ""))
     except ValueError as exc:
-        return report(ConfigError("KUBETRAIN_FAULT", [Problem("KT006", "", str(exc), "fix or unset KUBETRAIN_FAULT")]))
+        return report(ConfigError("KUBETRAIN_FAULT", [Problem("KT006", "", str(exc), "fix or unset KUBETRAIN_FAULT")]),
+                      metrics=run_config.metrics)
     problems = run_config.check_world_size(int(os.environ.get("WORLD_SIZE", 1)))
-    if problems:
-        return report(ConfigError(args.config, problems))
+    if problems:  # an elastic job resized to a world size its batch does not divide
+        return report(ConfigError(args.config, problems), metrics=run_config.metrics)
 
     # torch is imported only once the config is known to be good: bad input fails fast.
     from kubetrain_runtime.distributed import init_world, shutdown
     from kubetrain_runtime.dumps import Dumps
     from kubetrain_runtime.preemption import StopRequest
     from kubetrain_runtime.runtime_config import JOB_ENV
-    from kubetrain_runtime.telemetry import announce_failure
     from training.trainer import Trainer
 
     stop = StopRequest(int(os.environ.get("RANK", 0))).install()
@@ -134,13 +151,12 @@ def run(argv: list[str]) -> int:
         shutdown()
     except failures.PermanentFailure as failure:
         failures.record(failure.exit_code, failure.line)
-        if trainer is not None:
-            trainer.runtime.failed(failure.exit_code)
-        elif world is not None:  # before the run's endpoint opened (unusable storage at start): one of its own
-            announce_failure(run_config.metrics, world, failures.REASONS[failure.exit_code])
+        fail_for_good(failure.exit_code, trainer, run_config.metrics, world)
         exit_now(failure.exit_code, trainer)
     except ConfigError as error:  # the data and the model's files, read again by every rank
-        exit_now(report(error), trainer)
+        code = failures.bad_input(error.lines())
+        fail_for_good(code, trainer, run_config.metrics, world)
+        exit_now(code, trainer)
     except BaseException:  # a fault: its traceback, and a retry by torchrun
         import traceback
 
@@ -165,6 +181,15 @@ def rehearse() -> None:
     tokens = torch.zeros((1, 8), dtype=torch.long)
     F.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
     warm.rehearse(model, optimizer)
+
+
+def fail_for_good(code: int, trainer, metrics, world) -> None:
+    """The failure on the run's endpoint once the trainer has one, else (unusable storage at start, a bad data file)
+    on one of the rank's own."""
+    if trainer is not None:
+        trainer.runtime.failed(code)
+    else:
+        announce(code, metrics, world)
 
 
 def exit_now(code: int, trainer) -> None:

@@ -54,6 +54,7 @@ GPU_ALERTS_WITHOUT_EXPORTER = register(
     source="README.md (Training alerts)")
 
 Severity = Literal["critical", "warning", "info"]
+GPU_LABELS = "node, gpu, UUID, modelName"  # what names a GPU in DCGM's series: the node is what an operator cordons
 # What tells one rank's series from another's: its pod and its global rank (a pod runs several ranks).
 RANK_OF_POD = "namespace, job, pod, rank"
 JOB_TARGET_LABEL = re.sub(r"[^a-zA-Z0-9_]", "_", JOB_LABEL)  # the PodMonitor's podTargetLabels, as Prometheus names it
@@ -101,6 +102,12 @@ class EttrAlert(AlertSetting):
     below: float = Field(0.9, gt=0, lt=1, description="The target of a job whose run config sets none "
                                                       "(resilience.ettr_target, exported as kubetrain_ettr_target).")
     sustained: PrometheusDuration = Field("30m", description="How long it must stay below (the rule's `for`).")
+    judged_over: PrometheusDuration = Field("2h", description="The least wall time ETTR is judged over: a younger "
+                                                              "job's lost time is measured against this window, so "
+                                                              "its start (imports, loading, compiling: up to "
+                                                              "(1 - target) x the window, 12 minutes at 0.9 over "
+                                                              "2h) never pages, and a young job that lost more "
+                                                              "still does.")
 
 
 class MfuDropAlert(AlertSetting):
@@ -266,26 +273,37 @@ class TrainingAlerts(PlatformConstruct):
                 "failure notes under its checkpoint folder (failures/) and the pods' last lines."))
         if s := p.ettr:
             # Rank 0's (every rank reports the job's ETTR), the run config's target where it sets one, else the
-            # alert's; each side made unique per pod, so that two series of one rank (a restarted pod's, before
-            # the old one is stale) cannot fail the rule.
-            ettr = f'kubetrain_ettr{{{sel},rank="0"}}'
-            target = f'(kubetrain_ettr_target{{{sel},rank="0"}} or {ettr} * 0 + {s.below:g})'
-            expr = (f"max by (namespace, job, pod) ({ettr}) < on (namespace, job, pod) "
-                    f"min by (namespace, job, pod) {target}")
+            # alert's. Judged over at least `judged_over` of wall time: the lost time (1 - ETTR) x wall, over
+            # max(wall, window), so a young job's start-up is not read as most of its life. Each side made unique
+            # per pod, so that two series of one rank (a restarted pod's, before the old one is stale) cannot fail
+            # the rule; the alert's value is the job's own ETTR.
+            on_rank0 = f'{{{sel},rank="0"}}'
+            ettr = f"kubetrain_ettr{on_rank0}"
+            wall = f"(time() - kubetrain_ettr_clock_start_timestamp_seconds{on_rank0})"
+            window = _seconds(s.judged_over)
+            judged = f"1 - (1 - {ettr}) * clamp_max({wall} / {window}, 1)"
+            target = f"(kubetrain_ettr_target{on_rank0} or {ettr} * 0 + {s.below:g})"
+            by = "by (namespace, job, pod)"
+            expr = (f"max {by} ({ettr}) and on (namespace, job, pod) "
+                    f"(max {by} ({judged}) < on (namespace, job, pod) min {by} {target})")
             rules.append(self._rule(
                 "TrainingEttrLow", expr, s, s.sustained, "{{ $labels.job }}: ETTR {{ $value | humanizePercentage }}",
-                "Job {{ $labels.job }} keeps less of its wall time as training than its target: crashes, "
-                "recomputed steps after them, or checkpoints that block too long (time paused by a preemption or "
-                "a suspension does not count)."))
+                "Job {{ $labels.job }} keeps less of its wall time as training than its target (judged over at "
+                f"least {s.judged_over}): crashes, recomputed steps after them, or checkpoints that block too long "
+                "(time paused by a preemption or a suspension does not count)."))
         if s := p.mfu_drop:
             now = f"avg by (namespace, job) (avg_over_time(kubetrain_mfu{{{sel}}}[10m]))"
             before = f"avg by (namespace, job) (avg_over_time(kubetrain_mfu{{{sel}}}[{s.recent}] offset 10m))"
+            # A rank the profiler recorded in those 10 minutes slowed the job on purpose (kubetrain_profiling).
+            profiled = f"max by (namespace, job) (max_over_time(kubetrain_profiling{{{sel}}}[10m])) > 0"
+            dropped = f"({now} < {s.fraction:g} * {before}) unless on (namespace, job) ({profiled})"
             rules.append(self._rule(
-                "TrainingMfuDropped", self._with_pod(f"{now} < {s.fraction:g} * {before}", "1h"), s, "10m",
+                "TrainingMfuDropped", self._with_pod(dropped, "1h"), s, "10m",
                 "{{ $labels.job }}: MFU fell to {{ $value | humanizePercentage }}",
                 f"Job {{{{ $labels.job }}}}'s MFU over the last 10 minutes is below {s.fraction:g} of its level over "
                 f"the {s.recent} before: a slow or throttled node, a data stall or a degraded link (see the GPU "
-                "alerts of its nodes; a profiled run is slower on purpose: kubetrain_profiling)."))
+                "alerts of its nodes). Minutes in which the profiler recorded a rank (kubetrain_profiling) do not "
+                "count: a profiled run is slower on purpose."))
         if s := p.stale_checkpoint:
             durable = f'{sel},tier="durable"'
             # A run that has not completed a checkpoint yet is measured from its start.
@@ -327,15 +345,27 @@ class TrainingAlerts(PlatformConstruct):
                 f"or {failure} unless on () kube_pod_info{{{sel}}})")
         return f"{live} unless on (namespace, job) ({restarted})"
 
+    def _with_training_job(self, expr: str) -> str:
+        """A GPU's alert (`expr`, by GPU and the `namespace` and `pod` the exporter says use it) with the `namespace`,
+        `pod` and kubetrain `job` of the training pod (of the monitor's namespace) that uses the GPU, a person's
+        first question; by GPU alone elsewhere (an idle GPU, whose `pod` would be the exporter's own, or another
+        workload's): a bad GPU pages all the same."""
+        training = (f'group by (namespace, pod, job) '
+                    f'(kubetrain_run_start_timestamp_seconds{{namespace="{self.namespace}"}})')
+        return (f"({expr}) * on (namespace, pod) group_left (job) {training} "
+                f"or max by ({GPU_LABELS}) (({expr}) unless on (namespace, pod) {training})")
+
     def gpu_rules(self) -> list[dict[str, Any]]:
         s = self.props.gpu
         assert s is not None
-        by = "node, gpu, UUID, modelName"
+        by = f"{GPU_LABELS}, namespace, pod"
         rules = []
-        cordon = " Cordon the node ({{ $labels.node }}) and drain it once its jobs have checkpointed."
+        user = "{{ if $labels.job }} (here job {{ $labels.job }}, pod {{ $labels.pod }}){{ end }}"
+        cordon = f" Cordon the node ({{{{ $labels.node }}}}) and drain it once its jobs{user} have checkpointed."
         if s.xid:
             rules.append(self._rule(
-                "GpuXidError", f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS) > 0", AlertSetting(severity="critical"),
+                "GpuXidError", self._with_training_job(f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS) > 0"),
+                AlertSetting(severity="critical"),
                 None, "XID {{ $value }} on {{ $labels.node }} GPU {{ $labels.gpu }}",
                 "The driver reported XID {{ $value }} on GPU {{ $labels.gpu }} of node {{ $labels.node }}: a GPU, "
                 "driver or NVLink fault the jobs on it cannot recover from." + cordon))
@@ -344,7 +374,7 @@ class TrainingAlerts(PlatformConstruct):
                     f"or max by ({by}) (increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[10m])) > 0 "
                     f"or max by ({by}) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0")
             rules.append(self._rule(
-                "GpuMemoryErrors", expr, AlertSetting(severity="critical"), None,
+                "GpuMemoryErrors", self._with_training_job(expr), AlertSetting(severity="critical"), None,
                 "Uncorrectable memory errors on {{ $labels.node }} GPU {{ $labels.gpu }}",
                 "GPU {{ $labels.gpu }} of node {{ $labels.node }} has double-bit ECC errors or uncorrectable row "
                 "remaps: results on it may be wrong (NaN losses, diverging ranks)." + cordon))
@@ -355,9 +385,10 @@ class TrainingAlerts(PlatformConstruct):
             expr = (f"max by ({by}) (rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) / 1e9) > {s.throttled_fraction:g} "
                     f"or max by ({by}) (rate(DCGM_FI_DEV_POWER_VIOLATION[5m]) / 1e9) > {s.throttled_fraction:g}")
             rules.append(self._rule(
-                "GpuThrottled", expr, s, "10m", "{{ $labels.node }} GPU {{ $labels.gpu }} throttled",
+                "GpuThrottled", self._with_training_job(expr), s, "10m",
+                "{{ $labels.node }} GPU {{ $labels.gpu }} throttled",
                 "GPU {{ $labels.gpu }} of node {{ $labels.node }} spends {{ $value | humanizePercentage }} of its "
-                "time thermally or power throttled: every rank of a synchronous job waits for it. Check the "
+                f"time thermally or power throttled: every rank of a synchronous job{user} waits for it. Check the "
                 "node's cooling and power capping."))
         return rules
 

@@ -229,8 +229,12 @@ class TrainingPodMonitor(PlatformConstruct):
 
 
 def rank_port_relabelings(port: str) -> list[dict[str, Any]]:
-    """Keep the targets of the ports named `port` (local rank 0) and `port-<i>` (local rank i), and label each
-    with its port's name (`endpoint`, as the operator does for a named port)."""
+    """Keep the targets of the ports named `port` (local rank 0) and `port-<i>` (local rank i) of a running pod,
+    and label each with its port's name (`endpoint`, as the operator does for a named port). A Pending pod (its
+    image still pulling, its init containers running: a resumed job on a fresh node can take many minutes) has no
+    rank to answer yet, and is no target: its `up` of 0 would page as a stuck rank. The operator itself drops only
+    Failed and Succeeded pods (filterRunning)."""
     name = "__meta_kubernetes_pod_container_port_name"
-    return [{"action": "keep", "sourceLabels": [name], "regex": f"{re.escape(port)}(-[1-9][0-9]*)?"},
+    return [{"action": "drop", "sourceLabels": ["__meta_kubernetes_pod_phase"], "regex": "Pending"},
+            {"action": "keep", "sourceLabels": [name], "regex": f"{re.escape(port)}(-[1-9][0-9]*)?"},
             {"action": "replace", "sourceLabels": [name], "targetLabel": "endpoint"}]
