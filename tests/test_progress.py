@@ -117,9 +117,11 @@ def test_the_reporter_posts_the_newest_status_at_a_bounded_rate(trainjob, tls, t
             reporter.observe(step(n, loss=5 - n / 100))
             if n == 100:
                 reporter.observe({"event": "checkpoint", "tier": "durable", "step": 100})
-                # The kubelet rotates the projected token: the reporter reads the file again for every post.
+                # The kubelet rotates the projected token, atomically (a symlink swap): the reporter reads the
+                # file again for every post. The endpoint turns to the new token in the same instant.
+                (tmp_path / "token.new").write_text("rotated")
+                os.replace(tmp_path / "token.new", token)
                 endpoint.token = "rotated"
-                token.write_text("rotated")
             time.sleep(0.01)
         reporter.observe({**step(200, loss=3.0), "event": "finished"})
         reporter.close()
