@@ -424,6 +424,68 @@ def test_two_ranks_restarted_ten_times_in_a_row_never_hang(tmp_path):
         assert any(f"attempt {attempt}: rank" in line for line in result.stdout.splitlines()), attempt
 
 
+# -- a stop signal: each launcher's exit code after the ranks' agreed save --------------------------------------
+
+STOPPING = """
+import torch
+from kubetrain_runtime import Run
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+run = Run(model, optimizer, max_steps=10**6, checkpoint_dir="ckpt")
+for step in run.steps():
+    model(torch.randn(8, 4)).square().mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    if step == 3:
+        print("training", flush=True)
+"""
+STOP_LAUNCHERS = {  # name -> the command before the script, and its exit code after the ranks' agreed save
+    # torch's agent re-raises SignalException (its traceback, exit 1) whatever its ranks did: nothing in a rank
+    # changes that (docs/guides/resilience.md).
+    "plain torchrun": (["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"], 1),
+    "kubetrain_runtime.torchrun": (["-m", "kubetrain_runtime.torchrun", "--standalone", "--nproc-per-node=2"],
+                                   stopped_exit(signal.SIGTERM)),
+    "alone, warm entry": (["-m", "kubetrain_runtime"], stopped_exit(signal.SIGTERM)),  # no torchrun: the rank itself
+}
+
+
+@pytest.mark.processes
+def test_sigterm_to_each_launcher_saves_and_ends_with_its_documented_code(tmp_path):
+    """SIGTERM to the launcher's process, as the kubelet sends it to a container's first process (the pods' own
+    launcher script is tested with the trainer in test_fault_drills.py, run-local's end above): the ranks agree on a
+    step and save it under every launcher; plain torchrun then ends with torch's SignalException and exit 1, which is
+    why kubetrain_runtime.torchrun exists (143, one line, no traceback), and a script run alone exits 143 itself."""
+    launched = {}
+    for name, (launcher, _) in STOP_LAUNCHERS.items():
+        folder = tmp_path / name.replace(" ", "-").replace(",", "")
+        folder.mkdir()
+        (folder / "train.py").write_text(STOPPING)
+        with open(folder / "stderr", "w") as stderr:
+            launched[name] = (folder, subprocess.Popen(
+                [sys.executable, *launcher, "train.py"], cwd=folder, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                env={**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_FAULT": ""}))
+    for name, (folder, process) in launched.items():
+        assert any(line.startswith("training") for line in process.stdout), (folder / "stderr").read_text()[-3000:]
+    for _, process in launched.values():
+        process.send_signal(signal.SIGTERM)
+    for name, (folder, process) in launched.items():
+        out = process.communicate(timeout=120)[0]
+        err = (folder / "stderr").read_text()
+        [stopped] = [json.loads(line) for line in out.splitlines() if '"event": "stopped"' in line]
+        assert stopped["checkpoint_step"] == stopped["step"] > 0, (name, stopped)
+        assert (folder / "ckpt" / f"step-{stopped['step']:08d}" / "COMPLETE").is_file(), name
+        assert process.returncode == STOP_LAUNCHERS[name][1], (name, err[-3000:])
+        assert "terminate called" not in err, (name, err[-3000:])
+        if name == "plain torchrun":
+            assert "SignalException" in err, err[-3000:]
+        else:
+            assert "Traceback" not in err, (name, err[-3000:])
+    assert launched["kubetrain_runtime.torchrun"][0].joinpath("stderr").read_text().strip().splitlines()[-1] == (
+        "kubetrain: torchrun stopped by SIGTERM (its ranks were told first: a run on kubetrain_runtime saves the step "
+        "they agree on); exiting 143")
+
+
 # -- run-local: an agreed stop is a clean end -------------------------------------------------------------------
 
 POD = """
