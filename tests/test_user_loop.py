@@ -559,27 +559,49 @@ dist.destroy_process_group()
 """
 
 
+# Thirty starts of the finished run's two ranks, each a process ending as `python train.py` does (the interpreter's
+# own finalization, C++ destructors included), forked from one that imported torch once: thirty fresh interpreters
+# would spend most of the test importing it. Importing starts no thread, so the forks are whole processes.
+STARTED_AGAIN = """
+import os, runpy, socket, sys
+import torch, torch.distributed  # noqa: F401 - once, for every fork below
+import kubetrain_runtime.run  # noqa: F401
+assert len(os.listdir("/proc/self/task")) == 1, "a thread before forking"
+for attempt in range(int(sys.argv[1])):
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    ranks = []
+    for rank in (0, 1):
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            for fd, stream in ((1, "out"), (2, "err")):
+                os.dup2(os.open(f"rank{rank}-{attempt}.{stream}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+            os.environ.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                              MASTER_PORT=str(port))
+            sys.argv = ["train.py"]
+            runpy.run_path("train.py", run_name="__main__")
+            raise SystemExit(0)  # the interpreter ends as `python train.py` would
+        ranks.append(pid)
+    print(attempt, *(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in ranks), flush=True)
+"""
+
+
 @pytest.mark.processes
 def test_a_run_started_again_after_it_finished_exits_cleanly_thirty_times(tmp_path):
     """Two ranks of a script that finished, started again and again: each resumes at max_steps, finishes at once and
     exits 0, with no `terminate called without an active exception` at the interpreter's exit (the runtime's own
-    process groups are destroyed before it, not by its finalization). Ranks started directly (env://, rank 0 hosts
-    the store): the cheapest real two-rank start."""
+    process groups are destroyed, and its threads stopped, before it: not by its finalization)."""
     (tmp_path / "train.py").write_text(FINISHED)
-
-    def both_ranks() -> list[tuple[int, str, str]]:
-        port = str(free_port())
-        ranks = [subprocess.Popen([sys.executable, "train.py"], cwd=tmp_path, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True,
-                                  env={**os.environ, "PYTHONPATH": SOURCES_PATH, "RANK": str(rank), "WORLD_SIZE": "2",
-                                       "LOCAL_RANK": str(rank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
-                 for rank in (0, 1)]
-        outputs = [rank.communicate(timeout=120) for rank in ranks]
-        return [(rank.returncode, *out) for rank, out in zip(ranks, outputs)]
-
-    for attempt in range(31):  # the first run finishes; thirty start again after it
-        ranks = both_ranks()
-        for code, _, stderr in ranks:
-            assert code == 0 and "terminate called" not in stderr, (attempt, code, stderr[-2000:])
-    records = [json.loads(line) for line in ranks[0][1].splitlines() if line.startswith("{")]
+    (tmp_path / "again.py").write_text(STARTED_AGAIN)
+    # The first finishes; thirty start again after it. One intra-op thread, as torchrun gives each of several ranks
+    # (more, and importing torch starts OpenMP's pool, which a fork would not have).
+    result = run([sys.executable, "again.py", "31"], cwd=tmp_path, env={"OMP_NUM_THREADS": "1"}, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split("\n")[:-1] == [f"{attempt} 0 0" for attempt in range(31)], result.stdout
+    aborted = [path.name for path in tmp_path.glob("rank*.err") if "terminate called" in path.read_text()]
+    assert not aborted, aborted
+    records = [json.loads(line) for line in (tmp_path / "rank0-30.out").read_text().splitlines()
+               if line.startswith("{")]
     assert resumed_steps(records) == [2] and records[-1]["event"] == "finished"
