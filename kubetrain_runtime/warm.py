@@ -47,8 +47,9 @@ FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUI
 START_TIMEOUT_S = 600.0  # the warm process's imports, on a busy node
 # What every rank imports besides its program: what torch imports only on first use: dynamo, which any function
 # torch keeps from compiling imports when first called (AdamW's constructor is one: a second of a rank's start), and
-# DCP's fsspec storage, which its save and load look for.
-PRELOADED = ("torch._dynamo", "torch.distributed.checkpoint._fsspec_filesystem")
+# DCP's fsspec storage, which its save and load look for; and the Prometheus client, which a rank in a job (its
+# metrics port on) imports when its telemetry starts (a tenth of a second of each restart on a busy node).
+PRELOADED = ("torch._dynamo", "torch.distributed.checkpoint._fsspec_filesystem", "prometheus_client")
 _HEADER = struct.Struct("!I")
 
 
