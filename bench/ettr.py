@@ -1,12 +1,15 @@
 """ETTR under failure: a 2-rank CPU run whose ranks are killed every ~2 minutes of training.
 
-    python bench/ettr.py [--minutes 7] [--crash-every 120] [--loop trainer|ddp-minimal|nanogpt] [--cold]
+    python bench/ettr.py [--minutes 7] [--crash-every 120] [--loop trainer|ddp-minimal|nanogpt] [--starts warm,cold]
 
 `--loop ddp-minimal` runs examples/ddp_minimal.py (a DDP tutorial's epoch/batch loop), `--loop nanogpt`
 examples/nanogpt_style.py (nanoGPT's loop: a batch fetched a step ahead, gradient accumulation), loops of the user's
 own on kubetrain_runtime.Run, with the same runtime config (KUBETRAIN_RUNTIME_CONFIG), under plain torchrun (its
-default: the agent's store shared with the ranks), started warm as a Function job on the runtime is (`python -m
-kubetrain_runtime SCRIPT`), or `--cold` as a command job's script is (`python SCRIPT`: every restart imports torch).
+default: the agent's store shared with the ranks). `--starts` runs the bench once per kind of start, each for
+`--minutes`, and prints their recoveries apart and side by side at the end: warm, as a Function job on the runtime
+starts (`python -m kubetrain_runtime SCRIPT`: a restarted rank is a fork of the warm process, kubetrain_runtime/warm.py),
+and cold, as a command job's script starts (`python SCRIPT`: every restart imports torch; the trainer with
+KUBETRAIN_WARM=0).
 
 Starts `torchrun` (gloo, 2 ranks, a restart budget, failures noticed within 0.1 s) on a small GPT
 with two-tier checkpoints (a node-local tier and an async durable tier) and `checkpoint.interval:
@@ -66,12 +69,27 @@ def rank_pids(agent: int) -> list[int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=7.0)
+    parser.add_argument("--minutes", type=float, default=7.0, help="of each kind of start")
     parser.add_argument("--crash-every", type=float, default=120.0, help="seconds of training between crashes")
     parser.add_argument("--loop", choices=["trainer", *LOOPS], default="trainer",
                         help="kubetrain's trainer, or an example loop on kubetrain_runtime.Run")
-    parser.add_argument("--cold", action="store_true", help="an example loop: run the script as `python SCRIPT`")
+    parser.add_argument("--starts", default="warm,cold", help="the kinds of start to measure, in order: warm, cold")
     args = parser.parse_args()
+    starts = args.starts.split(",")
+    if not starts or set(starts) - {"warm", "cold"}:
+        parser.error(f"--starts: warm, cold or both (comma-separated), not {args.starts!r}")
+    recoveries = {}
+    for start in starts:
+        recoveries[start] = measure(args, cold=start == "cold")
+        print()
+    print("recovery, death -> first new step, by start: " + "; ".join(
+        f"{start} max {max(times):.2f} s, median {sorted(times)[len(times) // 2]:.2f} s" if times
+        else f"{start}: none observed" for start, times in recoveries.items()) + "  (target <= 1 s warm)")
+    return 0
+
+
+def measure(args: argparse.Namespace, cold: bool) -> list[float]:
+    """One run of `--minutes` with `cold` or warm starts: prints what it saw; the recovery of each crash."""
     global PROGRAM_MARK
     with tempfile.TemporaryDirectory() as tmp:
         runtime = {"checkpoint": {"dir": f"{tmp}/ckpt", "interval": "auto", "async_save": True, "keep": 2,
@@ -85,12 +103,13 @@ def main() -> int:
         else:
             script, *flags = LOOPS[args.loop]
             example = str(Path(__file__).resolve().parents[1] / "examples" / script)
-            program = [*([] if args.cold else ["-m", "kubetrain_runtime"]), example, *flags]
-            PROGRAM_MARK = b"kubetrain_runtime" if not args.cold else script.removesuffix(".py").encode()
+            program = [*([] if cold else ["-m", "kubetrain_runtime"]), example, *flags]
+            PROGRAM_MARK = b"kubetrain_runtime" if not cold else script.removesuffix(".py").encode()
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                    "--monitor-interval=0.1", f"--max-restarts={crashes}",
                    *program]
-        env = {**os.environ, "KUBETRAIN_FAULT": "", "KUBETRAIN_RUNTIME_CONFIG": f"{tmp}/runtime.yaml"}
+        env = {**os.environ, "KUBETRAIN_FAULT": "", "KUBETRAIN_RUNTIME_CONFIG": f"{tmp}/runtime.yaml",
+               **({"KUBETRAIN_WARM": "0"} if cold else {})}
         agent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
                                  cwd=tmp)  # what a loop writes beside its checkpoints (nanoGPT: out/) goes with them
         events: list[tuple[float, dict]] = []
@@ -129,7 +148,8 @@ def main() -> int:
             anatomy.append(", ".join(parts) + f", first step +{first_step - resumed[0]:.2f}")
     steps = [e for _, e in events if e["event"] == "step"]
     chosen = [e for _, e in events if e["event"] == "checkpoint_interval"]
-    print(f"loop: {args.loop}{' (cold starts)' if args.cold else ''}; ran {args.minutes:g} min, {len(kills)} crashes (a rank SIGKILLed every {args.crash_every:g} s), "
+    print(f"loop: {args.loop}, {'cold' if cold else 'warm'} starts"
+          f"; ran {args.minutes:g} min, {len(kills)} crashes (a rank SIGKILLed every {args.crash_every:g} s), "
           f"reached step {steps[-1]['step']}")
     for e in chosen[:1]:
         print(f"checkpoint intervals chosen: local every {e.get('local_steps', e['steps'])} steps "
@@ -139,12 +159,12 @@ def main() -> int:
     tiers = [f"{e['tier']} step {e['step']}" for _, e in events if e["event"] == "resumed"]
     print("resumed from: " + (", ".join(tiers) or "nothing"))
     print("recovery, death -> first new step: " + ", ".join(f"{r:.2f} s" for r in recoveries)
-          + f"  (max {max(recoveries):.2f} s; target <= 1 s)" if recoveries else "no recovery observed")
+          + f"  (max {max(recoveries):.2f} s)" if recoveries else "no recovery observed")
     for parts in anatomy:  # seconds from the death, step by step
         print(f"  {parts}")
     print(f"ETTR: {steps[-1]['ettr']:.4f}  (target >= 0.985); load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores")
-    return 0
+    return recoveries
 
 
 if __name__ == "__main__":

@@ -125,6 +125,14 @@ def world_of(model: torch.nn.Module, collective_timeout_s: float, dumps: Dumps) 
     return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0)), device)
 
 
+def _keep_last_lines() -> None:
+    """stdout line-buffered, as a terminal's is: a rank's stdout is a pipe or a file (a container's log, a script's
+    `| tee`), which Python buffers by blocks, and a rank killed by SIGKILL (kill -9, the OOM killer) would lose the
+    loop's last lines, the ones that say what it was doing (stderr is line-buffered already)."""
+    if hasattr(sys.stdout, "reconfigure") and not getattr(sys.stdout, "line_buffering", True):
+        sys.stdout.reconfigure(line_buffering=True)
+
+
 class Run:
     """What must survive, and the loop's steps: see the module's documentation.
 
@@ -179,6 +187,8 @@ class Run:
         # a stop or a failure for good. kubetrain's trainer passes the stop its entry point installed (or none: not
         # watched), and its entry point ends the process.
         self.owns_process = owns_process
+        if owns_process:
+            _keep_last_lines()
         if owns_process and stop is None and threading.current_thread() is threading.main_thread():
             stop = StopRequest(world.rank).install()
         self.stop = stop

@@ -47,8 +47,9 @@ FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUI
 START_TIMEOUT_S = 600.0  # the warm process's imports, on a busy node
 # What every rank imports besides its program: what torch imports only on first use: dynamo, which any function
 # torch keeps from compiling imports when first called (AdamW's constructor is one: a second of a rank's start), and
-# DCP's fsspec storage, which its save and load look for.
-PRELOADED = ("torch._dynamo", "torch.distributed.checkpoint._fsspec_filesystem")
+# DCP's fsspec storage, which its save and load look for; and the Prometheus client, which a rank in a job (its
+# metrics port on) imports when its telemetry starts (a tenth of a second of each restart on a busy node).
+PRELOADED = ("torch._dynamo", "torch.distributed.checkpoint._fsspec_filesystem", "prometheus_client")
 _HEADER = struct.Struct("!I")
 
 
@@ -82,7 +83,9 @@ def run_in_warm_process(argv: list[str], entry: str) -> int | None:
         return None
     with conn:
         env = {**os.environ, STARTED_ENV: repr(started)}
-        request = json.dumps({"argv": argv, "env": env, "cwd": os.getcwd(), "client": os.getpid()})
+        # torchrun starts every rank's python with -u (its stdout writes through): the rank's streams follow.
+        request = json.dumps({"argv": argv, "env": env, "cwd": os.getcwd(), "client": os.getpid(),
+                              "unbuffered": bool(getattr(sys.stdout, "write_through", False))})
         payload = request.encode()
         socket.send_fds(conn, [_HEADER.pack(len(payload)) + payload], _standard_streams())
         reader = conn.makefile("r")
@@ -328,8 +331,8 @@ def _fork_rank(conn: socket.socket, run, inherited: list, inherited_fds: list[in
         os.environ.clear()
         os.environ.update(request["env"])
         sys.argv = [sys.argv[0], *request["argv"]]
-        if os.environ.get("PYTHONUNBUFFERED"):
-            sys.stdout.reconfigure(line_buffering=True)
+        if request.get("unbuffered"):
+            _unbuffered_standard_streams()
         _die_with(request["client"])
         code = run(request["argv"])
     except SystemExit as exc:
@@ -343,6 +346,20 @@ def _fork_rank(conn: socket.socket, run, inherited: list, inherited_fds: list[in
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
+
+
+def _unbuffered_standard_streams() -> None:
+    """stdout and stderr as `python -u` makes them (CPython's create_stdio: the text layer writes through to the
+    unbuffered file): the warm process started buffered, writing to /dev/null, and a rank killed by SIGKILL (kill -9,
+    the OOM killer) would lose what it printed last, which says what it was doing."""
+    import io
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        unbuffered = io.TextIOWrapper(io.FileIO(stream.fileno(), "w", closefd=False), encoding=stream.encoding,
+                                      errors=stream.errors, write_through=True)
+        setattr(sys, name, unbuffered)
+        setattr(sys, f"__{name}__", unbuffered)
 
 
 def _die_with(client: int) -> None:

@@ -41,8 +41,9 @@ def start_pod(tmp_path: Path, config: Path, *torchrun: str, fault: str = "") -> 
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "torchrun").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m torch.distributed.run "$@"\n')
     (bin_dir / "torchrun").chmod(0o755)
-    if not (bin_dir / "python").exists():
-        (bin_dir / "python").symlink_to(sys.executable)
+    # (A script, not a link: a link's python would not find this virtual environment's pyvenv.cfg, nor torch.)
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (bin_dir / "python").chmod(0o755)
     (tmp_path / "pod-tmp").mkdir(exist_ok=True)
     env = {**os.environ, "KUBETRAIN_RUN_CONFIG": str(config), "KUBETRAIN_FAULT": fault, "TMPDIR": str(tmp_path / "pod-tmp"),
            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
@@ -165,6 +166,8 @@ def test_sigterm_to_the_pod_saves_the_step_reached_and_asks_for_a_restart(long_r
     records = [json.loads(line) for line in lines if line.startswith("{")]
     (stopped,) = [r for r in records if r["event"] == "stopped"]
     assert code == stopped_exit(signal.SIGTERM) and "exiting 143 so the pod is restarted" in err, err[-3000:]
+    # The image has kubetrain_runtime: the launcher ran its torchrun, which ends a stop with one line, no traceback.
+    assert "kubetrain: torchrun stopped by SIGTERM" in err and "Traceback" not in err, err[-3000:]
     assert stopped["signal"] == "SIGTERM" and stopped["checkpoint_step"] == stopped["step"] < LONG
     assert stopped["budget_left_s"] > 0
     step = stopped["step"]

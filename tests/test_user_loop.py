@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -180,10 +181,12 @@ def test_a_users_own_training_package_cannot_shadow_the_runtime(tmp_path):
         "    loss.backward()\n"
         "    optimizer.step()\n"
         "    optimizer.zero_grad()\n"
-        "    run.log(loss=loss)\n")
+        "    run.log(loss=loss)\n"
+        "    print(f'trained step {step}')\n")  # not flushed, to a pipe: kept through the SIGKILL at step 8
     (tmp_path / "training" / "__init__.py").write_text("")  # importable, empty: the user's
-    first = run([sys.executable, "train.py"], cwd=tmp_path, env={"KUBETRAIN_FAULT": "crash:step=8"})
+    first = run([sys.executable, "train.py"], cwd=tmp_path, env={"KUBETRAIN_FAULT": "crash:step=8", "PYTHONUNBUFFERED": ""})
     assert first.returncode == -9, first.stderr[-2000:]
+    assert "trained step 7" in first.stdout.splitlines(), first.stdout[-2000:]
     second = run([sys.executable, "train.py"], cwd=tmp_path, env={"TORCHELASTIC_RESTART_COUNT": "1"})
     assert second.returncode == 0, second.stderr[-2000:]
     records = [json.loads(line) for line in second.stdout.splitlines() if line.startswith("{")]
@@ -386,42 +389,110 @@ def test_an_invalid_runtime_config_fails_for_good_before_anything_is_written(tmp
 # -- restarts under plain torchrun: the agent's shared store, scoped per attempt -------------------------------
 
 RESTARTING = """
-import datetime, os, signal, time
+import datetime, os, pathlib, signal, time
 import torch, torch.distributed as dist
 from kubetrain_runtime import Run  # noqa: F401 - a script on the runtime imports it before making its group
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
-attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+attempt, rank = int(os.environ["TORCHELASTIC_RESTART_COUNT"]), dist.get_rank()
 met = torch.tensor([attempt])
 dist.all_reduce(met)
 assert met.item() == 2 * attempt, met
-print(f"attempt {attempt}: rank {dist.get_rank()} met its peer", flush=True)
+print(f"attempt {attempt}: rank {rank} met its peer")  # not flushed: a rank's streams are torchrun's `python -u`
+printed = pathlib.Path(f"printed-{attempt}")
 if attempt < RESTARTS:
-    if dist.get_rank() == attempt % 2:
+    if rank == attempt % 2:
+        while not printed.exists():  # the peer's line is out before this rank dies (and torchrun stops the peer)
+            time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGKILL)
+    printed.touch()
     time.sleep(60)  # torchrun stops the survivor
 dist.destroy_process_group()
 """
 
 
 @pytest.mark.processes
-def test_two_ranks_restarted_ten_times_in_a_row_never_hang(tmp_path):
+def test_two_ranks_restarted_twenty_times_in_a_row_never_hang_and_keep_their_last_lines(tmp_path):
     """Under plain torchrun (its agent's store shared with the ranks, kept from attempt to attempt), the script's own
-    init_process_group meets its peer after each of ten restarts in a row: no rank reads the attempt before's
-    addresses (gloo's connectFullMesh would fail or hang on them)."""
-    restarts = 10
+    init_process_group meets its peer after each of twenty restarts in a row: no rank reads the attempt before's
+    addresses (gloo's connectFullMesh would fail or hang on them). Every rank's line is there, the SIGKILLed one's
+    too, though never flushed: torchrun starts ranks with `python -u`, and a warm rank (kubetrain_runtime/warm.py)
+    writes through as its client does (its warm process's streams were buffered)."""
+    restarts = 20
     (tmp_path / "restarting.py").write_text(RESTARTING.replace("RESTARTS", str(restarts)))
     result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                   f"--max-restarts={restarts}", "--monitor-interval=0.1", "-m", "kubetrain_runtime",
-                  "restarting.py"], cwd=tmp_path, env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": ""}, timeout=400)
+                  "restarting.py"], cwd=tmp_path, env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "", "PYTHONUNBUFFERED": ""},
+                 timeout=500)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     # The warm launcher's client died of its rank's SIGKILL, as torchrun's own process for the rank (no OSError
     # traceback from restoring SIGKILL's handler).
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    # One line of an attempt proves both of its ranks met: a rank prints only after an all-reduce that sums both
-    # ranks' attempt numbers (the script asserts the sum). The line of the rank that kills itself right after
-    # printing was once missing from a loaded machine's output, so the count is not asked to be two.
-    for attempt in range(restarts + 1):
-        assert any(f"attempt {attempt}: rank" in line for line in result.stdout.splitlines()), attempt
+    # (Unbuffered, a print's line and its newline are two writes: the ranks' lines may interleave between them.)
+    said = sorted(re.findall(r"attempt \d+: rank \d met its peer", result.stdout))
+    assert said == sorted(f"attempt {attempt}: rank {rank} met its peer" for attempt in range(restarts + 1)
+                          for rank in (0, 1)), result.stdout
+
+
+# -- a stop signal: each launcher's exit code after the ranks' agreed save --------------------------------------
+
+STOPPING = """
+import torch
+from kubetrain_runtime import Run
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+run = Run(model, optimizer, max_steps=10**6, checkpoint_dir="ckpt")
+for step in run.steps():
+    model(torch.randn(8, 4)).square().mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    if step == 3:
+        print("training", flush=True)
+"""
+STOP_LAUNCHERS = {  # name -> the command before the script, and its exit code after the ranks' agreed save
+    # torch's agent re-raises SignalException (its traceback, exit 1) whatever its ranks did: nothing in a rank
+    # changes that (docs/guides/resilience.md).
+    "plain torchrun": (["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"], 1),
+    "kubetrain_runtime.torchrun": (["-m", "kubetrain_runtime.torchrun", "--standalone", "--nproc-per-node=2"],
+                                   stopped_exit(signal.SIGTERM)),
+    "alone, warm entry": (["-m", "kubetrain_runtime"], stopped_exit(signal.SIGTERM)),  # no torchrun: the rank itself
+}
+
+
+@pytest.mark.processes
+def test_sigterm_to_each_launcher_saves_and_ends_with_its_documented_code(tmp_path):
+    """SIGTERM to the launcher's process, as the kubelet sends it to a container's first process (the pods' own
+    launcher script is tested with the trainer in test_fault_drills.py, run-local's end above): the ranks agree on a
+    step and save it under every launcher; plain torchrun then ends with torch's SignalException and exit 1, which is
+    why kubetrain_runtime.torchrun exists (143, one line, no traceback), and a script run alone exits 143 itself."""
+    launched = {}
+    for name, (launcher, _) in STOP_LAUNCHERS.items():
+        folder = tmp_path / name.replace(" ", "-").replace(",", "")
+        folder.mkdir()
+        (folder / "train.py").write_text(STOPPING)
+        with open(folder / "stderr", "w") as stderr:
+            launched[name] = (folder, subprocess.Popen(
+                [sys.executable, *launcher, "train.py"], cwd=folder, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                env={**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_FAULT": ""}))
+    for name, (folder, process) in launched.items():
+        assert any(line.startswith("training") for line in process.stdout), (folder / "stderr").read_text()[-3000:]
+    for _, process in launched.values():
+        process.send_signal(signal.SIGTERM)
+    for name, (folder, process) in launched.items():
+        out = process.communicate(timeout=120)[0]
+        err = (folder / "stderr").read_text()
+        [stopped] = [json.loads(line) for line in out.splitlines() if '"event": "stopped"' in line]
+        assert stopped["checkpoint_step"] == stopped["step"] > 0, (name, stopped)
+        assert (folder / "ckpt" / f"step-{stopped['step']:08d}" / "COMPLETE").is_file(), name
+        assert process.returncode == STOP_LAUNCHERS[name][1], (name, err[-3000:])
+        assert "terminate called" not in err, (name, err[-3000:])
+        if name == "plain torchrun":
+            assert "SignalException" in err, err[-3000:]
+        else:
+            assert "Traceback" not in err, (name, err[-3000:])
+    assert launched["kubetrain_runtime.torchrun"][0].joinpath("stderr").read_text().strip().splitlines()[-1] == (
+        "kubetrain: torchrun stopped by SIGTERM (its ranks were told first: a run on kubetrain_runtime saves the step "
+        "they agree on); exiting 143")
 
 
 # -- run-local: an agreed stop is a clean end -------------------------------------------------------------------
@@ -488,27 +559,49 @@ dist.destroy_process_group()
 """
 
 
+# Thirty starts of the finished run's two ranks, each a process ending as `python train.py` does (the interpreter's
+# own finalization, C++ destructors included), forked from one that imported torch once: thirty fresh interpreters
+# would spend most of the test importing it. Importing starts no thread, so the forks are whole processes.
+STARTED_AGAIN = """
+import os, runpy, socket, sys
+import torch, torch.distributed  # noqa: F401 - once, for every fork below
+import kubetrain_runtime.run  # noqa: F401
+assert len(os.listdir("/proc/self/task")) == 1, "a thread before forking"
+for attempt in range(int(sys.argv[1])):
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    ranks = []
+    for rank in (0, 1):
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            for fd, stream in ((1, "out"), (2, "err")):
+                os.dup2(os.open(f"rank{rank}-{attempt}.{stream}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+            os.environ.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                              MASTER_PORT=str(port))
+            sys.argv = ["train.py"]
+            runpy.run_path("train.py", run_name="__main__")
+            raise SystemExit(0)  # the interpreter ends as `python train.py` would
+        ranks.append(pid)
+    print(attempt, *(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in ranks), flush=True)
+"""
+
+
 @pytest.mark.processes
 def test_a_run_started_again_after_it_finished_exits_cleanly_thirty_times(tmp_path):
     """Two ranks of a script that finished, started again and again: each resumes at max_steps, finishes at once and
     exits 0, with no `terminate called without an active exception` at the interpreter's exit (the runtime's own
-    process groups are destroyed before it, not by its finalization). Ranks started directly (env://, rank 0 hosts
-    the store): the cheapest real two-rank start."""
+    process groups are destroyed, and its threads stopped, before it: not by its finalization)."""
     (tmp_path / "train.py").write_text(FINISHED)
-
-    def both_ranks() -> list[tuple[int, str, str]]:
-        port = str(free_port())
-        ranks = [subprocess.Popen([sys.executable, "train.py"], cwd=tmp_path, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True,
-                                  env={**os.environ, "PYTHONPATH": SOURCES_PATH, "RANK": str(rank), "WORLD_SIZE": "2",
-                                       "LOCAL_RANK": str(rank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
-                 for rank in (0, 1)]
-        outputs = [rank.communicate(timeout=120) for rank in ranks]
-        return [(rank.returncode, *out) for rank, out in zip(ranks, outputs)]
-
-    for attempt in range(31):  # the first run finishes; thirty start again after it
-        ranks = both_ranks()
-        for code, _, stderr in ranks:
-            assert code == 0 and "terminate called" not in stderr, (attempt, code, stderr[-2000:])
-    records = [json.loads(line) for line in ranks[0][1].splitlines() if line.startswith("{")]
+    (tmp_path / "again.py").write_text(STARTED_AGAIN)
+    # The first finishes; thirty start again after it. One intra-op thread, as torchrun gives each of several ranks
+    # (more, and importing torch starts OpenMP's pool, which a fork would not have).
+    result = run([sys.executable, "again.py", "31"], cwd=tmp_path, env={"OMP_NUM_THREADS": "1"}, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split("\n")[:-1] == [f"{attempt} 0 0" for attempt in range(31)], result.stdout
+    aborted = [path.name for path in tmp_path.glob("rank*.err") if "terminate called" in path.read_text()]
+    assert not aborted, aborted
+    records = [json.loads(line) for line in (tmp_path / "rank0-30.out").read_text().splitlines()
+               if line.startswith("{")]
     assert resumed_steps(records) == [2] and records[-1]["event"] == "finished"

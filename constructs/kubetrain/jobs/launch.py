@@ -10,7 +10,9 @@ launcher script keeps the classes apart (kubetrain_runtime/failures.py):
   ranks torchrun restarts exit at once with it, and the launcher exits with it (2, 3 or 4) and prints
   the line, so the job fails instead of being retried;
 - a stop signal (the pod deleted, preempted or drained) is passed on to torchrun, which passes it on to
-  the ranks; they save a checkpoint and exit, and the launcher exits 128 + the signal: restart me;
+  the ranks; they save a checkpoint and exit, and the launcher exits 128 + the signal: restart me (torchrun is
+  `python -m kubetrain_runtime.torchrun` where the image has it, which ends so too instead of with torch's
+  SignalException traceback and exit 1);
 - ranks that keep failing otherwise, past torchrun's budget, exit `EXIT_RETRY`: the operator restarts
   the pod (a fresh node, perhaps) up to the job's `backoff_limit`.
 The script stays in the foreground as the container's first process.
@@ -68,6 +70,11 @@ WRITE_BYTES_PER_S_PER_NODE = 250e6
 STOP_OVERHEAD_S = 15
 SHUTDOWN_MARGIN_S = 5  # torchrun kills its ranks this long before Kubernetes kills the pod
 
+# Whether the image's python has kubetrain_runtime's torchrun (and torch), found without importing torch: it then
+# starts the ranks instead of `torchrun`, the same agent, which ends a stop signal with one line and 128 + the signal
+# instead of torch's SignalException traceback (kubetrain_runtime/torchrun.py). A command job's image may have neither.
+_HAS_RUNTIME_TORCHRUN = ("import importlib.util as u, sys; "
+                         "sys.exit(not (u.find_spec('torch') and u.find_spec('kubetrain_runtime.torchrun')))")
 # `$$` and `$(` are Kubernetes' variable syntax in a container's command: the script uses neither.
 _RUN_TORCHRUN = f"""export {FAILURE_FILE_ENV}="${{TMPDIR:-/tmp}}/kubetrain-failure"
 dumps=
@@ -81,7 +88,11 @@ if [ -n "$KUBETRAIN_CHECKPOINT_DIR" ]; then
     mkdir -p "$dumps" && echo "$dumps" >> "${DUMPS_NOTE_ENV}" && export {FR_FILE_ENV}="$dumps/{FR_PREFIX}";;
   esac
 fi
-torchrun "$@" &
+if python -c "{_HAS_RUNTIME_TORCHRUN}" 2>/dev/null; then
+  python -m kubetrain_runtime.torchrun "$@" &
+else
+  torchrun "$@" &
+fi
 pid=$!
 stopped=0
 trap 'stopped={stopped_exit(signal.SIGTERM)}; kill -TERM $pid 2>/dev/null' TERM
