@@ -39,9 +39,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _whole_suite(config: pytest.Config) -> bool:
-    """Plain `pytest` (or `pytest tests`): no selection by keyword, mark or file."""
+    """Plain `pytest` (or `pytest tests`) running the tests: no selection by keyword, mark, file, deselection or
+    last failures, and not `--collect-only`."""
+    option = config.option
     args = {Path(arg).resolve() for arg in config.args}
-    return not config.option.keyword and not config.option.markexpr and args <= {ROOT / "tests", ROOT}
+    selected = option.keyword or option.markexpr or option.deselect or getattr(option, "lf", False)
+    return not selected and not option.collectonly and args <= {ROOT / "tests", ROOT}
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
