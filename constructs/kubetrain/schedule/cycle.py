@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from kubetrain.admission.cluster_objects import ClusterQueueSnapshot, FlavorResource
-from kubetrain.schedule.assignment import NO_CANDIDATES, NO_FIT, PREEMPT, RECLAIM, LoadedAssigner, LoadedAssignment
+from kubetrain.schedule.assignment import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, RECLAIM, LoadedAssigner, LoadedAssignment
 from kubetrain.schedule.ledger import Ledger, cq
 from kubetrain.schedule.pending import PendingQueue
 from kubetrain.schedule.preemption import Candidate, Preemptor
@@ -30,6 +30,9 @@ class Entry:
     assignment: LoadedAssignment
     targets: list[Candidate] = field(default_factory=list)
     outcome: str = ""  # admitted, preempting, nofit, skipped, waiting
+    # What it lacks, per flavor-resource, on the snapshot it was nominated on: the "N more needed" of the
+    # condition Kueue writes on a head it does not admit (flavorassigner.go fitsResourceQuota).
+    shortfall: tuple[tuple[FlavorResource, int], ...] = ()
 
 
 @dataclass
@@ -65,6 +68,9 @@ class Scheduler:
 
         assignment = assigner.assign(workload.pod_sets, oracle)
         entry = Entry(workload, assignment)
+        if assignment.mode != FIT:
+            entry.shortfall = tuple((fr, value - self.ledger.queue_available(workload.cluster_queue, fr))
+                                    for fr, value in sorted(assignment.usage.items()))
         if assignment.mode == PREEMPT:
             [(fr, value)] = assignment.usage.items() if len(assignment.usage) == 1 else [(None, 0)]
             reused = found.get((fr, value)) if assignment.needs_preemption == {fr} else None

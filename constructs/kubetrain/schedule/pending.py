@@ -4,7 +4,8 @@ The heap is ordered by priority, then creation time, then UID. A cycle takes eac
 workload that is not admitted goes back: at once under StrictFIFO (so the head blocks the queue) or when it
 failed only because of this cycle's other admissions or waits on its own preemptions; otherwise, under
 BestEffortFIFO, it is parked as inadmissible, with every pending workload of the same scheduling shape
-(SchedulingEquivalenceHashing), until quota frees in its cohort (a workload finishes or is evicted).
+(SchedulingEquivalenceHashing), until quota frees in its cohort (a workload finishes or is evicted), and
+so is every workload of that shape that arrives meanwhile.
 """
 
 from __future__ import annotations
@@ -34,10 +35,9 @@ class PendingQueue:
         return [w for shape in self._parked for _, w in self._heaps.get(shape, [])]
 
     def push(self, workload: SimWorkload) -> None:
-        """A new or returning workload is active: so is its shape (Kueue tries it, and parks its equals again
-        if it fails)."""
+        """A new or returning workload joins its shape's heap: parked if its shape is (Kueue's PushOrUpdate
+        sends a workload whose equivalence class was bulk-moved to the inadmissible ones, cluster_queue.go)."""
         heapq.heappush(self._heaps.setdefault(workload.shape, []), (workload.order_key, workload))
-        self._parked.discard(workload.shape)
 
     def pop(self) -> SimWorkload | None:
         best = None

@@ -7,7 +7,14 @@ could change what they decide (an arrival, quota freed). Each cycle takes `cycle
 and `head_seconds` more per head it nominates (Kueue's cycle assigns flavors to each head and writes each
 admission; 0: instantaneous, right for runs of hours; Kueue's own scheduler performance scenario calibrates it).
 A finished run's quota is released `release_seconds` after its end (the time Kueue's controllers take to see it
-end; 0 by default, "releasing" in the segments meanwhile). A preempted run is requeued with its creation time
+end; 0 by default, "releasing" in the segments meanwhile). Quota freed in a cohort tree requeues its parked
+workloads `requeue_seconds` later, the releases meanwhile batched into one (0 by default: at once; Kueue's
+requeuer waits KUEUE_REQUEUE_SECONDS). `api_writes` (writes per second, burst) puts Kueue's
+API writes through its client's rate limiter (kubetrain.schedule.api_writes): an admission counts its quota
+from the cycle that assumed it but shows on the API server, and its pods start, only when its patch lands; an
+eviction frees the quota when its patch lands; the cycle waits for its evictions and for the condition it writes
+on each head it did not admit (when that changed). None (the default): writes land at once, right for runs of
+hours on a cluster at Kueue's default 300/s. A preempted run is requeued with its creation time
 and resumes where it stopped (the runtime checkpoints; `restart_seconds` is added to what is left).
 
 Pools (kubetrain.admission.capacity): an admitted job's pods need `nodes_needed` nodes of its pool. A static
@@ -25,14 +32,19 @@ from dataclasses import dataclass, field
 from kubetrain.admission.capacity import nodes_needed
 from kubetrain.admission.cluster_objects import ClusterObjects, FlavorResource, Pool
 from kubetrain.admission.quota import CohortTree
+from kubetrain.schedule.api_writes import WriteLimiter
 from kubetrain.schedule.assignment import LoadedAssigner, LoadedAssignment
-from kubetrain.schedule.cycle import CycleResult, Scheduler
+from kubetrain.schedule.cycle import CycleResult, Entry, Scheduler
 from kubetrain.schedule.ledger import Ledger, cq
 from kubetrain.schedule.pending import PendingQueue
 from kubetrain.schedule.preemption import Preemptor
 from kubetrain.schedule.workload_state import SimWorkload
 
 PROVISIONING_SECONDS = 300.0  # a Karpenter node from launch to Ready: EC2 boot, kubelet join, GPU drivers
+# Kueue's inadmissible-workload requeuer waits this long after quota frees in a cohort tree before it moves the
+# tree's parked workloads back to their heaps, batching the releases meanwhile into one requeue (v0.19.2
+# pkg/cache/queue/inadmissible_workloads.go requeueBatchPeriod, NewRequeuer: a delaying workqueue, AddAfter).
+KUEUE_REQUEUE_SECONDS = 1.0
 
 
 @dataclass
@@ -78,7 +90,9 @@ class Simulation:
     def __init__(self, objects: ClusterObjects, workloads: Sequence[SimWorkload], *, cycle_seconds: float = 0.0,
                  head_seconds: float = 0.0, release_seconds: float = 0.0,
                  fair_sharing: bool | None = None, provisioning_seconds: float = PROVISIONING_SECONDS,
-                 restart_seconds: float = 0.0, record: bool = True):
+                 restart_seconds: float = 0.0, api_writes: tuple[float, int] | None = None,
+                 requeue_seconds: float = 0.0,
+                 record: bool = True):
         self.objects = objects
         tree = CohortTree(objects.cluster_queues, objects.cohorts)
         if fair_sharing is None:  # Kueue's fair sharing is the cluster's setting: on where the fleet sets weights
@@ -97,6 +111,10 @@ class Simulation:
         self.roots = {n: (tree.path(n) or [f"queue {n}"])[-1] for n in queues}
         self.cycle_seconds, self.provisioning, self.restart = cycle_seconds, provisioning_seconds, restart_seconds
         self.head_seconds, self.release_seconds = head_seconds, release_seconds
+        self.api_writes = WriteLimiter(*api_writes) if api_writes is not None else None
+        self.requeue_seconds = requeue_seconds
+        self._requeues: set[str] = set()  # root cohorts with a requeue on its way
+        self._busy_until = float("-inf")  # the scheduler waits for its own writes until then
         self._stale = True  # whether a scheduling cycle could decide anything new
         self.record = record
         self.workloads = list(workloads)
@@ -120,7 +138,8 @@ class Simulation:
                     pod_set.requests.get(resource, 0) * pod_set.count
         self.workloads.append(w)
         w.uid = w.uid or len(self.workloads)
-        self._admit(w, LoadedAssignment([dict(f) for f in flavors], usage=usage))
+        self._assume(w, LoadedAssignment([dict(f) for f in flavors], usage=usage))
+        self._on_written((w, w.generation))
 
     def first_cycle(self) -> CycleResult:
         """What has arrived by now, and one scheduling cycle: Kueue's scheduler tests judge exactly that."""
@@ -165,17 +184,31 @@ class Simulation:
             if self._stale and any(self.pending.values()):
                 self.cycles += 1
                 result = self.scheduler.run(self._evict, self._admit)
-                changed, heads = result.changed, len(result.entries)
+                changed = result.changed
+                spent = self.cycle_seconds + self.head_seconds * len(result.entries) if changed else 0.0
+                self._busy_until = max(self._busy_until, self._write_conditions(result.entries, self.now + spent))
             self._stale = changed
             if changed:
-                self.now += self.cycle_seconds + self.head_seconds * heads
+                self.now = max(self.now, self._busy_until)
                 continue
             if not self._events or (until is not None and self._events[0][0] > until):
                 break
-            self.now = max(self.now + self.cycle_seconds, self._events[0][0])
+            self.now = max(self.now + self.cycle_seconds, self._busy_until, self._events[0][0])
         for w in self.workloads:
             self._state(w, None)
         return Outcome(self.workloads, self.segments, self.cycles, self.now)
+
+    def _write_conditions(self, entries: list[Entry], start: float) -> float:
+        """When the cycle's last write of a pending head's condition lands: Kueue writes them one after
+        another at the end of the cycle (scheduler.go requeueAndUpdate), each only when its message changed
+        (a head skipped, or "N more needed" of another N)."""
+        end = start
+        for e in entries:
+            if e.outcome in ("nofit", "waiting", "skipped") and e.workload.condition != (e.outcome, e.shortfall):
+                e.workload.condition = (e.outcome, e.shortfall)
+                if self.api_writes is not None:
+                    end = self.api_writes.reserve(end)
+        return end
 
     def _on_arrive(self, w: SimWorkload) -> None:
         if w.cluster_queue not in self.pending:
@@ -212,12 +245,30 @@ class Simulation:
     # -- what the cycle does ---------------------------------------------------------------------------
 
     def _admit(self, w: SimWorkload, assignment: LoadedAssignment) -> None:
+        """The cycle admits `w`: assumed now, on the API server when its patch lands."""
+        self._assume(w, assignment)
+        if self.api_writes is None:
+            self._on_written((w, w.generation))
+            return
+        self._state(w, "admitted")
+        self._at(self.api_writes.reserve(self.now), "written", (w, w.generation))
+
+    def _assume(self, w: SimWorkload, assignment: LoadedAssignment) -> None:
+        """Kueue's assumeWorkload: the quota counts from now (QuotaReserved is stamped now)."""
         w.flavors, w.usage = assignment.flavors, dict(assignment.usage)
         w.reserved_at = self.now
+        w.condition, w.nodes = None, 0
         if w.admitted_at is None:
             w.admitted_at = self.now
         self.ledger.add(cq(w.cluster_queue), w.usage)
         self.admitted[w.cluster_queue][w.uid] = w
+
+    def _on_written(self, payload: object) -> None:
+        """The admission is on the API server: the job's pods are created and look for nodes."""
+        w, generation = payload  # type: ignore[misc]
+        if generation != w.generation:
+            return
+        w.written_at = self.now
         state = self.pools.get(w.pool or "")
         w.nodes = (nodes_needed(state.pool, w.pod_sets) or 0) if state is not None and state.pool is not None else 0
         if state is None or not w.nodes:
@@ -247,8 +298,17 @@ class Simulation:
         self._state(w, "running")
         self._at(self.now + w.remaining, "finish", (w, w.generation))
 
+    def _on_requeue(self, root: str) -> None:
+        """QueueInadmissibleWorkloads on a root cohort: its parked workloads compete again."""
+        self._requeues.discard(root)
+        self._stale = True
+        for name, queue in self.pending.items():
+            if self.roots[name] == root:
+                queue.release()
+
     def _release(self, w: SimWorkload) -> None:
-        """Its quota and nodes free; Kueue requeues the parked workloads of its cohort."""
+        """Its quota and nodes free; Kueue requeues the parked workloads of its cohort `requeue_seconds`
+        later."""
         self._stale = True
         self.ledger.remove(cq(w.cluster_queue), w.usage)
         del self.admitted[w.cluster_queue][w.uid]
@@ -260,13 +320,28 @@ class Simulation:
                 state.busy -= w.nodes
         w.flavors, w.usage = None, {}
         root = self.roots[w.cluster_queue]
-        for name, queue in self.pending.items():
-            if self.roots[name] == root:
-                queue.release()
+        if not self.requeue_seconds:
+            self._on_requeue(root)
+        elif root not in self._requeues:  # later releases before it are batched into it
+            self._requeues.add(root)
+            self._at(self.now + self.requeue_seconds, "requeue", root)
         if state is not None:
             self._start_waiting(state)
 
     def _evict(self, w: SimWorkload, by: SimWorkload) -> None:
+        """The cycle evicts `w` for `by`: its quota frees when the eviction's patch lands (the cycle waits
+        for it: preemption.go IssuePreemptions)."""
+        if self.api_writes is None:
+            self._on_evicted((w, by, w.generation))
+            return
+        landed = self.api_writes.reserve(self.now)
+        self._busy_until = max(self._busy_until, landed)
+        self._at(landed, "evicted", (w, by, w.generation))
+
+    def _on_evicted(self, payload: object) -> None:
+        w, by, generation = payload  # type: ignore[misc]
+        if generation != w.generation or w.flavors is None:  # it ended (and freed its quota) meanwhile
+            return
         if w.finished_at is not None:  # it has ended and its quota was not released yet: the eviction releases it
             w.generation += 1
             self._release(w)

@@ -32,6 +32,8 @@ class SimWorkload:
     usage: dict[FlavorResource, int] = field(default_factory=dict)  # quota it holds while admitted
     admitted_at: float | None = None  # first admission
     reserved_at: float | None = None  # the current admission (Kueue's QuotaReserved time)
+    written_at: float | None = None  # the current admission on the API server (Kueue's patch landed)
+    condition: tuple | None = None  # the pending condition Kueue last wrote on it (outcome, "N more needed")
     started_at: float | None = None  # its pods first ran (nodes ready)
     run_started: float | None = None  # the current stretch of running
     finished_at: float | None = None
