@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kubetrain.admission.cluster_objects import ClusterObjects
 from kubetrain.model.pod_sets import PodSet
+from kubetrain.schedule.api_writes import WriteLimiter
 from kubetrain.schedule.simulation import simulate
 from kubetrain.schedule.workload_state import SimWorkload
 
@@ -141,3 +142,43 @@ def test_a_karpenter_pool_starts_pods_after_its_nodes_are_provisioned_and_a_stat
     simulate(objects, jobs, provisioning_seconds=300)
     assert [j.admitted_at for j in jobs] == [0.0, 0.0, 0.0]  # Kueue admits on quota alone
     assert [j.started_at for j in jobs] == [300.0, 300.0, 300.0 + HOUR]  # two nodes at most, then a freed one
+
+
+@pytest.mark.parametrize("asked_at, lands_at", [
+    ([0.0, 0.0, 0.0], [0.0, 0.0, 0.5]),  # the burst of 2, then one every 1/2 s
+    ([0.0, 0.0, 0.0, 0.1], [0.0, 0.0, 0.5, 1.0]),  # asked later, served after the earlier asks
+    ([0.0, 0.0, 5.0, 5.0, 5.0], [0.0, 0.0, 5.0, 5.0, 5.5]),  # refilled while idle, up to the burst only
+])
+def test_kueues_api_writes_wait_for_their_token_in_the_order_asked(asked_at, lands_at):
+    limiter = WriteLimiter(2.0, 2)
+    assert [limiter.reserve(t) for t in asked_at] == lands_at
+
+
+def test_an_admission_holds_its_quota_from_the_cycle_but_its_pods_start_when_kueues_patch_lands():
+    jobs = [wl(f"j{i}", "q", 1, hours=1) for i in range(3)]
+    outcome = simulate(cluster(queue("q", "3")), jobs, api_writes=(1.0, 1))
+    assert [j.reserved_at for j in jobs] == [0.0, 0.0, 0.0]  # assumed in one cycle: QuotaReserved is stamped then
+    assert [j.written_at for j in jobs] == [j.started_at for j in jobs] == [0.0, 1.0, 2.0]  # one write a second
+    held = {(s.workload.key, s.state): (s.start, s.end) for s in outcome.segments}
+    assert held[("j2", "admitted")] == (0.0, 2.0) and held[("j2", "running")] == (2.0, 2.0 + HOUR)
+
+
+@pytest.mark.parametrize("requeue_seconds, admitted_at", [(0.0, [5.0, 5.5]), (1.0, [6.0, 6.0])])
+def test_freed_quota_requeues_parked_workloads_after_kueues_batch_and_arrivals_of_a_parked_class_wait_too(
+        requeue_seconds, admitted_at):
+    """The queue is full until 5 s; "parked" found no room at 1 s, "arriving" (its class) comes at 5.5 s: before
+    a 1 s batch requeues the class, so it waits with it although the quota is free (Kueue's PushOrUpdate)."""
+    running, parked, arriving = wl("running", "q", 4, hours=5 / HOUR), wl("parked", "q", 2, at=1.0), \
+        wl("arriving", "q", 2, at=5.5)
+    simulate(cluster(queue("q", "4")), [running, parked, arriving], requeue_seconds=requeue_seconds)
+    assert [parked.admitted_at, arriving.admitted_at] == admitted_at
+
+
+def test_an_eviction_frees_its_quota_when_kueues_patch_lands_and_the_preemptor_runs_after_its_own():
+    low, high = wl("low", "standalone", 6, -1, hours=4), wl("high", "standalone", 6, 1, at=HOUR, hours=2)
+    busy = [wl(f"busy{i}", "other", 1, at=HOUR, hours=1) for i in range(3)]
+    simulate(cluster(STANDALONE, queue("other", "3")), [low, *busy, high], api_writes=(1.0, 1))
+    # at 1 h the cycle admits busy0 (its patch takes the one token) and evicts low: that patch lands a second
+    # later, and the quota with it; high is admitted by the next cycle and its own patch lands a second after
+    assert low.preempted_at == [HOUR + 1.0] and low.finished_at is not None  # resumed after high
+    assert high.reserved_at == HOUR + 1.0 and high.started_at == HOUR + 2.0

@@ -9,6 +9,7 @@ cohort tree's quotas, the flavor matching):
     preemption.py      classical and fair-sharing preemption: candidates and their order
     pending.py         each ClusterQueue's pending heap, StrictFIFO/BestEffortFIFO, inadmissible parking
     cycle.py           one scheduling cycle: nominate the heads, order them, admit, preempt, skip
+    api_writes.py      Kueue's API writes through its client's rate limiter (opt-in: latency of admissions)
     simulation.py      events over time: arrivals, cycles, pools' nodes, finishes, preemptions
 
 and what a user gives it and gets from it:
@@ -28,5 +29,9 @@ time (victims leave at once, so no candidate is ever an evicted workload not yet
 are off by default (PrioritizePreemptorWorkloads), fair sharing's preemption strategies other than Kueue's
 default (LessThanOrEqualToFinalShare, then LessThanInitialShare: fairSharing.preemptionStrategies is the Kueue
 Configuration's, which a fleet does not declare), and Karpenter consolidation (freed nodes stay for the next
-job). Within a cycle every admission is at the cycle's start; the cycle then takes its time.
+job). Within a cycle every admission is at the cycle's start; the cycle then takes its time. The controllers'
+latencies are 0 unless asked for (right for runs of hours): the requeuer's 1 s batch (`requeue_seconds`), the
+client's rate limiter (`api_writes`), a cycle's cost per head; Kueue's scheduler performance scenario sets them
+(bench/schedule_kueue_baseline.py). Of Kueue's API writes only the scheduler's are counted (admissions,
+evictions, pending heads' conditions), not the ClusterQueue and LocalQueue status updates that share the limiter.
 """
