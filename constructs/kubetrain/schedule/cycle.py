@@ -43,7 +43,8 @@ class CycleResult:
 
 class Scheduler:
     def __init__(self, ledger: Ledger, queues: Mapping[str, ClusterQueueSnapshot],
-                 assigners: Mapping[str, LoadedAssigner], pending: Mapping[str, PendingQueue], preemptor: Preemptor, fair_sharing: bool):
+                 assigners: Mapping[str, LoadedAssigner], pending: Mapping[str, PendingQueue], preemptor: Preemptor,
+                 fair_sharing: bool):
         self.ledger, self.queues, self.assigners = ledger, queues, assigners
         self.pending, self.preemptor, self.fair_sharing = pending, preemptor, fair_sharing
 
