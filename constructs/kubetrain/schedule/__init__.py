@@ -32,6 +32,6 @@ Configuration's, which a fleet does not declare), and Karpenter consolidation (f
 job). Within a cycle every admission is at the cycle's start; the cycle then takes its time. The controllers'
 latencies are 0 unless asked for (right for runs of hours): the requeuer's 1 s batch (`requeue_seconds`), the
 client's rate limiter (`api_writes`), a cycle's cost per head; Kueue's scheduler performance scenario sets them
-(bench/schedule_kueue_baseline.py). Of Kueue's API writes only the scheduler's are counted (admissions,
-evictions, pending heads' conditions), not the ClusterQueue and LocalQueue status updates that share the limiter.
+(bench/schedule_kueue_baseline.py). Of Kueue's Workload writes only the scheduler's are counted (admissions,
+evictions, pending heads' conditions), not the workload controller's that share their limiter.
 """

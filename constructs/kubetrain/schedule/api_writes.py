@@ -1,8 +1,9 @@
 """Kueue's writes to the API server, through its client's rate limiter.
 
-Kueue writes every admission, eviction and pending workload's condition through one controller-runtime client,
-and client-go gives each API group's REST client a token bucket (`rest.Config` QPS and Burst): all of Kueue's
-Workload, ClusterQueue and LocalQueue writes share one. Kueue v0.19.2 defaults `clientConnection` to 300/s,
+Kueue writes every admission, eviction and pending workload's condition through its controller-runtime client,
+which builds one REST client per kind (pkg/client/client_rest_resources.go, RESTClientForGVK), each with a token
+bucket of the config's QPS and Burst (client-go rest.RESTClientForConfigAndClient, no shared RateLimiter set):
+all of Kueue's Workload writes share one. Kueue v0.19.2 defaults `clientConnection` to 300/s,
 burst 500 (apis/config/v1beta2/defaults.go); its scheduler performance test runs minimalkueue at 50/s, burst 100
 (test/performance/scheduler/minimalkueue/main.go). A write waits for its token in the order writes asked
 (golang.org/x/time/rate reservations), and nothing else sees it before it lands: the job controller unsuspends
