@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
@@ -26,9 +27,26 @@ def metrics(stdout: str) -> list[dict]:
             if line.startswith("[") and "] {" in line]
 
 
+# The dev fleet's GPT job on each launch target (TrainJob, the default; PyTorchJob; indexed Job), 30 steps each, the
+# indexed Job's profiled as the manual shows: run once per module and read by the tests below (each run-local start
+# costs four torch imports; the training, ~1 s).
+TARGET_JOBS = {"tiny-gpt": [], "tiny-gpt-pytorchjob": [],
+               "tiny-gpt-indexed": ["--set", "profiling.enabled=true", "--set", "profiling.start_step=3",
+                                    "--set", "profiling.active=2"]}
+
+
+@pytest.fixture(scope="module")
+def dev_runs(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
+    runs = {}
+    for job, settings in TARGET_JOBS.items():
+        workdir = tmp_path_factory.mktemp(job)
+        runs[job] = kubetrain("run-local", f"dev/{job}", "--steps", "30", "--workdir", str(workdir), *settings), workdir
+    return runs
+
+
 @pytest.mark.processes
-def test_dev_job_trains_from_dist(tmp_path):
-    result = kubetrain("run-local", "dev/tiny-gpt", "--steps", "30", "--workdir", str(tmp_path))
+def test_dev_job_trains_from_dist(dev_runs):
+    result, workdir = dev_runs["tiny-gpt"]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     records = metrics(result.stdout)
     steps = [r for r in records if r["event"] == "step"]
@@ -37,9 +55,9 @@ def test_dev_job_trains_from_dist(tmp_path):
     assert records[-1]["event"] == "finished" and records[-1]["step"] == 30
     digests = records[-1]["weights_sha256_per_rank"]
     assert len(digests) == 2 and len(set(digests)) == 1  # the TrainJob's two nodes, one rank each
-    checkpoints = tmp_path / "volumes" / "checkpoints" / "tiny-gpt"
+    checkpoints = workdir / "volumes" / "checkpoints" / "tiny-gpt"
     assert sorted(p.name for p in checkpoints.glob("step-*")) == ["step-00000020", "step-00000030"]  # keep: 2
-    assert (tmp_path / "pods" / "node-0-1" / "kubetrain-config" / "run.yaml").is_file()
+    assert (workdir / "pods" / "node-0-1" / "kubetrain-config" / "run.yaml").is_file()
     # The last line sums the run up from rank 0's records: steps, final loss, time, checkpoints of each tier.
     saves = [r.get("tier", "durable") for r in records if r["event"] == "checkpoint"]
     assert saves.count("durable") == 3 and saves.count("local") >= 1
@@ -50,19 +68,39 @@ def test_dev_job_trains_from_dist(tmp_path):
 
 
 @pytest.mark.processes
-def test_a_profiled_dev_job_writes_its_trace_on_the_jobs_volume(tmp_path):
-    """The README's walk-through: the committed job, profiled by --set, leaves a Chrome trace on its checkpoint
-    claim (the default folder without TensorBoard), where `tensorboard --logdir` finds it."""
-    result = kubetrain("run-local", "dev/tiny-gpt", "--steps", "6", "--workdir", str(tmp_path),
-                       "--set", "profiling.enabled=true", "--set", "profiling.start_step=3",
-                       "--set", "profiling.active=2")
+def test_the_dev_job_trains_the_same_on_every_target(dev_runs):
+    digests = {}
+    for job, (result, _) in dev_runs.items():
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        finished = [r for r in metrics(result.stdout) if r["event"] == "finished"]
+        assert finished and finished[0]["step"] == 30
+        digests[job] = finished[0]["weights_sha256_per_rank"]
+        # Kubeflow Trainer's status endpoint, served by run-local for the TrainJob alone: rank 0's last post
+        # arrives, accepted, with the run's end in it.
+        statuses = [line for line in result.stdout.splitlines() if line.startswith("[status] ")]
+        if job == "tiny-gpt":
+            assert "status endpoint of TrainJob tiny-gpt-" in result.stdout and "refused" not in result.stdout
+            assert statuses[-1].startswith("[status] 100 %, 0 s left: loss ") and "current_step 30," in statuses[-1]
+        else:
+            assert statuses == []
+    # Same run config, same world size, same seed: the targets differ only in how the pods meet (and profiling
+    # changes no result).
+    assert digests["tiny-gpt"] == digests["tiny-gpt-pytorchjob"] == digests["tiny-gpt-indexed"]
+
+
+@pytest.mark.processes
+def test_a_profiled_dev_job_writes_its_trace_on_the_jobs_volume(dev_runs):
+    """The manual's walk-through: the committed job, profiled by --set, leaves a Chrome trace on its checkpoint
+    claim (the default folder without TensorBoard), where `tensorboard --logdir` finds it; the weights are those of
+    the unprofiled targets' runs (test_the_dev_job_trains_the_same_on_every_target)."""
+    result, workdir = dev_runs["tiny-gpt-indexed"]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    profiles = tmp_path / "volumes" / "checkpoints" / "tiny-gpt" / "profiles"
+    profiles = workdir / "volumes" / "checkpoints" / "tiny-gpt-indexed" / "profiles"
     written = [r for r in metrics(result.stdout) if r["event"] == "profile" and r["phase"] == "written"]
     assert len(written) == 1 and written[0]["steps"] == [3, 4] and written[0]["ranks"] == [0]
     (trace,) = profiles.iterdir()  # rank 0 only, the default
     assert written[0]["traces"] == [str(trace.resolve())] and re.fullmatch(
-        r"tiny-gpt-rank0\.\d+\.pt\.trace\.json", trace.name), trace.name
+        r"tiny-gpt-indexed-rank0\.\d+\.pt\.trace\.json", trace.name), trace.name
     assert any(e.get("name") == "ProfilerStep#1" for e in json.loads(trace.read_text())["traceEvents"])
 
 
