@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import typing
 from pathlib import Path
@@ -194,19 +193,32 @@ def _tiny(family: str, folder: Path, **fields: Any) -> Path:
     return folder
 
 
-def _pod_check(tmp: Path, model: dict, seq_len: int = 64) -> subprocess.CompletedProcess[str]:
+def _pod_check(tmp: Path, model: dict, seq_len: int = 64,
+               capsys: pytest.CaptureFixture[str] | None = None) -> tuple[int, str]:
+    """`python -m training --check`'s exit code and standard error; given `capsys`, the same entry point
+    (training.__main__.main) called in this process."""
     config = {**RUN, "model": {**SHAPE, **model}, "data": {"source": "synthetic", "seq_len": seq_len},
               "checkpoint": {"dir": str(tmp / "ckpt")}}
     path = tmp / "run.yaml"
     path.write_text(yaml.safe_dump(config))
-    return run([sys.executable, "-m", "training", "--config", str(path), "--check"])
+    argv = ["--config", str(path), "--check"]
+    if capsys is None:
+        result = run([sys.executable, "-m", "training", *argv])
+        return result.returncode, result.stderr
+    from training.__main__ import main
+
+    capsys.readouterr()
+    return main(argv), capsys.readouterr().err
 
 
 @pytest.mark.processes
-def test_the_pods_check_refuses_what_only_the_pod_reads_and_exits_permanently(tmp_path):
+def test_the_pods_check_refuses_what_only_the_pod_reads_and_exits_permanently(tmp_path, monkeypatch, capsys):
     """`python -m training --check`, the pod's step before torchrun: the real config.json's model type (with its
     auto_map), positions and token ids, and the family's default pad, each exit 2 (a permanent failure: not
-    retried), one line with the rule and the fix."""
+    retried), one line with the rule and the fix. The first refusal and the fixed config run as processes of their
+    own (the exit code the pod's launcher reads); the others call the same entry point in this process."""
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.setenv(name, "1")  # what the check sets for itself (training.hf_model.offline), undone after
     remote = tmp_path / "remote"
     remote.mkdir()
     (remote / "config.json").write_text(json.dumps({"model_type": "internlm2", "auto_map": {
@@ -222,10 +234,10 @@ def test_the_pods_check_refuses_what_only_the_pod_reads_and_exits_permanently(tm
         ({"config_path": str(_tiny("llama", tmp_path / "llama", pad_token_id=300))}, 64, "model.config_path",
          "pad_token_id 300 is outside the vocabulary", "KT229"),
     ]
-    for model, seq_len, field, words, code in cases:
-        result = _pod_check(tmp_path, model, seq_len)
-        assert result.returncode == 2, result.stderr
-        (line,) = result.stderr.splitlines()
+    for index, (model, seq_len, field, words, code) in enumerate(cases):
+        exit_code, stderr = _pod_check(tmp_path, model, seq_len, capsys if index else None)
+        assert exit_code == 2, stderr
+        (line,) = stderr.splitlines()
         assert f": {field}: " in line and words in line and f"[{code}] fix: " in line, line
-    fixed = _pod_check(tmp_path, {"model_type": "phi3", "config": {"pad_token_id": 0}})
-    assert fixed.returncode == 0, fixed.stderr
+    exit_code, stderr = _pod_check(tmp_path, {"model_type": "phi3", "config": {"pad_token_id": 0}})
+    assert exit_code == 0, stderr

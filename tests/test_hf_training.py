@@ -93,12 +93,14 @@ def run_config(tmp: Path, family: str, model_source: dict, **overrides) -> dict:
     }
 
 
-def train(config: dict, folder: Path, *args: str, env: dict | None = None, expect: int = 0) -> list[dict]:
+def train(config: dict, folder: Path, *args: str, env: dict | None = None, expect: int = 0,
+          nproc: int = 2) -> list[dict]:
+    """`python -m training` under torchrun with `nproc` ranks (1: alone, as `--export` on request is documented)."""
     folder.mkdir(parents=True, exist_ok=True)
     config = {**config, "checkpoint": {"dir": str(folder / "ckpt"), "interval": 3, "keep": 2}}
     path = folder / "run.yaml"
     path.write_text(yaml.safe_dump(config))
-    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"] if nproc > 1 else []
     result = run([sys.executable, *launcher, "-m", "training", "--config", str(path), *args], env=env)
     assert result.returncode == expect, result.stdout[-3000:] + result.stderr[-3000:]
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
@@ -141,9 +143,11 @@ def test_family_trains_resumes_bit_exactly_after_kill_and_loads_back(tmp_path, f
 
     # Rank 1 is SIGKILLed at the start of step 6 (torchrun gives up: no restarts); the next run resumes at 3.
     train(config, tmp_path / "killed", env={"KUBETRAIN_FAULT": "crash:step=6:rank=1"}, expect=1)
-    # On request, the newest checkpoint's weights are exported without training.
-    on_request = train(config, tmp_path / "killed", "--export")
+    # On request (`python -m training --export`, one process: docs/guides/huggingface.md), the newest checkpoint's
+    # weights, saved by two ranks, are exported without training.
+    on_request = train(config, tmp_path / "killed", "--export", nproc=1)
     assert [r["event"] for r in on_request] == ["resumed", "exported"] and on_request[1]["step"] == 3
+    assert (on_request[0]["saved_world_size"], on_request[0]["world_size"]) == (2, 1)
     transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "killed" / "ckpt" / "hf" / "step-3")
     resumed = train(config, tmp_path / "killed")
     assert resumed[0]["event"] == "resumed" and resumed[0]["step"] == 3
@@ -281,28 +285,41 @@ def test_every_source_streams_the_same_packed_tokens_and_resumes_anywhere(tmp_pa
             assert [again.next_sequence() for _ in range(40 - cut)] == expected[cut:], (name, cut)
 
 
-def check(config: dict, tmp: Path) -> list[str]:
-    """`python -m training --check` (the pod's first step, before torchrun): its error lines."""
+def check(config: dict, tmp: Path, capsys: pytest.CaptureFixture[str] | None = None) -> list[str]:
+    """`python -m training --check` (the pod's first step, before torchrun): its error lines, the exit code 2 when
+    there are any. Given `capsys`, the same entry point (training.__main__.main) is called in this process."""
     path = tmp / "run.yaml"
     path.write_text(yaml.safe_dump({**config, "checkpoint": {"dir": str(tmp / "ckpt")}}))
-    result = run([sys.executable, "-m", "training", "--config", str(path), "--check"])
-    assert result.returncode == (2 if result.stderr else 0), result.stderr
-    return result.stderr.splitlines()
+    argv = ["--config", str(path), "--check"]
+    if capsys is None:
+        result = run([sys.executable, "-m", "training", *argv])
+        code, stderr = result.returncode, result.stderr
+    else:
+        from training.__main__ import main
+
+        capsys.readouterr()
+        code, stderr = main(argv), capsys.readouterr().err
+    assert code == (2 if stderr else 0), stderr
+    return stderr.splitlines()
 
 
 @pytest.mark.processes
-def test_check_names_each_missing_or_wrong_path_before_torchrun(tmp_path):
+def test_check_names_each_missing_or_wrong_path_before_torchrun(tmp_path, monkeypatch, capsys):
+    """The good config and one missing path through a process of their own (the exit code the pod's launcher
+    reads); every other mistake through the same entry point in this process."""
     make_tokenizer(tmp_path / "tokenizer")
     write_parquet(tmp_path / "data" / "part-0.parquet")
     hf_config("llama", hidden_size=48).save_pretrained(tmp_path / "config")
     good = run_config(tmp_path, "llama", {})
     assert check(good, tmp_path) == []
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.setenv(name, "1")  # what the check sets for itself (training.hf_model.offline), undone after
 
-    def lines(model: dict | None = None, data: dict | None = None) -> list[str]:
+    def lines(model: dict | None = None, data: dict | None = None, in_process: bool = True) -> list[str]:
         return check({**good, "model": {**good["model"], **(model or {})}, "data": {**good["data"], **(data or {})}},
-                     tmp_path)
+                     tmp_path, capsys if in_process else None)
 
-    (missing,) = lines(model={"pretrained_path": str(tmp_path / "absent")})
+    (missing,) = lines(model={"pretrained_path": str(tmp_path / "absent")}, in_process=False)
     assert f"model.pretrained_path: cannot read {tmp_path / 'absent' / 'config.json'}" in missing and "[KT230]" in missing
     (shape,) = lines(model={"config_path": str(tmp_path / "config")})
     assert "model.hidden_size: 32 but" in shape and "says 48 [KT231]" in shape and "hidden_size: 48" in shape

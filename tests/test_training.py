@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -42,19 +43,36 @@ def losses(records: list[dict]) -> list[float]:
     return [r["loss"] for r in records if r["event"] == "step"]
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The module's uninterrupted 16-step runs at two ranks, one per (strategy, precision), trained the first time a
+    test asks for one: the loss test reads its records and checkpoints, the resume test compares its bits, the
+    reshard test loads its final checkpoint at one rank. Returns (folder, records); the folder is read, not written."""
+    runs: dict[str, tuple[Path, list[dict]]] = {}
+
+    def get(strategy: dict, precision: str = "fp32") -> tuple[Path, list[dict]]:
+        key = json.dumps([strategy, precision], sort_keys=True)
+        if key not in runs:
+            folder = tmp_path_factory.mktemp("uninterrupted")
+            runs[key] = (folder, train(write_config(folder, strategy=strategy, precision=precision)))
+        return runs[key]
+
+    return get
+
+
 @pytest.mark.parametrize(("strategy", "precision"), [
     ({"name": "ddp"}, "fp32"),
     ({"name": "fsdp"}, "fp32"),
     ({"name": "fsdp", "activation_checkpointing": True}, "bf16"),
 ])
 @pytest.mark.processes
-def test_loss_falls_and_replicas_agree(tmp_path, strategy, precision):
-    records = train(write_config(tmp_path, strategy=strategy, precision=precision))
+def test_loss_falls_and_replicas_agree(uninterrupted, strategy, precision):
+    folder, records = uninterrupted(strategy, precision)
     steps = [r for r in records if r["event"] == "step"]
     assert [r["step"] for r in steps] == list(range(1, 17))
     assert {"loss", "lr", "tokens_per_s", "step_time_s", "grad_norm"} <= set(steps[0])
     # Profiling is off unless asked for: no profile records, no traces.
-    assert not [r for r in records if r["event"] == "profile"] and not (tmp_path / "ckpt" / "profiles").exists()
+    assert not [r for r in records if r["event"] == "profile"] and not (folder / "ckpt" / "profiles").exists()
     first, last = sum(losses(records)[:3]) / 3, sum(losses(records)[-3:]) / 3
     assert last < first - 0.4, f"loss did not fall: {first:.3f} -> {last:.3f}"  # run-to-run noise is ~0.05
     finished = records[-1]
@@ -62,18 +80,20 @@ def test_loss_falls_and_replicas_agree(tmp_path, strategy, precision):
     digests = finished["weights_sha256_per_rank"]
     assert len(digests) == 2 and digests[0] == digests[1]
     # Keep the newest two complete checkpoints: steps 15 and 16 (the final one).
-    assert sorted(p.name for p in (tmp_path / "ckpt").glob("step-*")) == ["step-00000015", "step-00000016"]
-    assert all((p / "COMPLETE").is_file() and (p / ".metadata").is_file() for p in (tmp_path / "ckpt").glob("step-*"))
+    assert sorted(p.name for p in (folder / "ckpt").glob("step-*")) == ["step-00000015", "step-00000016"]
+    assert all((p / "COMPLETE").is_file() and (p / ".metadata").is_file() for p in (folder / "ckpt").glob("step-*"))
     assert 0 < finished["ettr"] <= 1 and finished["wall_s"] >= finished["productive_s"] > 0
 
 
 @pytest.mark.parametrize("async_save", [False, True])
 @pytest.mark.processes
-def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, async_save):
-    (tmp_path / "a").mkdir()
+def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, uninterrupted, async_save):
+    """Stopped after step 12 and resumed from its step-10 checkpoint (saved in the background or not), the run ends
+    on the bits of the module's uninterrupted DDP run (which saved in the foreground and kept two checkpoints: how a
+    checkpoint is saved and how many are kept changes no bit of the training)."""
+    _, straight = uninterrupted({"name": "ddp"})
     (tmp_path / "b").mkdir()
     checkpoint = {"interval": 5, "keep": 3, "async_save": async_save}
-    straight = train(write_config(tmp_path / "a", checkpoint={**checkpoint, "dir": str(tmp_path / "a" / "ckpt")}))
     config_b = write_config(tmp_path / "b", checkpoint={**checkpoint, "dir": str(tmp_path / "b" / "ckpt")})
     first = train(config_b, 2, "--stop-after-step", "12")
     assert first[-1]["step"] == 12
@@ -91,9 +111,10 @@ def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, async_save):
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
 @pytest.mark.processes
-def test_checkpoint_saved_at_two_ranks_loads_at_one(tmp_path, strategy):
+def test_checkpoint_saved_at_two_ranks_loads_at_one(tmp_path, uninterrupted, strategy):
+    folder, two = uninterrupted({"name": strategy})
+    shutil.copytree(folder / "ckpt", tmp_path / "ckpt")  # the two-rank run's checkpoints, in a folder of this test's
     config = write_config(tmp_path, strategy={"name": strategy})
-    two = train(config)
     one = train(config, 1)  # max_steps already reached: it only loads the final checkpoint
     assert one[0]["event"] == "resumed" and one[0]["saved_world_size"] == 2 and one[0]["world_size"] == 1
     assert one[-1]["weights_sha256_per_rank"] == two[-1]["weights_sha256_per_rank"][:1]
