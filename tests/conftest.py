@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 import shutil
@@ -32,10 +33,33 @@ rules_recorder.install(RULES_SINK)
 SOURCES_PATH = os.pathsep.join([str(RULES_FIRED), str(ROOT / "constructs"), str(ROOT)])
 
 
+# The modules that take longest, longest first (summed test time of a full run, 2026-11-28): xdist starts them
+# first so that no long module starts last while the other worker has nothing left. Only the order depends on it:
+# a module missing here runs after these, those that start the most processes first.
+LONGEST_FIRST = ("test_resilience", "test_user_loop", "test_hf_training", "test_fault_drills", "test_training",
+                 "test_gpu_bench", "test_runtime_metrics", "test_run_local", "test_bad_input", "test_memory",
+                 "test_docs_examples", "test_function_workload", "test_docs_site", "test_gradient_accumulation",
+                 "test_usage_errors", "test_progress", "test_hf_model_rules")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that start processes (seconds to a minute each) first, the in-process ones (milliseconds) after:
-    xdist's workers then end together instead of one finishing a long run while the other idles."""
-    items.sort(key=lambda item: item.get_closest_marker("processes") is None)
+    """Whole modules in the order of LONGEST_FIRST, then the others that start processes (seconds to a minute each
+    test), most such tests first, then the in-process ones (milliseconds); in a module, the tests that start
+    processes first. xdist hands whole modules to its workers in this order (`--dist=loadscope`): a module's shared
+    runs (its module-scoped fixtures) start once, and the workers end together instead of one finishing a long
+    module while the other idles."""
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    def rank(name: str) -> tuple[int, int]:
+        stem = Path(name).stem
+        return (LONGEST_FIRST.index(stem), 0) if stem in LONGEST_FIRST else (len(LONGEST_FIRST), -starting[name])
+
+    starting = collections.Counter(module(item) for item in items if item.get_closest_marker("processes"))
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first.setdefault(module(item), index)
+    items.sort(key=lambda item: (rank(module(item)), first[module(item)], item.get_closest_marker("processes") is None))
 
 
 def _whole_suite(config: pytest.Config) -> bool:
