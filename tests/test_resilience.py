@@ -15,7 +15,8 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import SOURCES_PATH, kubetrain, run
+import yaml
+from conftest import SOURCES_PATH, dist_file, kubetrain, run
 from kubetrain.local.run_plan import free_port
 from kubetrain.local.supervisor import kill_pod
 from test_training import losses, train, write_config
@@ -33,8 +34,23 @@ def train_with_fault(config: Path, fault: str | None, nproc: int = 2) -> list[di
 
 
 @pytest.fixture(scope="module")
-def fault_free(tmp_path_factory) -> list[dict]:
-    return train_with_fault(write_config(tmp_path_factory.mktemp("fault-free")), None)
+def fault_free_run(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """The fault-free run every recovery must end like, and its checkpoints folder. It keeps 4 checkpoints, so
+    those of steps 5 and 10 are still there: what a run stopped at step 12 leaves (keep doesn't change training)."""
+    folder = tmp_path_factory.mktemp("fault-free")
+    config = write_config(folder, checkpoint={"dir": str(folder / "ckpt"), "interval": 5, "keep": 4})
+    return folder / "ckpt", train_with_fault(config, None)
+
+
+@pytest.fixture
+def fault_free(fault_free_run) -> list[dict]:
+    return fault_free_run[1]
+
+
+def copy_folders(source: Path, target: Path, *names: str) -> None:
+    """What an earlier run left in `source` (the named folders), as if it had left it in `target`."""
+    for name in names:
+        shutil.copytree(source / name, target / name)
 
 
 def test_crashed_rank_recovers_to_the_exact_fault_free_result(fault_free, tmp_path):
@@ -85,10 +101,14 @@ def test_killing_what_torchrun_started_ends_its_rank_and_the_run_recovers(fault_
     assert not any(p.exists() for p in warm), "the warm process outlives its torchrun agent"
 
 
+def two_tiers(folder: Path) -> dict:
+    """Durable checkpoints every 8 steps, node-local ones every 2."""
+    return {"dir": str(folder / "ckpt"), "interval": 8, "keep": 2,
+            "local_dir": str(folder / "node-local"), "local_interval": 2}
+
+
 def test_crash_between_durable_saves_resumes_from_the_local_tier(fault_free, tmp_path):
-    checkpoint = {"dir": str(tmp_path / "ckpt"), "interval": 8, "keep": 2,
-                  "local_dir": str(tmp_path / "node-local"), "local_interval": 2}
-    records = train_with_fault(write_config(tmp_path, checkpoint=checkpoint), "crash:step=13:rank=1")
+    records = train_with_fault(write_config(tmp_path, checkpoint=two_tiers(tmp_path)), "crash:step=13:rank=1")
     resumed = [r for r in records if r["event"] == "resumed"]
     # The durable tier has only step 8. Local saves run in the background, so the one of step 12 may still
     # be writing when the rank dies before step 13: then step 10 is the newest every rank has whole.
@@ -98,12 +118,18 @@ def test_crash_between_durable_saves_resumes_from_the_local_tier(fault_free, tmp
     assert records[-1]["weights_sha256_per_rank"] == fault_free[-1]["weights_sha256_per_rank"]
 
 
-def test_local_tier_missing_a_rank_falls_back_to_the_durable_tier(fault_free, tmp_path):
-    checkpoint = {"dir": str(tmp_path / "ckpt"), "interval": 8, "keep": 2,
-                  "local_dir": str(tmp_path / "node-local"), "local_interval": 2}
-    config = write_config(tmp_path, checkpoint=checkpoint)
-    first = train(config, 2, "--stop-after-step", "13")
+@pytest.fixture(scope="module")
+def stopped_with_two_tiers(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """A run with both tiers stopped after step 13, and its records: what the tests of its leftovers start from."""
+    folder = tmp_path_factory.mktemp("two-tiers")
+    return folder, train(write_config(folder, checkpoint=two_tiers(folder)), 2, "--stop-after-step", "13")
+
+
+def test_local_tier_missing_a_rank_falls_back_to_the_durable_tier(fault_free, stopped_with_two_tiers, tmp_path):
+    stopped, first = stopped_with_two_tiers
     assert {(r["tier"], r["step"]) for r in first if r["event"] == "checkpoint"} >= {("local", 12), ("durable", 8)}
+    copy_folders(stopped, tmp_path, "ckpt", "node-local")
+    config = write_config(tmp_path, checkpoint=two_tiers(tmp_path))
     # Rank 1's pod came back on another node: its node-local folder is gone.
     shutil.rmtree(tmp_path / "node-local" / "world-2" / "rank-00001")
     records = train(config, 2)
@@ -137,9 +163,10 @@ DAMAGE = {
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
-def test_a_damaged_checkpoint_is_skipped_for_the_newest_that_verifies(fault_free, tmp_path, damage):
+def test_a_damaged_checkpoint_is_skipped_for_the_newest_that_verifies(fault_free_run, tmp_path, damage):
+    reference, fault_free = fault_free_run
     config = write_config(tmp_path)
-    train(config, 2, "--stop-after-step", "12")  # checkpoints of steps 5 and 10
+    copy_folders(reference, tmp_path / "ckpt", "step-00000005", "step-00000010")  # a run stopped at step 12
     harm, reason = DAMAGE[damage]
     harm(tmp_path / "ckpt" / "step-00000010")
     result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m",
@@ -157,11 +184,9 @@ def test_a_damaged_checkpoint_is_skipped_for_the_newest_that_verifies(fault_free
         "step-00000005", "step-00000015", "step-00000016"]
 
 
-def test_a_damaged_local_copy_on_one_rank_is_skipped(fault_free, tmp_path):
-    checkpoint = {"dir": str(tmp_path / "ckpt"), "interval": 8, "keep": 2,
-                  "local_dir": str(tmp_path / "node-local"), "local_interval": 2}
-    config = write_config(tmp_path, checkpoint=checkpoint)
-    train(config, 2, "--stop-after-step", "13")  # local copies of 10 and 12 on each rank, durable 8
+def test_a_damaged_local_copy_on_one_rank_is_skipped(fault_free, stopped_with_two_tiers, tmp_path):
+    copy_folders(stopped_with_two_tiers[0], tmp_path, "ckpt", "node-local")  # local 10 and 12 on each rank, durable 8
+    config = write_config(tmp_path, checkpoint=two_tiers(tmp_path))
     flip_bytes(next((tmp_path / "node-local" / "world-2" / "rank-00001" / "step-00000012").glob("*.distcp")))
     records = train(config)
     (skipped,) = [r for r in records if r["event"] == "checkpoint_skipped"]
@@ -170,9 +195,8 @@ def test_a_damaged_local_copy_on_one_rank_is_skipped(fault_free, tmp_path):
     assert records[-1]["weights_sha256_per_rank"] == fault_free[-1]["weights_sha256_per_rank"]
 
 
-def test_a_checkpoint_marker_lists_every_file_with_its_checksum(tmp_path):
-    train(write_config(tmp_path), 2, "--stop-after-step", "5")
-    folder = tmp_path / "ckpt" / "step-00000005"
+def test_a_checkpoint_marker_lists_every_file_with_its_checksum(fault_free_run):
+    folder = fault_free_run[0] / "step-00000005"
     marker = json.loads((folder / "COMPLETE").read_text())
     assert marker["step"] == 5 and sorted(marker["files"]) == [".metadata", "__0_0.distcp", "__1_0.distcp"]
     for name, (size, crc) in marker["files"].items():
@@ -267,10 +291,12 @@ def test_auto_interval_is_chosen_and_announced(tmp_path):
     assert losses(records)
 
 
+DEV_SETS = ("checkpoint.interval=5", "checkpoint.local_interval=2")  # what the dev jobs run with here, 20 steps
+
+
 def run_local(job: str, workdir: Path, fault: str) -> list[dict]:
     result = kubetrain("run-local", f"dev/{job}", "--steps", "20", "--workdir", str(workdir),
-                       "--set", "checkpoint.interval=5", "--set", "checkpoint.local_interval=2",
-                       env={"KUBETRAIN_FAULT": fault})
+                       *(arg for setting in DEV_SETS for arg in ("--set", setting)), env={"KUBETRAIN_FAULT": fault})
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     # Rank 0 writes the metrics, from whichever pod it landed in.
     return [json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines()
@@ -279,14 +305,21 @@ def run_local(job: str, workdir: Path, fault: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def dev_fault_free(tmp_path_factory) -> list[dict]:
-    return run_local("tiny-gpt", tmp_path_factory.mktemp("dev-fault-free"), "")
+    """The dev jobs' committed run config (both jobs have the same), 20 steps with DEV_SETS, trained without faults
+    by one torchrun agent with both ranks: the fixed-size run a crashed dev job must end exactly like."""
+    folder = tmp_path_factory.mktemp("dev-fault-free")
+    config_map = yaml.safe_load(dist_file("dev", "ConfigMap", "tiny-gpt", "-config").read_text())
+    (folder / "run.yaml").write_text(config_map["data"]["run.yaml"])
+    sets = ("max_steps=20", *DEV_SETS, f"checkpoint.dir={folder / 'ckpt'}",
+            f"checkpoint.local_dir={folder / 'node-local'}", "metrics.port=0")
+    return train(folder / "run.yaml", 2, *(arg for setting in sets for arg in ("--set", setting)))
 
 
 @pytest.mark.parametrize("job", ["tiny-gpt", "tiny-gpt-elastic"])
 def test_dev_job_survives_a_crash_through_run_local(dev_fault_free, tmp_path, job):
     """A committed dev job, two pods with one torchrun agent each, as the operator would run it:
     a TrainJob's two nodes, or two elastic Workers whose ranks each rendezvous assigns. Both jobs
-    have the same run config, so both must end exactly where the fault-free fixed-size run does."""
+    have the same run config, so both must end exactly where the fault-free fixed-size run of it does."""
     records = run_local(job, tmp_path, "crash:step=13:rank=1")
     assert [r["step"] for r in records if r["event"] == "resumed"] == [10]
     assert records[-1]["loss"] == dev_fault_free[-1]["loss"]
