@@ -53,6 +53,13 @@ def rule_spec(crds: Path, **props: Any) -> dict[str, Any]:
     return emitted(c, crds)["PrometheusRule/training-alerts"]["spec"]
 
 
+@pytest.fixture(scope="module")
+def default_rules(crds: Path) -> dict[str, Any]:
+    """The PrometheusRule of TrainingAlerts with its defaults, synthesized once for the tests that read it (they
+    do not change it)."""
+    return rule_spec(crds)
+
+
 def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     assert PROMTOOL is not None
     return subprocess.run([PROMTOOL, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
@@ -242,8 +249,8 @@ MUST_NOT_FIRE = {
 @pytest.mark.processes
 @pytest.mark.parametrize("evaluation_interval", ["30s", "1m"])
 def test_the_rules_load_in_prometheus_and_fire_on_each_failure_and_not_on_a_healthy_or_paused_run(
-        crds, tmp_path, evaluation_interval):
-    write_rules(rule_spec(crds), tmp_path)
+        default_rules, tmp_path, evaluation_interval):
+    write_rules(default_rules, tmp_path)
     checked = promtool("check", "rules", "rules.yaml", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"SUCCESS: {len(ALERTS)} rules found" in checked.stdout
@@ -276,9 +283,8 @@ def test_a_run_config_target_replaces_the_alerts_default_and_tuned_alerts_follow
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_every_rule_reads_only_exported_series_and_links_its_runbook(crds):
-    spec = rule_spec(crds)
-    rules = [r for g in spec["groups"] for r in g["rules"]]
+def test_every_rule_reads_only_exported_series_and_links_its_runbook(default_rules):
+    rules = [r for g in default_rules["groups"] for r in g["rules"]]
     assert {r["alert"] for r in rules} == set(ALERTS)
     assert expression_problems(rules, "") == []
     for rule in rules:

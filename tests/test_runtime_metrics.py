@@ -130,7 +130,9 @@ def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp
     open for metrics.failure_linger_s, so Prometheus scrapes the failure the alert reads."""
     pytest.importorskip("prometheus_client")
     port = two_free_ports()
-    config = write_config(tmp_path, max_steps=200, metrics={"port": port, "failure_linger_s": 30},
+    # The linger is the window the scrapes below must land in (they poll every 0.2 s from the start); the test
+    # waits it out, so it is no longer than a loaded machine needs.
+    config = write_config(tmp_path, max_steps=200, metrics={"port": port, "failure_linger_s": 15},
                           resilience={"max_bad_steps": 1, "max_rollbacks": 0})
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "diverged", "KUBETRAIN_FAULT": "nan:step=3"}
     # A session of its own: if the test fails early, the agent and its ranks are killed together (a rank left

@@ -11,6 +11,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -69,15 +70,32 @@ def resumed_steps(records: list[dict]) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory) -> dict[int, list[str]]:
-    """The weights an uninterrupted run ends with, after 20 steps (the dev jobs'), STEPS and LONG."""
+def uninterrupted_runs(tmp_path_factory) -> dict[int, tuple[Path, list[str]]]:
+    """Uninterrupted runs of 20 steps (the dev jobs'), STEPS and LONG: the checkpoint folder each leaves (steps 5,
+    10 and its last) and the weights it ends with."""
     ends = {}
     for steps in (20, STEPS, LONG):
-        records = torchrun(tmp_path_factory.mktemp(f"uninterrupted-{steps}") / "ckpt", steps=steps)
+        folder = tmp_path_factory.mktemp(f"uninterrupted-{steps}") / "ckpt"
+        records = torchrun(folder, steps=steps)
         assert resumed_steps(records) == []
-        ends[steps] = digests(records)
-        assert len(set(ends[steps])) == 1  # the replicas agree
+        ends[steps] = folder, digests(records)
+        assert len(set(ends[steps][1])) == 1  # the replicas agree
     return ends
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(uninterrupted_runs) -> dict[int, list[str]]:
+    """The weights an uninterrupted run ends with, after 20 steps, STEPS and LONG."""
+    return {steps: ends for steps, (_, ends) in uninterrupted_runs.items()}
+
+
+def corrupt_newest(folder: Path) -> tuple[int, int]:
+    """Garble the newest checkpoint's first data file (same size, other bytes: only the checksum tells); its step
+    and the step of the checkpoint before it."""
+    *_, before, newest = sorted(folder.glob("step-*"))
+    data = sorted(newest.glob("*.distcp"))[0]
+    data.write_bytes(data.read_bytes()[:-7] + b"garbage")
+    return int(newest.name.removeprefix("step-")), int(before.name.removeprefix("step-"))
 
 
 @pytest.mark.parametrize("example", [EXAMPLE, NANO])
@@ -116,16 +134,17 @@ def test_sigterm_saves_the_step_reached_and_the_restart_resumes_there(uninterrup
 
 
 @pytest.mark.processes
-def test_a_corrupt_newest_checkpoint_is_skipped_for_the_next_that_verifies(uninterrupted, tmp_path):
+def test_a_corrupt_newest_checkpoint_is_skipped_for_the_next_that_verifies(uninterrupted_runs, uninterrupted,
+                                                                           tmp_path):
+    """The uninterrupted run's checkpoints (steps 5, 10 and its last), the newest corrupted: the run started again
+    verifies it, skips it, resumes from the one before and ends where the uninterrupted run does."""
     folder = tmp_path / "ckpt"
-    torchrun(folder, "crash:step=23:rank=1", restarts=0, expect=1)  # the run dies after saving steps 5 and 10
-    newest = folder / "step-00000010"
-    data = sorted(newest.glob("*.distcp"))[0]
-    data.write_bytes(data.read_bytes()[:-7] + b"garbage")  # same size, other bytes: only the checksum tells
+    shutil.copytree(uninterrupted_runs[STEPS][0], folder)
+    newest, before = corrupt_newest(folder)
     records = torchrun(folder)
     [skipped] = [r for r in records if r["event"] == "checkpoint_skipped"]
-    assert skipped["step"] == 10 and "checksum" in skipped["reason"]
-    assert resumed_steps(records) == [5]
+    assert skipped["step"] == newest == STEPS and "checksum" in skipped["reason"]
+    assert resumed_steps(records) == [before] == [10]
     assert digests(records) == uninterrupted[STEPS]
 
 
@@ -241,13 +260,19 @@ def test_run_local_names_where_a_hang_left_its_dumps(uninterrupted, tmp_path):
 # -- nanoGPT's loop shape: prefetched batch, its own count from 0, gradient accumulation, eval at iteration 0 -------
 
 @pytest.fixture(scope="module")
-def nano_uninterrupted(tmp_path_factory) -> list[str]:
-    records = nanogpt(tmp_path_factory.mktemp("nano-uninterrupted") / "ckpt")
+def nano_finished(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """An uninterrupted run's folder (its checkpoints, its own out_dir beside) and rank 0's records."""
+    folder = tmp_path_factory.mktemp("nano-uninterrupted")
+    records = nanogpt(folder / "ckpt")
     assert resumed_steps(records) == [] and not [r for r in records if r["event"] == "warning"]
     assert records[-1]["step"] == NANO_ITERS + 1  # iterations 0..max_iters, as nanoGPT runs them
-    ends = digests(records)
-    assert len(set(ends)) == 1
-    return ends
+    assert len(set(digests(records))) == 1
+    return folder, records
+
+
+@pytest.fixture(scope="module")
+def nano_uninterrupted(nano_finished) -> list[str]:
+    return digests(nano_finished[1])
 
 
 @pytest.mark.processes
@@ -269,28 +294,28 @@ def test_nanogpt_sigterm_saves_the_step_reached_and_resumes_there(nano_uninterru
 
 
 @pytest.mark.processes
-def test_nanogpt_skips_a_corrupt_newest_checkpoint(nano_uninterrupted, tmp_path):
-    """The run dies after saving steps 5 and 10; step 10's data is corrupted; the restart verifies it, skips it and
-    resumes from step 5, with step 5's batch in hand, to the uninterrupted run's weights. Its own ckpt.pt (nanoGPT's
-    torch.save at each evaluation) stays beside, untouched by the runtime."""
+def test_nanogpt_skips_a_corrupt_newest_checkpoint(nano_finished, nano_uninterrupted, tmp_path):
+    """The uninterrupted run's folders (checkpoints of steps 5, 10 and its last; its own out_dir beside), the newest
+    checkpoint's data corrupted: the run started again verifies it, skips it and resumes from step 10, with step
+    10's batch in hand, to the uninterrupted run's weights. Its own ckpt.pt (nanoGPT's torch.save at each
+    evaluation) stays beside, untouched by the runtime."""
+    shutil.copytree(nano_finished[0], tmp_path, dirs_exist_ok=True)
     folder = tmp_path / "ckpt"
-    nanogpt(folder, "crash:step=23:rank=1", 0, 1)
-    data = sorted((folder / "step-00000010").glob("*.distcp"))[0]
-    data.write_bytes(data.read_bytes()[:-7] + b"garbage")
+    newest, before = corrupt_newest(folder)
     records = nanogpt(folder)
     [skipped] = [r for r in records if r["event"] == "checkpoint_skipped"]
-    assert skipped["step"] == 10 and resumed_steps(records) == [5]
+    assert skipped["step"] == newest == NANO_ITERS + 1 and resumed_steps(records) == [before] == [10]
     assert digests(records) == nano_uninterrupted
     assert (tmp_path / "out" / "ckpt.pt").is_file()
 
 
 @pytest.mark.processes
-def test_nanogpt_restarted_after_it_finished_ends_at_once_with_its_loss(nano_uninterrupted, tmp_path):
+def test_nanogpt_restarted_after_it_finished_ends_at_once_with_its_loss(nano_finished, nano_uninterrupted, tmp_path):
     """A run started again once it reached max_steps resumes there, trains nothing and says so with the last
     step's loss; eval_only evaluates at iteration 0 and leaves the loop, saving nothing."""
-    folder = tmp_path / "ckpt"
-    first = nanogpt(folder)
-    again = nanogpt(folder)
+    finished, first = nano_finished
+    shutil.copytree(finished, tmp_path, dirs_exist_ok=True)  # the uninterrupted run's folders, as it left them
+    again = nanogpt(tmp_path / "ckpt")
     assert resumed_steps(again) == [NANO_ITERS + 1]
     assert again[-1]["event"] == "finished" and again[-1]["loss"] == first[-1]["loss"]
     assert digests(again) == nano_uninterrupted
@@ -561,10 +586,11 @@ dist.destroy_process_group()
 
 # Thirty starts of the finished run's two ranks, each a process ending as `python train.py` does (the interpreter's
 # own finalization, C++ destructors included), forked from one that imported torch once: thirty fresh interpreters
-# would spend most of the test importing it. Importing starts no thread, so the forks are whole processes.
+# would spend most of the test importing it. torch._dynamo too, which DDP's constructor imports (about as long as
+# torch itself): each fork would import it again. Importing starts no thread, so the forks are whole processes.
 STARTED_AGAIN = """
 import os, runpy, socket, sys
-import torch, torch.distributed  # noqa: F401 - once, for every fork below
+import torch, torch._dynamo, torch.distributed  # noqa: F401 - once, for every fork below
 import kubetrain_runtime.run  # noqa: F401
 assert len(os.listdir("/proc/self/task")) == 1, "a thread before forking"
 for attempt in range(int(sys.argv[1])):
