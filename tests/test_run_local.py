@@ -18,6 +18,8 @@ from kubetrain.jobs.launch import EXIT_RETRY
 from kubetrain.local.run_plan import expand_env_refs, find_job, plan_local_run
 from kubetrain.local.summary import RunSummary
 
+from kubetrain_runtime.runtime_config import own_loop_config
+
 pytest.importorskip("torch", reason="run-local starts torchrun, which needs torch")
 
 
@@ -112,6 +114,7 @@ def test_dev_command_job_trains_from_dist(tmp_path):
     losses = [r["loss"] for r in metrics(result.stdout) if r["event"] == "step"]
     assert len(losses) == 20 and losses[-1] < losses[0] / 2
     assert (tmp_path / "volumes" / "checkpoints" / "ddp-minimal" / "step-00000020" / "COMPLETE").is_file()
+    assert "Address already in use" not in result.stdout  # each pod's runtime serves metrics on a port of its own
     # A command job's output is its own: the summary says how it ended, its pods and their restarts.
     summary = result.stdout.splitlines()[-1]
     assert re.fullmatch(r"\[run-local\] dev/ddp-minimal-[0-9a-f]{8} succeeded after \d+\.\d s: 2 pods, 0 restarts",
@@ -137,6 +140,27 @@ def test_pods_get_the_operator_environment_and_the_callers(tmp_path, monkeypatch
         # The fast tier on the pod's own emptyDir, and a metrics port of its own on this shared machine.
         assert sets[3] == f"checkpoint.local_dir={(tmp_path / 'pods' / pod.name / 'kubetrain-local-ckpt').resolve()}"
         assert sets[4].startswith("metrics.port=") and len(sets) == 5
+
+
+def test_the_pods_of_a_loop_of_ones_own_get_a_metrics_port_each(tmp_path, monkeypatch):
+    """A loop on the runtime serves Prometheus on port 9400 in a job; two local pods on one machine would collide:
+    each gets a runtime config of its own, the job's (here the caller's) with only the port replaced."""
+    job = plan_local_run(find_job(ROOT / "dist", "dev/ddp-minimal"), tmp_path / "a", steps=None, overrides=[])
+    configs = [yaml.safe_load(Path(pod.env["KUBETRAIN_RUNTIME_CONFIG"]).read_text()) for pod in job.pods]
+    ports = [config["metrics"]["port"] for config in configs]
+    assert len(job.pods) == 2 and len(set(ports)) == 2 and 9400 not in ports
+    assert configs[0] == {"metrics": {"port": ports[0]}}
+    (tmp_path / "runtime.yaml").write_text("checkpoint: {keep: 3}\nmetrics: {mlflow_experiment: nlp}\n")
+    monkeypatch.setenv("KUBETRAIN_RUNTIME_CONFIG", str(tmp_path / "runtime.yaml"))
+    job = plan_local_run(find_job(ROOT / "dist", "dev/ddp-minimal"), tmp_path / "b", steps=None, overrides=[])
+    written = job.pods[0].env["KUBETRAIN_RUNTIME_CONFIG"]
+    config = own_loop_config(written, in_job=True)  # what the pod's runtime reads
+    assert (config.checkpoint.keep, config.metrics.mlflow_experiment) == (3, "nlp")
+    assert config.metrics.port == yaml.safe_load(Path(written).read_text())["metrics"]["port"] != 9400
+    # No endpoint asked for, none given.
+    (tmp_path / "runtime.yaml").write_text("metrics: {port: 0}\n")
+    job = plan_local_run(find_job(ROOT / "dist", "dev/ddp-minimal"), tmp_path / "c", steps=None, overrides=[])
+    assert {pod.env["KUBETRAIN_RUNTIME_CONFIG"] for pod in job.pods} == {str(tmp_path / "runtime.yaml")}
 
 
 def test_elastic_pods_get_the_rendezvous_and_no_ranks(tmp_path):

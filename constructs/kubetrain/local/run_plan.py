@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import yaml
+
 from kubetrain.kinds.kind_registry import all_kinds, kind_of
 from kubetrain.local.certificates import ServerTLS
 from kubetrain.model.manifests import UnreadableManifest, read_manifest
@@ -33,6 +35,7 @@ from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S, GPU_RESOURCE
 from kubetrain.rules.registry import register
 from kubetrain_runtime.problems import ConfigError, Problem
 from kubetrain_runtime.progress import ENV_CA_CERT, ENV_TOKEN
+from kubetrain_runtime.runtime_config import JOB_ENV, RUNTIME_CONFIG_ENV, MetricsConfig
 from kubetrain_runtime.spelling import did_you_mean
 from training.config import load_run_config
 
@@ -208,6 +211,8 @@ def plan_local_run(job_file: Path, workdir: Path, steps: int | None, overrides: 
         command = [_map_path(expand_env_refs(arg, pod_env), mounts)
                    for arg in [*container.get("command", []), *container.get("args", [])]]
         command += _config_overrides(command, mounts, steps, overrides, where)
+        if "--config" not in command:  # a loop of the user's own: its runtime reads its own config
+            pod_env |= _own_loop_metrics_port(pod_env, workdir / "pods" / replica.name)
         # A container's /tmp is its own: the pod's here (the launcher keeps its failure note there).
         tmp = (workdir / "pods" / replica.name / "tmp").resolve()
         tmp.mkdir(parents=True, exist_ok=True)
@@ -218,6 +223,31 @@ def plan_local_run(job_file: Path, workdir: Path, steps: int | None, overrides: 
     trainer = any("--config" in pod.command for pod in pods)
     return LocalJob(pods, plan.backoff_limit, plan.fail_job_exit_codes, plan.per_pod_backoff, where, trainer,
                     endpoint, notes)
+
+
+def _own_loop_metrics_port(pod_env: dict[str, str], pod_dir: Path) -> dict[str, str]:
+    """In a kubetrain job a loop of the user's own serves Prometheus metrics on the runtime's port (9400 unless its
+    runtime config says otherwise, kubetrain_runtime/runtime_config.py); the pods of a local run share this
+    machine's ports, so each gets one of its own: the job's runtime config (if any) with `metrics.port` replaced,
+    written in the pod's folder and named by KUBETRAIN_RUNTIME_CONFIG. A config the runtime cannot read is left for
+    the runtime to report; a port of 0 (no endpoint) stays 0. A pod of several ranks serves port + local rank: the
+    ports after the one handed out are the system's to keep free."""
+    seen = {**os.environ, **pod_env}  # what the pod's process will read: the caller's environment under the pod's
+    if not seen.get(JOB_ENV):
+        return {}
+    layered: Any = {}
+    if seen.get(RUNTIME_CONFIG_ENV):
+        try:
+            layered = yaml.safe_load(Path(seen[RUNTIME_CONFIG_ENV]).read_text(encoding="utf-8")) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            return {}
+    metrics = layered.get("metrics", {}) if isinstance(layered, dict) else None
+    if not isinstance(metrics, dict) or metrics.get("port", MetricsConfig.model_fields["port"].default) == 0:
+        return {}
+    layered["metrics"] = {**metrics, "port": free_port()}
+    path = (pod_dir / "kubetrain-runtime-config.yaml").resolve()
+    path.write_text(yaml.safe_dump(layered, sort_keys=False), encoding="utf-8")
+    return {RUNTIME_CONFIG_ENV: str(path)}
 
 
 def _status_endpoint(status_object: dict[str, Any] | None, workdir: Path) -> tuple[StatusEndpointPlan | None,
