@@ -846,9 +846,12 @@ class Run:
             return
         position, self._resume_batches = self._resume_batches, None
         self.epoch = position["epoch"]
-        self._start_epoch(loader, position["epoch_rng"])
-        for _ in range(position["batch"]):
-            next(self._batches, None)
+        if position["batch"]:
+            self._start_epoch(loader, position["epoch_rng"])
+            for _ in range(position["batch"]):
+                next(self._batches, None)
+        else:  # saved between epochs (a run that ended with one): the next batch starts the epoch, from the step's
+            self._batches = None  # streams as the uninterrupted run did, its shuffle and workers' seeds drawn then
         self.batch_in_epoch = position["batch"]
         self._set_rng_state(position["rng"])  # the step's own streams, as the checkpoint had them
 

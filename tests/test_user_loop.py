@@ -121,6 +121,17 @@ def test_kill_9_mid_save_falls_back_to_the_previous_checkpoint(uninterrupted, tm
 
 
 @pytest.mark.processes
+def test_a_run_that_ended_with_an_epoch_continues_as_if_it_never_stopped(uninterrupted, tmp_path):
+    """A run whose last checkpoint falls between two epochs (32 steps: two epochs of 16 batches), started again with
+    more steps: the next epoch's loader draws its seed from the step's RNG streams, as it did in the uninterrupted
+    run (it used to start the epoch before restoring them: one draw apart, other weights)."""
+    torchrun(tmp_path / "ckpt", steps=32)
+    records = torchrun(tmp_path / "ckpt")
+    assert resumed_steps(records) == [32]
+    assert digests(records) == uninterrupted[STEPS]
+
+
+@pytest.mark.processes
 def test_sigterm_saves_the_step_reached_and_the_restart_resumes_there(uninterrupted, tmp_path):
     """SIGTERM to one rank right after a background save started: every rank agrees on a step, finishes the save in
     flight, saves the step reached and exits 128 + SIGTERM; torchrun's restart resumes from that step."""
