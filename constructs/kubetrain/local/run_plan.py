@@ -35,7 +35,7 @@ from kubetrain.model.vocabulary import DEFAULT_TERMINATION_GRACE_S, GPU_RESOURCE
 from kubetrain.rules.registry import register
 from kubetrain_runtime.problems import ConfigError, Problem
 from kubetrain_runtime.progress import ENV_CA_CERT, ENV_TOKEN
-from kubetrain_runtime.runtime_config import JOB_ENV, RUNTIME_CONFIG_ENV, MetricsConfig
+from kubetrain_runtime.runtime_config import JOB_ENV, RUNTIME_CONFIG_ENV, own_loop_defaults
 from kubetrain_runtime.spelling import did_you_mean
 from training.config import load_run_config
 
@@ -242,7 +242,7 @@ def _own_loop_metrics_port(pod_env: dict[str, str], pod_dir: Path) -> dict[str, 
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             return {}
     metrics = layered.get("metrics", {}) if isinstance(layered, dict) else None
-    if not isinstance(metrics, dict) or metrics.get("port", MetricsConfig.model_fields["port"].default) == 0:
+    if not isinstance(metrics, dict) or metrics.get("port", own_loop_defaults(in_job=True)["metrics"]["port"]) == 0:
         return {}
     layered["metrics"] = {**metrics, "port": free_port()}
     path = (pod_dir / "kubetrain-runtime-config.yaml").resolve()
