@@ -70,6 +70,7 @@ from kubetrain_runtime.dumps import Dumps, own_run, use_run
 from kubetrain_runtime.ettr import EttrClock, daly_interval_s, record_clean_end, record_start
 from kubetrain_runtime.failures import EXIT_DIVERGED, PermanentFailure
 from kubetrain_runtime.faults import FaultInjector
+from kubetrain_runtime.interpreter_exit import freeze_at_exit
 from kubetrain_runtime.metrics import device_name, peak_flops
 from kubetrain_runtime.preemption import StopRequest
 from kubetrain_runtime.problems import ConfigError, Problem
@@ -187,6 +188,7 @@ class Run:
         # a stop or a failure for good. kubetrain's trainer passes the stop its entry point installed (or none: not
         # watched), and its entry point ends the process.
         self.owns_process = owns_process
+        freeze_at_exit()  # this process imported torch: its exit skips the collector's passes (interpreter_exit.py)
         if owns_process:
             _keep_last_lines()
         if owns_process and stop is None and threading.current_thread() is threading.main_thread():

@@ -17,12 +17,14 @@ import signal
 import sys
 
 from kubetrain_runtime.failures import stopped_exit
+from kubetrain_runtime.interpreter_exit import freeze_at_exit
 
 
 def main(argv: list[str] | None = None) -> int:
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.run import main as torchrun
 
+    freeze_at_exit()
     try:
         torchrun(sys.argv[1:] if argv is None else argv)
     except SignalException as stop:
