@@ -19,8 +19,9 @@ _registered = False
 
 
 def freeze_at_exit() -> None:
-    """Freeze the garbage collector's objects when the interpreter exits, after the atexit functions registered later
-    (atexit runs the last registered first: this is called as torch is imported, before a run registers its own)."""
+    """Freeze the garbage collector's objects when the interpreter exits, after every atexit function registered later
+    (atexit runs the last registered first). Called once a process has imported torch: by `Run` as it starts and by
+    the torchrun wrapper; the first call registers, the others (a process that makes several Runs) do nothing."""
     global _registered
     if not _registered:
         atexit.register(gc.freeze)

@@ -184,11 +184,11 @@ class Run:
         self.dumps = Dumps(Path(config.checkpoint.dir), os.environ.get(JOB_ENV, "local"),
                            world.rank if world else int(os.environ.get("RANK", 0)))
         self.world = world = world or world_of(model, config.resilience.collective_timeout_s, self.dumps)
+        freeze_at_exit()  # this process imported torch: its exit skips the collector's passes (interpreter_exit.py)
         # A script of the user's own is this process: the runtime installs the stop signals and ends the process on
         # a stop or a failure for good. kubetrain's trainer passes the stop its entry point installed (or none: not
         # watched), and its entry point ends the process.
         self.owns_process = owns_process
-        freeze_at_exit()  # this process imported torch: its exit skips the collector's passes (interpreter_exit.py)
         if owns_process:
             _keep_last_lines()
         if owns_process and stop is None and threading.current_thread() is threading.main_thread():
