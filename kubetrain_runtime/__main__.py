@@ -20,7 +20,7 @@ PRELOADED = ("kubetrain_runtime.run",)  # what the warm process imports for a ra
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
+    if not runs_warm(argv):
         print(__doc__.strip(), file=sys.stderr if not argv else sys.stdout)
         return 2 if not argv else 0
     if warm.wanted():
@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
         if code is not None:
             return code
     return run(argv)
+
+
+def runs_warm(argv: list[str]) -> bool:
+    """Whether a rank with these arguments runs in the pod's warm process: any that names a script."""
+    return bool(argv) and argv[0] not in ("-h", "--help")
 
 
 def run(argv: list[str]) -> int:

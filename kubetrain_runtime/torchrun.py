@@ -16,6 +16,7 @@ from __future__ import annotations
 import signal
 import sys
 
+from kubetrain_runtime import warm
 from kubetrain_runtime.failures import stopped_exit
 from kubetrain_runtime.interpreter_exit import freeze_at_exit
 
@@ -24,9 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.run import main as torchrun
 
+    argv = sys.argv[1:] if argv is None else argv
     freeze_at_exit()
+    warm.start_from_agent(argv)
     try:
-        torchrun(sys.argv[1:] if argv is None else argv)
+        torchrun(argv)
     except SignalException as stop:
         code = stopped_exit(stop.sigval)
         print(f"kubetrain: torchrun stopped by {signal.Signals(stop.sigval).name} (its ranks were told first: a run on "

@@ -54,10 +54,14 @@ PRELOADED = ("torch._dynamo", "torch.distributed.checkpoint._fsspec_filesystem",
 _HEADER = struct.Struct("!I")
 
 
+def _enabled() -> bool:
+    """Linux (pidfds), unless turned off."""
+    return sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and os.environ.get(ENABLE_ENV, "1") != "0"
+
+
 def wanted() -> bool:
     """Whether this rank should run in the warm process: under torchrun, on Linux, unless turned off."""
-    return (sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and "TORCHELASTIC_RUN_ID" in os.environ
-            and os.environ.get(ENABLE_ENV, "1") != "0")
+    return _enabled() and "TORCHELASTIC_RUN_ID" in os.environ
 
 
 def socket_name(agent_pid: int) -> str:
@@ -171,11 +175,86 @@ def _try_connect(name: str) -> socket.socket | None:
     return conn
 
 
+# -- the agent's head start ----------------------------------------------------------------------------------
+
+# The entry modules whose ranks run warm, by the name torchrun's `-m` is given (a package runs its __main__).
+ENTRIES = {name: entry for entry in ("training.__main__", "kubetrain_runtime.__main__")
+           for name in (entry, entry.removesuffix(".__main__"))}
+
+
+def start_from_agent(torchrun_args: list[str]) -> None:
+    """Fork the warm process from the torchrun agent (`python -m kubetrain_runtime.torchrun`, a pod's launcher) before
+    torchrun starts a thread: it has torch imported already, so the warm process imports only the program (about
+    half of what one started by the first client imports), and does so while the agent meets its peers. Nothing
+    when the ranks will not run warm: another program, a rank that `runs_warm` refuses, turned off, not Linux.
+
+    The agent takes the clients' lock first and the warm process holds it until it listens: a client that cannot
+    connect yet waits on the lock for it (`_connect`) instead of starting a second one."""
+    entry_name, several = _entry_of(torchrun_args) if _enabled() else (None, False)
+    if entry_name is None:
+        return
+    import fcntl
+
+    agent = os.getpid()
+    ready = open(lock_path(agent), "w")  # noqa: SIM115 - held by the warm process until it listens
+    fcntl.flock(ready, fcntl.LOCK_EX)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork():
+        ready.close()  # the lock stays with the warm process's copy of it
+        return
+    code = 1
+    try:
+        os.setsid()  # as a process started in a session of its own: the agent's process group's signals miss it
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        if several and "OMP_NUM_THREADS" not in os.environ:
+            # What torchrun sets in its own environment after this fork, for a warm process it starts to inherit; torch
+            # is told too, having read the variable when the agent imported it.
+            import torch
+
+            os.environ["OMP_NUM_THREADS"] = "1"
+            torch.set_num_threads(1)
+        code = serve(agent, entry_name, ready)
+    except BaseException:  # noqa: BLE001 - said on the agent's stderr; its ranks then start their own
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os._exit(code)  # never the agent's exit functions, nor back into torchrun
+
+
+def _entry_of(torchrun_args: list[str]) -> tuple[str | None, bool]:
+    """The warm entry module of the ranks that torchrun's arguments start (None if they run none), and whether the
+    agent starts several. Torchrun's own parser reads them (its PET_ variables too); a count it makes per device
+    ("gpu", "auto") is taken as several, without counting: counting could initialize CUDA in the agent, whose forks
+    could then not use it."""
+    import io
+
+    from torch.distributed.run import get_args_parser
+
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit):  # torchrun says what is wrong
+        args = get_args_parser().parse_args(torchrun_args)
+        entry_name = ENTRIES.get(args.training_script) if args.module and not args.no_python else None
+        if entry_name is None:
+            return None, False
+        try:
+            entry = importlib.import_module(entry_name)  # the standard library only, at its top
+        except ImportError:
+            return None, False
+        if entry.runs_warm(args.training_script_args):
+            return entry_name, str(args.nproc_per_node).strip() != "1"
+    return None, False
+
+
 # -- the warm process ---------------------------------------------------------------------------------------
 
-def serve(agent: int, entry_name: str) -> int:
+def serve(agent: int, entry_name: str, ready=None) -> int:
     """Import everything a rank of `entry_name` needs, then fork a rank for each client until the torchrun agent
-    exits."""
+    exits. `ready`, the clients' lock held by the agent that forked this process, is let go once it listens."""
     entry = importlib.import_module(entry_name)
     for module in (*entry.PRELOADED, *PRELOADED):
         importlib.import_module(module)
@@ -199,6 +278,8 @@ def serve(agent: int, entry_name: str) -> int:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(socket_name(agent))  # clients connect only once everything is imported
     listener.listen(64)
+    if ready is not None:
+        ready.close()
     clients: dict[int, socket.socket] = {}  # rank pid -> the connection of its client
     watched: dict[int, int] = {}  # a client's pidfd -> its rank's pid
     try:

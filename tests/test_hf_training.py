@@ -95,12 +95,13 @@ def run_config(tmp: Path, family: str, model_source: dict, **overrides) -> dict:
 
 def train(config: dict, folder: Path, *args: str, env: dict | None = None, expect: int = 0,
           nproc: int = 2) -> list[dict]:
-    """`python -m training` under torchrun with `nproc` ranks (1: alone, as `--export` on request is documented)."""
+    """`python -m training` under the pods' torchrun with `nproc` ranks (1: alone, as `--export` on request is
+    documented)."""
     folder.mkdir(parents=True, exist_ok=True)
     config = {**config, "checkpoint": {"dir": str(folder / "ckpt"), "interval": 3, "keep": 2}}
     path = folder / "run.yaml"
     path.write_text(yaml.safe_dump(config))
-    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"] if nproc > 1 else []
+    launcher = ["-m", "kubetrain_runtime.torchrun", "--standalone", f"--nproc-per-node={nproc}"] if nproc > 1 else []
     result = run([sys.executable, *launcher, "-m", "training", "--config", str(path), *args], env=env)
     assert result.returncode == expect, result.stdout[-3000:] + result.stderr[-3000:]
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.processes  # every fault is injected into ranks under t
 
 def train_with_fault(config: Path, fault: str | None, nproc: int = 2) -> list[dict]:
     """Two ranks under one torchrun agent with a restart budget, as each pod runs them."""
-    result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+    result = run([sys.executable, "-m", "kubetrain_runtime.torchrun", "--standalone", f"--nproc-per-node={nproc}",
                   "--max-restarts=3", "-m", "training", "--config", str(config)], env={"KUBETRAIN_FAULT": fault or ""})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
@@ -101,6 +101,46 @@ def test_killing_what_torchrun_started_ends_its_rank_and_the_run_recovers(fault_
     assert not any(p.exists() for p in warm), "the warm process outlives its torchrun agent"
 
 
+# A rank's account of where it runs: its warm process (its parent), that process's parent, and torch's threads.
+WHERE_A_RANK_RUNS = """
+import json, os, sys, torch
+def parent(pid):
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+warm = os.getppid()
+print(json.dumps({"rank": int(os.environ["RANK"]), "warm": warm, "warm_parent": parent(warm),
+                  "warm_cmdline": open(f"/proc/{warm}/cmdline").read(), "threads": torch.get_num_threads()}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the warm process through procfs")
+def test_the_pods_torchrun_forks_the_warm_process_its_ranks_share(tmp_path):
+    """The pods' torchrun (kubetrain_runtime.torchrun) forks the warm process itself, with torch imported: both ranks
+    are forks of that one process, a child of the agent started by no second interpreter, which ends with the agent;
+    each rank runs torch on one thread, as torchrun's OMP_NUM_THREADS=1 for several ranks gives a rank it starts."""
+    script = tmp_path / "where.py"
+    script.write_text(WHERE_A_RANK_RUNS)
+    env = {**os.environ, "PYTHONPATH": SOURCES_PATH}
+    env.pop("OMP_NUM_THREADS", None)
+    agent = subprocess.Popen([sys.executable, "-m", "kubetrain_runtime.torchrun", "--standalone", "--nproc-per-node=2",
+                              "-m", "kubetrain_runtime", str(script)], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = agent.communicate(timeout=120)
+    finally:
+        kill_pod(agent.pid)
+    assert agent.returncode == 0, stderr[-3000:]
+    ranks = sorted((json.loads(line) for line in stdout.splitlines() if line.startswith("{")), key=lambda r: r["rank"])
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert ranks[0]["warm"] == ranks[1]["warm"] and ranks[0]["warm_parent"] == agent.pid
+    assert ranks[0]["warm_cmdline"].split("\0")[1:3] == ["-m", "kubetrain_runtime.torchrun"]  # the agent's own
+    assert [r["threads"] for r in ranks] == [1, 1]
+    assert "ranks start cold" not in stderr
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{ranks[0]['warm']}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{ranks[0]['warm']}").exists(), "the warm process outlives its torchrun agent"
+
+
 def two_tiers(folder: Path) -> dict:
     """Durable checkpoints every 8 steps, node-local ones every 2."""
     return {"dir": str(folder / "ckpt"), "interval": 8, "keep": 2,
@@ -169,7 +209,7 @@ def test_a_damaged_checkpoint_is_skipped_for_the_newest_that_verifies(fault_free
     copy_folders(reference, tmp_path / "ckpt", "step-00000005", "step-00000010")  # a run stopped at step 12
     harm, reason = DAMAGE[damage]
     harm(tmp_path / "ckpt" / "step-00000010")
-    result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m",
+    result = run([sys.executable, "-m", "kubetrain_runtime.torchrun", "--standalone", "--nproc-per-node=2", "-m",
                   "training", "--config", str(config)])
     assert result.returncode == 0, result.stderr[-3000:]
     records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
@@ -335,7 +375,7 @@ def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH,
            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
     survivor, lost = (subprocess.Popen(
-        [sys.executable, "-m", "torch.distributed.run", "--nnodes=1:2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+        [sys.executable, "-m", "kubetrain_runtime.torchrun", "--nnodes=1:2", "--nproc-per-node=1", "--rdzv-backend=c10d",
          f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-conf=is_host={is_host}", "--rdzv-id=elastic",
          "--max-restarts=3", "-m", "training", "--config", str(config)],
         env={**env, "KUBETRAIN_FAULT": fault}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -380,7 +420,7 @@ def test_a_hung_run_leaves_every_ranks_stacks_and_flight_recorder_that_fr_trace_
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
            "KUBETRAIN_FAULT": "hang:step=7:rank=1", "KUBETRAIN_JOB": "hung"}
     pods = [subprocess.Popen(
-        [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+        [sys.executable, "-m", "kubetrain_runtime.torchrun", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
          f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-conf=is_host={is_host}", "--rdzv-id=hung", "--max-restarts=0",
          "-m", "training", "--config", str(config)], env={**env, "KUBETRAIN_ATTEMPT": attempt},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -68,7 +68,7 @@ def test_every_rank_serves_prometheus_metrics_during_a_run(tmp_path):
                                                              "paused_s": 1200.0}))
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "scraped"}
     env.pop("NODE_NAME", None)
-    agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+    agent = subprocess.Popen([sys.executable, "-m", "kubetrain_runtime.torchrun", "--standalone", "--nproc-per-node=2",
                               "-m", "training", "--config", str(config)], cwd=ROOT, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -137,7 +137,7 @@ def test_a_rank_that_fails_for_good_says_why_on_its_endpoint_before_it_exits(tmp
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "diverged", "KUBETRAIN_FAULT": "nan:step=3"}
     # A session of its own: if the test fails early, the agent and its ranks are killed together (a rank left
     # behind would keep stderr open, and the test would wait on it).
-    agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+    agent = subprocess.Popen([sys.executable, "-m", "kubetrain_runtime.torchrun", "--standalone", "--nproc-per-node=2",
                               "-m", "training", "--config", str(config)], cwd=ROOT, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     failed: dict[int, list] = {}

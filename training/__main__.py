@@ -67,11 +67,16 @@ def main(argv: list[str] | None = None) -> int:
     earlier = failures.recorded()
     if earlier is not None:
         return earlier  # a rank of this container failed for good: spend torchrun's restarts at once
-    if warm.wanted() and "--check" not in argv:
+    if warm.wanted() and runs_warm(argv):
         code = warm.run_in_warm_process(argv, "training.__main__")
         if code is not None:
             return code
     return run(argv)
+
+
+def runs_warm(argv: list[str]) -> bool:
+    """Whether a rank with these arguments runs in the pod's warm process: any but a `--check`, which trains nothing."""
+    return "--check" not in argv
 
 
 def run(argv: list[str]) -> int:
