@@ -29,6 +29,10 @@ KEEP_RULES_SINK = bool(os.environ.get(rules_recorder.SINK))
 RULES_SINK = Path(os.environ.get(rules_recorder.SINK) or Path(tempfile.mkdtemp(prefix="kubetrain-rules-fired-")) / "fired")
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(RULES_FIRED), os.environ.get("PYTHONPATH")]))
 rules_recorder.install(RULES_SINK)
+# torch on one thread in the workers and in every process they start (torchrun's own default for several ranks): two
+# workers share the two cores, and a second thread in each process only takes turns with the other worker's, its
+# OpenMP threads spinning while they wait. A test of the threads torchrun gives its ranks leaves the variable out.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # What a process the tests start imports the project from (and the recorder, which its sitecustomize installs).
 SOURCES_PATH = os.pathsep.join([str(RULES_FIRED), str(ROOT / "constructs"), str(ROOT)])
 
