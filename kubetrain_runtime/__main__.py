@@ -15,7 +15,6 @@ import sys
 from kubetrain_runtime import warm
 
 ENTRY = "kubetrain_runtime.__main__"
-PRELOADED = ("kubetrain_runtime.run",)  # what the warm process imports for a rank of a script on the runtime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,6 +50,11 @@ def run(argv: list[str]) -> int:
         print(exc.code, file=sys.stderr)
         return 1
     return 0
+
+
+def preloads(argv: list[str]) -> tuple[str, ...]:
+    """What the warm process imports for a rank of a script on the runtime, whatever the script."""
+    return ("kubetrain_runtime.run",)
 
 
 def rehearse() -> None:

@@ -3,7 +3,8 @@
 A fresh interpreter spends about two seconds importing torch, DCP and the program before it can rejoin
 the job, which is most of what a crashed rank costs (torchrun restarts every rank of the pod). So the
 process torchrun starts for a rank is a thin client that imports none of that: it connects to the
-pod's warm process over a Unix socket (the first client of a torchrun agent starts it), hands over its
+pod's warm process over a Unix socket (the pods' torchrun, kubetrain_runtime.torchrun, forks it from the agent
+with torch imported, `start_from_agent`; under plain torchrun the first client starts it), hands over its
 arguments, environment, working folder and standard streams, and the warm process forks a child that
 becomes the rank. The client stays in between, as torchrun's view of the rank: it passes torchrun's
 signals on, and exits with the rank's exit status or dies of the same signal. The rank dies with its
@@ -19,7 +20,8 @@ runs one intra-op thread (`rehearse`), and starts no rank if that left a thread 
 
 The program is an entry module, named by the client: `training.__main__` (kubetrain's trainer) or
 `kubetrain_runtime.__main__` (a script or function of the user's own on kubetrain_runtime.Run). The warm process
-imports its PRELOADED modules, runs its `rehearse()`, and each rank calls its `run(argv)`.
+imports the modules its `preloads(argv)` names for the ranks' arguments (and PRELOADED), runs its `rehearse()`, and
+each rank calls its `run(argv)`.
 
 Linux only (pidfds, SCM_RIGHTS); KUBETRAIN_WARM=0 turns it off, and then each rank imports everything
 itself, as it does when no warm process can be had. This module imports only the standard library at
@@ -83,7 +85,7 @@ def run_in_warm_process(argv: list[str], entry: str) -> int | None:
     process can be had."""
     started = time.time()
     agent = os.getppid()
-    conn = _connect(agent, entry)
+    conn = _connect(agent, entry, argv)
     if conn is None:
         return None
     with conn:
@@ -138,7 +140,7 @@ def _forward(pid: int, signum: int) -> None:
         os.kill(pid, signum)
 
 
-def _connect(agent: int, entry: str) -> socket.socket | None:
+def _connect(agent: int, entry: str, argv: list[str]) -> socket.socket | None:
     name = socket_name(agent)
     conn = _try_connect(name)
     if conn is not None:
@@ -153,7 +155,7 @@ def _connect(agent: int, entry: str) -> socket.socket | None:
         conn = _try_connect(name)
         if conn is not None:
             return conn
-        server = subprocess.Popen([sys.executable, "-m", "kubetrain_runtime.warm", str(agent), entry],
+        server = subprocess.Popen([sys.executable, "-m", "kubetrain_runtime.warm", str(agent), entry, *argv],
                                   stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -190,7 +192,7 @@ def start_from_agent(torchrun_args: list[str]) -> None:
 
     The agent takes the clients' lock first and the warm process holds it until it listens: a client that cannot
     connect yet waits on the lock for it (`_connect`) instead of starting a second one."""
-    entry_name, several = _entry_of(torchrun_args) if _enabled() else (None, False)
+    entry_name, argv, several = _entry_of(torchrun_args) if _enabled() else (None, [], False)
     if entry_name is None:
         return
     import fcntl
@@ -216,7 +218,7 @@ def start_from_agent(torchrun_args: list[str]) -> None:
 
             os.environ["OMP_NUM_THREADS"] = "1"
             torch.set_num_threads(1)
-        code = serve(agent, entry_name, ready)
+        code = serve(agent, entry_name, argv, ready)
     except BaseException:  # noqa: BLE001 - said on the agent's stderr; its ranks then start their own
         import traceback
 
@@ -227,9 +229,9 @@ def start_from_agent(torchrun_args: list[str]) -> None:
         os._exit(code)  # never the agent's exit functions, nor back into torchrun
 
 
-def _entry_of(torchrun_args: list[str]) -> tuple[str | None, bool]:
-    """The warm entry module of the ranks that torchrun's arguments start (None if they run none), and whether the
-    agent starts several. Torchrun's own parser reads them (its PET_ variables too); a count it makes per device
+def _entry_of(torchrun_args: list[str]) -> tuple[str | None, list[str], bool]:
+    """The warm entry module of the ranks that torchrun's arguments start (None if they run none), the ranks'
+    arguments, and whether the agent starts several. Torchrun's own parser reads them (its PET_ variables too); a count it makes per device
     ("gpu", "auto") is taken as several, without counting: counting could initialize CUDA in the agent, whose forks
     could then not use it."""
     import io
@@ -240,23 +242,23 @@ def _entry_of(torchrun_args: list[str]) -> tuple[str | None, bool]:
         args = get_args_parser().parse_args(torchrun_args)
         entry_name = ENTRIES.get(args.training_script) if args.module and not args.no_python else None
         if entry_name is None:
-            return None, False
+            return None, [], False
         try:
             entry = importlib.import_module(entry_name)  # the standard library only, at its top
         except ImportError:
-            return None, False
+            return None, [], False
         if entry.runs_warm(args.training_script_args):
-            return entry_name, str(args.nproc_per_node).strip() != "1"
-    return None, False
+            return entry_name, args.training_script_args, str(args.nproc_per_node).strip() != "1"
+    return None, [], False
 
 
 # -- the warm process ---------------------------------------------------------------------------------------
 
-def serve(agent: int, entry_name: str, ready=None) -> int:
-    """Import everything a rank of `entry_name` needs, then fork a rank for each client until the torchrun agent
-    exits. `ready`, the clients' lock held by the agent that forked this process, is let go once it listens."""
+def serve(agent: int, entry_name: str, argv: list[str], ready=None) -> int:
+    """Import everything a rank of `entry_name` with arguments `argv` needs, then fork a rank for each client until
+    the torchrun agent exits. `ready`, the clients' lock held by the agent that forked this process, is let go once it listens."""
     entry = importlib.import_module(entry_name)
-    for module in (*entry.PRELOADED, *PRELOADED):
+    for module in (*entry.preloads(argv), *PRELOADED):
         importlib.import_module(module)
     threads = _thread_count()
     if os.environ.get("OMP_NUM_THREADS") == "1":  # more, and the first tensor op would start torch's thread pool
@@ -465,4 +467,4 @@ def _die_with(client: int) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(serve(int(sys.argv[1]), sys.argv[2]))
+    sys.exit(serve(int(sys.argv[1]), sys.argv[2], sys.argv[3:]))

@@ -418,3 +418,17 @@ def test_the_dev_fleets_fine_tune_runs_locally_from_dist(tmp_path):
     export = tmp_path / "volumes" / "checkpoints" / "tiny-llama-sft" / "hf" / "step-12"
     model = transformers.AutoModelForCausalLM.from_pretrained(export)
     assert digest(model.state_dict()) == finished["weights_sha256_per_rank"][0]
+
+
+def test_the_warm_process_imports_transformers_for_a_hugging_face_run_alone(tmp_path):
+    """A rank of a Hugging Face model finds transformers imported by its warm process (a restart would import it
+    again otherwise); a GPT run's warm process, or one whose config does not load, imports the trainer alone."""
+    import training.__main__ as entry
+
+    hf, gpt, broken = tmp_path / "hf.yaml", tmp_path / "gpt.yaml", tmp_path / "broken.yaml"
+    hf.write_text(yaml.safe_dump(run_config(tmp_path, "llama", {})))
+    gpt.write_text(yaml.safe_dump({**run_config(tmp_path, "llama", {}), "model": {"kind": "gpt"}}))
+    broken.write_text("model: [")
+    assert entry.preloads(["--config", str(hf)]) == ("training.trainer", *entry.HF_PRELOADED)
+    assert entry.preloads(["--config", str(gpt)]) == ("training.trainer",)
+    assert entry.preloads(["--config", str(broken)]) == entry.preloads(["--bogus"]) == ("training.trainer",)

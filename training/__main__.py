@@ -2,7 +2,7 @@
 
 Alone it trains with world size 1; under torchrun each rank reads RANK/WORLD_SIZE/LOCAL_RANK, and (on
 Linux) runs as a fork of the pod's warm process (kubetrain_runtime/warm.py), which has imported torch and the trainer
-already (PRELOADED, and `rehearse`).
+already (`preloads`, and `rehearse`).
 How it ends (kubetrain_runtime/failures.py): 0 when the run is done; a bad config, data set or fault spec is
 reported (by rank 0) as one line per problem, exit 2; unusable checkpoint storage exits 3 and a run that
 keeps diverging 4, each with one line naming the cause and the fix; a stop signal ends it with a
@@ -19,7 +19,9 @@ from pathlib import Path
 
 from kubetrain_runtime import failures, warm
 
-PRELOADED = ("training.trainer",)  # what the warm process imports for a rank of the trainer
+# What a rank of a Hugging Face model imports besides the trainer: transformers (its models' and tokenizers' auto
+# classes), ~1.6 s of CPU that the rank would otherwise pay after every restart.
+HF_PRELOADED = ("transformers", "transformers.models.auto.modeling_auto", "transformers.models.auto.tokenization_auto")
 
 
 def parse_args(argv: list[str] | None):
@@ -170,6 +172,24 @@ def run(argv: list[str]) -> int:
     if ended["event"] == "stopped":
         return failures.stopped_exit(stop.signum or failures.STOP_SIGNALS[0])
     return 0
+
+
+def preloads(argv: list[str]) -> tuple[str, ...]:
+    """What the warm process imports for a rank with these arguments: the trainer, and transformers when the run
+    config (with its --set) names a Hugging Face model. Arguments or a config that do not load preload the trainer
+    alone: the rank says what is wrong with them."""
+    import contextlib
+    import io
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            from training.config import load_run_config
+
+            args = parse_args(argv)
+            hf = load_run_config(args.config, args.overrides).model.kind == "hf"
+    except (Exception, SystemExit):  # noqa: BLE001 - only a guess at what to import: the rank checks for itself
+        hf = False
+    return ("training.trainer", *(HF_PRELOADED if hf else ()))
 
 
 def rehearse() -> None:
