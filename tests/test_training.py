@@ -33,7 +33,7 @@ def write_config(folder: Path, **overrides) -> Path:
 
 
 def train(config: Path, nproc: int = 2, *args: str) -> list[dict]:
-    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"] if nproc > 1 else []
+    launcher = ["-m", "kubetrain_runtime.torchrun", "--standalone", f"--nproc-per-node={nproc}"] if nproc > 1 else []
     result = run([sys.executable, *launcher, "-m", "training", "--config", str(config), *args])
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]

@@ -34,11 +34,21 @@ NANO = ROOT / "examples" / "nanogpt_style.py"
 NANO_ITERS = 150  # long enough for a stop's agreement: every drill of it runs to the same end
 
 
+# The drills run a user's script on both starts its ranks can have: cold, under plain torchrun (`torchrun train.py`, as
+# a command job's pods run it), and warm, as forks of the pod's warm process (`python -m kubetrain_runtime train.py`
+# under the pods' torchrun, as a Function job's are, and any script that opts in). The uninterrupted runs they are
+# held to are cold: a warm drill that ends with their weights also shows a warm rank trains bit for bit as a cold one.
+WARM = ["-m", "kubetrain_runtime.torchrun"]
+COLD = ["-m", "torch.distributed.run"]
+
+
 def torchrun_script(args: list[str], cwd: Path, fault: str = "", restarts: int = 2, expect: int = 0,
-                    timeout: float = 300) -> list[dict]:
-    """A script on two ranks under one plain torchrun agent (its defaults); rank 0's records."""
-    result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-                  f"--max-restarts={restarts}", "--monitor-interval=0.1", *args], cwd=cwd,
+                    timeout: float = 300, warm: bool = False) -> list[dict]:
+    """A script on two ranks under one torchrun agent (its defaults), cold or warm; rank 0's records."""
+    launcher = [*WARM, "--standalone", "--nproc-per-node=2", f"--max-restarts={restarts}", "--monitor-interval=0.1",
+                "-m", "kubetrain_runtime"] if warm else \
+        [*COLD, "--standalone", "--nproc-per-node=2", f"--max-restarts={restarts}", "--monitor-interval=0.1"]
+    result = run([sys.executable, *launcher, *args], cwd=cwd,
                  env={"KUBETRAIN_FAULT": fault}, timeout=timeout)
     assert result.returncode == expect, result.stdout[-3000:] + result.stderr[-3000:]
     # A survivor of a crash may fail in its collective (torchrun then stops it); nothing else may: no rank aborts.
@@ -47,16 +57,18 @@ def torchrun_script(args: list[str], cwd: Path, fault: str = "", restarts: int =
 
 
 def torchrun(folder: Path, fault: str = "", steps: int = STEPS, restarts: int = 2,
-             expect: int = 0) -> list[dict]:
+             expect: int = 0, warm: bool = False) -> list[dict]:
     """The tutorial example, its checkpoints in `folder`; rank 0's records."""
     return torchrun_script([str(EXAMPLE), "--steps", str(steps), "--checkpoint-dir", str(folder)], folder.parent,
-                           fault, restarts, expect)
+                           fault, restarts, expect, warm=warm)
 
 
-def nanogpt(folder: Path, fault: str = "", restarts: int = 2, expect: int = 0, *more: str) -> list[dict]:
+def nanogpt(folder: Path, fault: str = "", restarts: int = 2, expect: int = 0, *more: str,
+            warm: bool = False) -> list[dict]:
     """The nanoGPT-style example, its checkpoints in `folder`, its own out_dir beside; rank 0's records."""
     return torchrun_script([str(NANO), f"--max_iters={NANO_ITERS}", f"--checkpoint_dir={folder}",
-                            f"--out_dir={folder.parent / 'out'}", *more], folder.parent, fault, restarts, expect)
+                            f"--out_dir={folder.parent / 'out'}", *more], folder.parent, fault, restarts, expect,
+                           warm=warm)
 
 
 def digests(records: list[dict]) -> list[str]:
@@ -115,7 +127,7 @@ def test_kill_9_mid_step_resumes_bit_identical(uninterrupted, tmp_path):
 
 @pytest.mark.processes
 def test_kill_9_mid_save_falls_back_to_the_previous_checkpoint(uninterrupted, tmp_path):
-    records = torchrun(tmp_path / "ckpt", "crash-in-save:step=10:rank=1")
+    records = torchrun(tmp_path / "ckpt", "crash-in-save:step=10:rank=1", warm=True)
     assert resumed_steps(records) == [5]  # the save of step 10 never completed: never loaded
     assert digests(records) == uninterrupted[STEPS]
 
@@ -125,8 +137,8 @@ def test_a_run_that_ended_with_an_epoch_continues_as_if_it_never_stopped(uninter
     """A run whose last checkpoint falls between two epochs (32 steps: two epochs of 16 batches), started again with
     more steps: the next epoch's loader draws its seed from the step's RNG streams, as it did in the uninterrupted
     run (it used to start the epoch before restoring them: one draw apart, other weights)."""
-    torchrun(tmp_path / "ckpt", steps=32)
-    records = torchrun(tmp_path / "ckpt")
+    torchrun(tmp_path / "ckpt", steps=32, warm=True)
+    records = torchrun(tmp_path / "ckpt", warm=True)
     assert resumed_steps(records) == [32]
     assert digests(records) == uninterrupted[STEPS]
 
@@ -152,7 +164,7 @@ def test_a_corrupt_newest_checkpoint_is_skipped_for_the_next_that_verifies(unint
     folder = tmp_path / "ckpt"
     shutil.copytree(uninterrupted_runs[STEPS][0], folder)
     newest, before = corrupt_newest(folder)
-    records = torchrun(folder)
+    records = torchrun(folder, warm=True)
     [skipped] = [r for r in records if r["event"] == "checkpoint_skipped"]
     assert skipped["step"] == newest == STEPS and "checksum" in skipped["reason"]
     assert resumed_steps(records) == [before] == [10]
@@ -161,7 +173,7 @@ def test_a_corrupt_newest_checkpoint_is_skipped_for_the_next_that_verifies(unint
 
 @pytest.mark.processes
 def test_nan_steps_are_skipped_then_rolled_back(tmp_path):
-    records = torchrun(tmp_path / "ckpt", "nan:step=3;nan:step=12;nan:step=13;nan:step=14")
+    records = torchrun(tmp_path / "ckpt", "nan:step=3;nan:step=12;nan:step=13;nan:step=14", warm=True)
     steps = {r["step"]: r for r in records if r["event"] == "step"}
     assert steps[3]["skipped_steps"] == 1  # one bad step: skipped, the run goes on
     [rollback] = [r for r in records if r["event"] == "rollback"]
@@ -297,7 +309,7 @@ def test_nanogpt_killed_mid_step_resumes_with_the_batch_it_had_fetched(nano_unin
 
 @pytest.mark.processes
 def test_nanogpt_sigterm_saves_the_step_reached_and_resumes_there(nano_uninterrupted, tmp_path):
-    records = nanogpt(tmp_path / "ckpt", "sigterm:step=11:rank=1")
+    records = nanogpt(tmp_path / "ckpt", "sigterm:step=11:rank=1", warm=True)
     [stopped] = [r for r in records if r["event"] == "stopped"]
     assert stopped["checkpoint_step"] == stopped["step"] >= 11
     assert resumed_steps(records) == [stopped["step"]]
@@ -313,7 +325,7 @@ def test_nanogpt_skips_a_corrupt_newest_checkpoint(nano_finished, nano_uninterru
     shutil.copytree(nano_finished[0], tmp_path, dirs_exist_ok=True)
     folder = tmp_path / "ckpt"
     newest, before = corrupt_newest(folder)
-    records = nanogpt(folder)
+    records = nanogpt(folder, warm=True)
     [skipped] = [r for r in records if r["event"] == "checkpoint_skipped"]
     assert skipped["step"] == newest == NANO_ITERS + 1 and resumed_steps(records) == [before] == [10]
     assert digests(records) == nano_uninterrupted
@@ -326,7 +338,7 @@ def test_nanogpt_restarted_after_it_finished_ends_at_once_with_its_loss(nano_fin
     step's loss; eval_only evaluates at iteration 0 and leaves the loop, saving nothing."""
     finished, first = nano_finished
     shutil.copytree(finished, tmp_path, dirs_exist_ok=True)  # the uninterrupted run's folders, as it left them
-    again = nanogpt(tmp_path / "ckpt")
+    again = nanogpt(tmp_path / "ckpt", warm=True)
     assert resumed_steps(again) == [NANO_ITERS + 1]
     assert again[-1]["event"] == "finished" and again[-1]["loss"] == first[-1]["loss"]
     assert digests(again) == nano_uninterrupted
