@@ -186,8 +186,9 @@ ENTRIES = {name: entry for entry in ("training.__main__", "kubetrain_runtime.__m
 
 def start_from_agent(torchrun_args: list[str]) -> None:
     """Fork the warm process from the torchrun agent (`python -m kubetrain_runtime.torchrun`, a pod's launcher) before
-    torchrun starts a thread: it has torch imported already, so the warm process imports only the program (about
-    half of what one started by the first client imports), and does so while the agent meets its peers. Nothing
+    torchrun starts: the agent has imported torch, and nothing else has run (a fork carries no thread of the agent's),
+    so the warm process imports only the program (about half of what one started by the first client imports), and
+    does so while the agent meets its peers. Nothing
     when the ranks will not run warm: another program, a rank that `runs_warm` refuses, turned off, not Linux.
 
     The agent takes the clients' lock first and the warm process holds it until it listens: a client that cannot
@@ -231,9 +232,9 @@ def start_from_agent(torchrun_args: list[str]) -> None:
 
 def _entry_of(torchrun_args: list[str]) -> tuple[str | None, list[str], bool]:
     """The warm entry module of the ranks that torchrun's arguments start (None if they run none), the ranks'
-    arguments, and whether the agent starts several. Torchrun's own parser reads them (its PET_ variables too); a count it makes per device
-    ("gpu", "auto") is taken as several, without counting: counting could initialize CUDA in the agent, whose forks
-    could then not use it."""
+    arguments, and whether the agent starts several. Torchrun's own parser reads them (its PET_ variables too); a
+    count it makes per device ("gpu", "auto") is taken as several, without counting: counting could initialize CUDA
+    in the agent, whose forks could then not use it."""
     import io
 
     from torch.distributed.run import get_args_parser
@@ -256,7 +257,8 @@ def _entry_of(torchrun_args: list[str]) -> tuple[str | None, list[str], bool]:
 
 def serve(agent: int, entry_name: str, argv: list[str], ready=None) -> int:
     """Import everything a rank of `entry_name` with arguments `argv` needs, then fork a rank for each client until
-    the torchrun agent exits. `ready`, the clients' lock held by the agent that forked this process, is let go once it listens."""
+    the torchrun agent exits. `ready`, the clients' lock held by the agent that forked this process, is let go once
+    it listens."""
     entry = importlib.import_module(entry_name)
     for module in (*entry.preloads(argv), *PRELOADED):
         importlib.import_module(module)
