@@ -40,10 +40,10 @@ SOURCES_PATH = os.pathsep.join([str(RULES_FIRED), str(ROOT / "constructs"), str(
 # The modules that take longest, longest first (summed test time of a full run, 2026-11-28): xdist starts them
 # first so that no long module starts last while the other worker has nothing left. Only the order depends on it:
 # a module missing here runs after these, those that start the most processes first.
-LONGEST_FIRST = ("test_resilience", "test_user_loop", "test_hf_training", "test_run_local", "test_fault_drills",
-                 "test_training", "test_gpu_bench", "test_runtime_metrics", "test_memory", "test_function_workload",
-                 "test_docs_examples", "test_bad_input", "test_docs_site", "test_gradient_accumulation",
-                 "test_progress", "test_usage_errors", "test_hf_model_rules")
+LONGEST_FIRST = ("test_resilience", "test_user_loop", "test_hf_training", "test_fault_drills", "test_training",
+                 "test_gpu_bench", "test_runtime_metrics", "test_run_local", "test_bad_input", "test_memory",
+                 "test_docs_site", "test_function_workload", "test_docs_examples", "test_usage_errors",
+                 "test_gradient_accumulation", "test_progress", "test_hf_model_rules")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -271,8 +271,10 @@ def test_a_profiled_two_rank_run_writes_a_chrome_trace_per_rank_and_window(tmp_p
     script = tmp_path / "loop.py"
     script.write_text(PROFILED_LOOP.format(ckpt=str(tmp_path / "ckpt")))
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "KUBETRAIN_JOB": "profiled"}
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-                             str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    # Warm (python -m kubetrain_runtime under the pods' torchrun): the profiler starts in a forked rank.
+    result = subprocess.run([sys.executable, "-m", "kubetrain_runtime.torchrun", "--standalone", "--nproc-per-node=2",
+                             "-m", "kubetrain_runtime", str(script)], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     profiles = [r for r in records if r["event"] == "profile"]

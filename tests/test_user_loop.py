@@ -38,6 +38,7 @@ NANO_ITERS = 150  # long enough for a stop's agreement: every drill of it runs t
 # a command job's pods run it), and warm, as forks of the pod's warm process (`python -m kubetrain_runtime train.py`
 # under the pods' torchrun, as a Function job's are, and any script that opts in). The uninterrupted runs they are
 # held to are cold: a warm drill that ends with their weights also shows a warm rank trains bit for bit as a cold one.
+# Cold ranks are killed and resumed by run-local's command job below, and stopped by SIGTERM here.
 WARM = ["-m", "kubetrain_runtime.torchrun"]
 COLD = ["-m", "torch.distributed.run"]
 
@@ -120,7 +121,7 @@ def test_the_examples_adopt_the_api_in_a_few_lines(example):
 
 @pytest.mark.processes
 def test_kill_9_mid_step_resumes_bit_identical(uninterrupted, tmp_path):
-    records = torchrun(tmp_path / "ckpt", "crash:step=23:rank=1")
+    records = torchrun(tmp_path / "ckpt", "crash:step=23:rank=1", warm=True)
     assert resumed_steps(records) == [10]  # saves at 5 and 10 (interval auto), then Daly's interval
     assert digests(records) == uninterrupted[STEPS]
 
@@ -302,7 +303,7 @@ def nano_uninterrupted(nano_finished) -> list[str]:
 def test_nanogpt_killed_mid_step_resumes_with_the_batch_it_had_fetched(nano_uninterrupted, tmp_path):
     """kill -9 of one rank at step 23: the restart resumes from step 10 with the batch in hand at that checkpoint
     (fetched a step ahead, handed over with run.batch) and ends with the uninterrupted run's weights."""
-    records = nanogpt(tmp_path / "ckpt", "crash:step=23:rank=1")
+    records = nanogpt(tmp_path / "ckpt", "crash:step=23:rank=1", warm=True)
     assert resumed_steps(records) == [10]
     assert digests(records) == nano_uninterrupted
 
