@@ -188,8 +188,8 @@ def start_from_agent(torchrun_args: list[str]) -> None:
     """Fork the warm process from the torchrun agent (`python -m kubetrain_runtime.torchrun`, a pod's launcher) before
     torchrun starts: the agent has imported torch, and nothing else has run (a fork carries no thread of the agent's),
     so the warm process imports only the program (about half of what one started by the first client imports), and
-    does so while the agent meets its peers. Nothing
-    when the ranks will not run warm: another program, a rank that `runs_warm` refuses, turned off, not Linux.
+    does so while the agent meets its peers. Nothing when the ranks will not run warm: another program, a rank that
+    `runs_warm` refuses, turned off, not Linux.
 
     The agent takes the clients' lock first and the warm process holds it until it listens: a client that cannot
     connect yet waits on the lock for it (`_connect`) instead of starting a second one."""

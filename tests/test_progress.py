@@ -237,9 +237,9 @@ def torchrun(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.CompletedP
     config = {**TINY, "checkpoint": {"dir": str(tmp_path / "ckpt"), "interval": 10, "keep": 2}}
     (tmp_path / "run.yaml").write_text(yaml.safe_dump(config))
     full_env = {**os.environ, "PYTHONPATH": SOURCES_PATH, **env}
-    process = subprocess.Popen([sys.executable, "-m", "kubetrain_runtime.torchrun", "--standalone", "--nproc-per-node=2",
-                                "-m", "training", "--config", str(tmp_path / "run.yaml")], cwd=ROOT, env=full_env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, "-m", "kubetrain_runtime.torchrun", "--standalone",
+                                "--nproc-per-node=2", "-m", "training", "--config", str(tmp_path / "run.yaml")],
+                               cwd=ROOT, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stderr: list[str] = []
     reader = threading.Thread(target=lambda: stderr.extend(process.stderr), daemon=True)
     reader.start()

@@ -375,9 +375,9 @@ def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH,
            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
     survivor, lost = (subprocess.Popen(
-        [sys.executable, "-m", "kubetrain_runtime.torchrun", "--nnodes=1:2", "--nproc-per-node=1", "--rdzv-backend=c10d",
-         f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-conf=is_host={is_host}", "--rdzv-id=elastic",
-         "--max-restarts=3", "-m", "training", "--config", str(config)],
+        [sys.executable, "-m", "kubetrain_runtime.torchrun", "--nnodes=1:2", "--nproc-per-node=1",
+         "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-conf=is_host={is_host}",
+         "--rdzv-id=elastic", "--max-restarts=3", "-m", "training", "--config", str(config)],
         env={**env, "KUBETRAIN_FAULT": fault}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for is_host, fault in (("true", ""), ("false", "hang:step=12")))
     records: list[dict] = []
@@ -420,8 +420,9 @@ def test_a_hung_run_leaves_every_ranks_stacks_and_flight_recorder_that_fr_trace_
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
            "KUBETRAIN_FAULT": "hang:step=7:rank=1", "KUBETRAIN_JOB": "hung"}
     pods = [subprocess.Popen(
-        [sys.executable, "-m", "kubetrain_runtime.torchrun", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
-         f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-conf=is_host={is_host}", "--rdzv-id=hung", "--max-restarts=0",
+        [sys.executable, "-m", "kubetrain_runtime.torchrun", "--nnodes=2", "--nproc-per-node=1",
+         "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-conf=is_host={is_host}", "--rdzv-id=hung",
+         "--max-restarts=0",
          "-m", "training", "--config", str(config)], env={**env, "KUBETRAIN_ATTEMPT": attempt},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         for is_host, attempt in (("true", "attempt-a"), ("false", "attempt-b"))]

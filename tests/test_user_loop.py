@@ -46,9 +46,8 @@ COLD = ["-m", "torch.distributed.run"]
 def torchrun_script(args: list[str], cwd: Path, fault: str = "", restarts: int = 2, expect: int = 0,
                     timeout: float = 300, warm: bool = False) -> list[dict]:
     """A script on two ranks under one torchrun agent (its defaults), cold or warm; rank 0's records."""
-    launcher = [*WARM, "--standalone", "--nproc-per-node=2", f"--max-restarts={restarts}", "--monitor-interval=0.1",
-                "-m", "kubetrain_runtime"] if warm else \
-        [*COLD, "--standalone", "--nproc-per-node=2", f"--max-restarts={restarts}", "--monitor-interval=0.1"]
+    flags = ["--standalone", "--nproc-per-node=2", f"--max-restarts={restarts}", "--monitor-interval=0.1"]
+    launcher = [*WARM, *flags, "-m", "kubetrain_runtime"] if warm else [*COLD, *flags]
     result = run([sys.executable, *launcher, *args], cwd=cwd,
                  env={"KUBETRAIN_FAULT": fault}, timeout=timeout)
     assert result.returncode == expect, result.stdout[-3000:] + result.stderr[-3000:]
