@@ -7,7 +7,8 @@ pod's warm process over a Unix socket (the pods' torchrun, kubetrain_runtime.tor
 with torch imported, `start_from_agent`; under plain torchrun the first client starts it), hands over its
 arguments, environment, working folder and standard streams, and the warm process forks a child that
 becomes the rank. The client stays in between, as torchrun's view of the rank: it passes torchrun's
-signals on, and exits with the rank's exit status or dies of the same signal. The rank dies with its
+signals on (SIGCONT after one that asks the rank to end, so that a stopped rank ends too), and exits with the
+rank's exit status or dies of the same signal. The rank dies with its
 client, so killing what torchrun started still kills the rank: the warm process watches each client's pidfd and
 SIGKILLs its rank when the client ends, which reaches a rank even while it is stopped or stuck in native code (a
 thread of the rank's own could not run then; the rank also watches, for a warm process that is gone). The warm
@@ -47,6 +48,9 @@ ENABLE_ENV = "KUBETRAIN_WARM"
 STARTED_ENV = "KUBETRAIN_CLIENT_STARTED"  # when torchrun's process for the rank started (epoch seconds)
 # torchrun passes these on to its ranks (its --signals-to-handle default): so does the client.
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+# Those that ask the rank to end: SIGCONT follows them (as systemd's stop does), since a stopped rank (SIGSTOP, a
+# job-control stop) would hold them pending, and torchrun would wait out its 30 s before its SIGKILL.
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 START_TIMEOUT_S = 600.0  # the warm process's imports, on a busy node
 # What every rank imports besides its program: what torch imports only on first use: dynamo, which any function
 # torch keeps from compiling imports when first called (AdamW's constructor is one: a second of a rank's start), and
@@ -101,7 +105,7 @@ def run_in_warm_process(argv: list[str], entry: str) -> int | None:
             return None  # the warm process refused or died before forking: run here instead
         rank = json.loads(started)["pid"]
         for signum in FORWARDED_SIGNALS:
-            signal.signal(signum, lambda number, frame: _forward(rank, number))
+            signal.signal(signum, lambda number, frame: _pass_on(rank, number))
         ended = reader.readline()
     if not ended:  # the warm process died: nobody can report the rank's end, so end it
         _forward(rank, signal.SIGKILL)
@@ -133,6 +137,13 @@ def _standard_streams() -> list[int]:
         except OSError:
             streams.append(os.open(os.devnull, os.O_RDWR))
     return streams
+
+
+def _pass_on(rank: int, signum: int) -> None:
+    """A signal torchrun sent the client, to the rank; one that asks it to end, with SIGCONT after it."""
+    _forward(rank, signum)
+    if signum in ENDING_SIGNALS:
+        _forward(rank, signal.SIGCONT)
 
 
 def _forward(pid: int, signum: int) -> None:

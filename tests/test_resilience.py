@@ -491,9 +491,10 @@ def port_free(port: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the run's processes through procfs")
 def test_a_stopped_rank_dies_with_its_run_and_frees_its_port(tmp_path):
-    """Rank 1 is stopped (SIGSTOP: no thread of it runs); rank 0's collective times out and torchrun ends the run,
-    killing what it started. Nothing of the run outlives it: the stopped rank is SIGKILLed by its warm process
-    when its client ends, and its metrics port is free again."""
+    """Rank 1 is stopped (SIGSTOP: no thread of it runs); rank 0's collective times out and torchrun ends the run.
+    Its SIGTERM reaches the stopped rank too: the client passes it on with SIGCONT, so torchrun does not wait out
+    the 30 s it gives a process before its SIGKILL (had it, the warm process SIGKILLs a rank whose client ended).
+    Nothing of the run outlives it, and the rank's metrics port is free again."""
     from test_runtime_metrics import two_free_ports
 
     port, marker = two_free_ports(), f"orphan-{os.getpid()}"
@@ -511,7 +512,10 @@ def test_a_stopped_rank_dies_with_its_run_and_frees_its_port(tmp_path):
             time.sleep(0.05)
         rank = listener(port + 1)  # local rank 1 itself (a fork of the warm process), not its client
         os.kill(rank, signal.SIGSTOP)
+        stopped = time.monotonic()
         assert agent.wait(timeout=120) != 0
+        # The collective's 8 s, then the end; a rank deaf to SIGTERM would hold torchrun 30 s longer.
+        assert time.monotonic() - stopped < 8 + 30, "torchrun waited out its SIGKILL: the stopped rank never ended"
         deadline = time.monotonic() + 20
         while run_processes(marker) and time.monotonic() < deadline:
             time.sleep(0.2)
