@@ -369,14 +369,16 @@ def test_dev_job_survives_a_crash_through_run_local(dev_fault_free, tmp_path, jo
 def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
     """Two agents with --nnodes=1:2, as an elastic job's pods run them. The pod that does not host
     the rendezvous (in a cluster: any but the first worker) stalls at step 12 and is then lost for
-    good. The survivor re-rendezvouses alone and resumes the 2-rank checkpoint at world size 1."""
+    good. The survivor re-rendezvouses alone and resumes the 2-rank checkpoint at world size 1. The rendezvous's
+    last call (how long it waits for more nodes once it has the fewest it may start with) is 10 s, not torchrun's
+    30: long enough for both agents to join the first round on a loaded machine, no longer for the survivor."""
     config = write_config(tmp_path, max_steps=24, resilience={"watchdog_floor_s": 600})
     port = str(free_port())
     env = {**os.environ, "PYTHONPATH": SOURCES_PATH,
            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
     survivor, lost = (subprocess.Popen(
         [sys.executable, "-m", "kubetrain_runtime.torchrun", "--nnodes=1:2", "--nproc-per-node=1",
-         "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-conf=is_host={is_host}",
+         "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-conf=is_host={is_host},last_call_timeout=10",
          "--rdzv-id=elastic", "--max-restarts=3", "-m", "training", "--config", str(config)],
         env={**env, "KUBETRAIN_FAULT": fault}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for is_host, fault in (("true", ""), ("false", "hang:step=12")))
