@@ -16,11 +16,12 @@ last and writes it to DIR/table.md. The stages:
   `torch.cuda.max_memory_allocated` (the tensors), `max_memory_reserved` and the device's used memory (the total),
   DDP and FSDP2, with and without activation checkpointing, with and without gradient accumulation: each ratio
   (target within 1 +/- 0.15) and whether the fit rule's verdict at the device's memory would have been right.
-- `resume`: two uninterrupted runs of `python -m training` (are GPU runs bit-identical at all?), then one killed with
-  SIGKILL and resumed: the losses after the resume against the uninterrupted run's, step by step, exactly.
+- `resume`: two uninterrupted runs of `python -m training` under the pods' torchrun (are GPU runs bit-identical at
+  all?), then one whose rank is killed with SIGKILL and restarted by torchrun, as a pod's is: the losses after the
+  resume against the uninterrupted run's, step by step, exactly.
 - `checkpoint`: the time an async save blocks training against a synchronous save, from device memory.
-- `user_loop`: examples/ddp_minimal.py on `kubetrain_runtime.Run` under torchrun on NCCL, killed with SIGKILL and
-  restarted by torchrun, against an uninterrupted run: the final losses, exactly.
+- `user_loop`: examples/ddp_minimal.py on `kubetrain_runtime.Run` under the pods' torchrun on NCCL, killed with
+  SIGKILL and restarted by torchrun, against an uninterrupted run: the final losses, exactly.
 
 Only torch, transformers and this repository's `training/` and `kubetrain_runtime/` are imported (never the
 compiler); bench/gpu.sh installs the few packages a bare PyTorch image lacks from wheels carried beside it.
@@ -294,17 +295,24 @@ def logged_step(line: str) -> int:
     return record.get("step", 0) if record.get("event") == "step" else 0
 
 
-def run_killing_at(command: list[str], env: dict, kill_at_step: int, victims: Callable[[int], list[int]]) -> str:
-    """Start `command`; once it has logged `kill_at_step`, SIGKILL the processes `victims(its pid)` names (itself, or
-    the ranks torchrun started, which torchrun then restarts) and read on until it ends; returns what it printed. No
-    timeout of its own: the driver kills the stage's whole process group at the stage's limit."""
+def pods_torchrun(restarts: int = 0) -> list[str]:
+    """A one-rank pod's launcher, as the compiler writes it: kubetrain_runtime.torchrun, whose ranks are forks of a
+    warm process it starts (kubetrain_runtime/warm.py), so a restarted rank does not import torch again."""
+    return [sys.executable, "-m", "kubetrain_runtime.torchrun", "--standalone", "--nproc-per-node=1",
+            f"--max-restarts={restarts}"]
+
+
+def run_killing_at(command: list[str], env: dict, kill_at_step: int) -> str:
+    """Start `command` (a torchrun agent); once it has logged `kill_at_step`, SIGKILL what torchrun started for its
+    rank, which torchrun then restarts, and read on until it ends; returns what it printed. No timeout of its own:
+    the driver kills the stage's whole process group at the stage's limit."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                cwd=ROOT)
     printed, killed = [], []
     for line in process.stdout:
         printed.append(line)
         if not killed and logged_step(line) >= kill_at_step:
-            killed = victims(process.pid)
+            killed = ranks_of(process.pid)
             for pid in killed:
                 os.kill(pid, signal.SIGKILL)
     process.wait()
@@ -349,12 +357,11 @@ def stage_resume(rows: Rows, dry: bool, folder: str) -> None:
                   "metrics": {"port": 0}}
         path = Path(folder) / f"{run_name}.yaml"
         path.write_text(yaml.safe_dump(config))
-        command = [sys.executable, "-m", "training", "--config", str(path)]
-        if run_name == "killed":
-            printed = run_killing_at(command, bench_env(), kill_at, lambda pid: [pid]) + \
-                run_to_end(command, bench_env())
+        command = ["-m", "training", "--config", str(path)]
+        if run_name == "killed":  # the rank, SIGKILLed, is restarted by torchrun and resumes
+            printed = run_killing_at(pods_torchrun(restarts=1) + command, bench_env(), kill_at)
         else:
-            printed = run_to_end(command, bench_env())
+            printed = run_to_end(pods_torchrun() + command, bench_env())
         outputs[run_name] = losses(printed)
     compare_runs(rows, "resume", outputs["first"], outputs["second"], "two uninterrupted runs")
     compare_runs(rows, "resume", outputs["first"], {s: v for s, v in outputs["killed"].items() if s > kill_at},
@@ -388,14 +395,12 @@ def stage_user_loop(rows: Rows, dry: bool, folder: str) -> None:
     steps, kill_at = (12, 6) if dry else (200, 100)
     runs = {}
     for run_name in ("uninterrupted", "killed"):
-        command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=1", "--max-restarts=1",
-                   "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:0", str(ROOT / "examples" / "ddp_minimal.py"),
-                   "--steps", str(steps), "--checkpoint-dir", f"{folder}/{run_name}"]
-        env = bench_env()
+        command = ["-m", "kubetrain_runtime", str(ROOT / "examples" / "ddp_minimal.py"), "--steps", str(steps),
+                   "--checkpoint-dir", f"{folder}/{run_name}"]
         if run_name == "killed":  # SIGKILL the rank alone: torchrun restarts it, and it resumes
-            printed = run_killing_at(command, env, kill_at, children)  # torchrun restarts the rank
+            printed = run_killing_at(pods_torchrun(restarts=1) + command, bench_env(), kill_at)
         else:
-            printed = run_to_end(command, env)
+            printed = run_to_end(pods_torchrun() + command, bench_env())
         runs[run_name] = losses(printed)
     backend = "gloo" if device_name() == "cpu" else "NCCL"
     compare_runs(rows, f"user_loop ({backend})", runs["uninterrupted"],
@@ -403,14 +408,18 @@ def stage_user_loop(rows: Rows, dry: bool, folder: str) -> None:
                  f"ddp_minimal killed after step {kill_at}, restarted by torchrun")
 
 
-def children(pid: int) -> list[int]:
-    """The processes whose parent is `pid`, read from /proc (no psutil on a bare image)."""
+def ranks_of(agent: int) -> list[int]:
+    """What a torchrun agent started for its ranks: its children, read from /proc (no psutil on a bare image), but
+    the warm process, a fork of the agent's with the agent's command line. Killing one kills its rank (the warm
+    process's fork)."""
+    proc = Path("/proc")
     found = []
-    for entry in Path("/proc").iterdir():
+    for entry in proc.iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 # /proc/PID/stat: "pid (comm) state ppid ...", comm may hold spaces: split after its ')'
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == agent and (entry / "cmdline").read_bytes() != (proc / str(agent) / "cmdline").read_bytes():
                     found.append(int(entry.name))
     return found
 
