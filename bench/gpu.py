@@ -413,13 +413,14 @@ def ranks_of(agent: int) -> list[int]:
     the warm process, a fork of the agent's with the agent's command line. Killing one kills its rank (the warm
     process's fork)."""
     proc = Path("/proc")
+    agent_cmdline = (proc / str(agent) / "cmdline").read_bytes()
     found = []
     for entry in proc.iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 # /proc/PID/stat: "pid (comm) state ppid ...", comm may hold spaces: split after its ')'
                 ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                if ppid == agent and (entry / "cmdline").read_bytes() != (proc / str(agent) / "cmdline").read_bytes():
+                if ppid == agent and (entry / "cmdline").read_bytes() != agent_cmdline:
                     found.append(int(entry.name))
     return found
 

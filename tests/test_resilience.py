@@ -378,8 +378,9 @@ def test_elastic_job_loses_a_node_and_finishes_on_the_rest(tmp_path):
            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
     survivor, lost = (subprocess.Popen(
         [sys.executable, "-m", "kubetrain_runtime.torchrun", "--nnodes=1:2", "--nproc-per-node=1",
-         "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-conf=is_host={is_host},last_call_timeout=10",
-         "--rdzv-id=elastic", "--max-restarts=3", "-m", "training", "--config", str(config)],
+         "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
+         f"--rdzv-conf=is_host={is_host},last_call_timeout=10", "--rdzv-id=elastic", "--max-restarts=3",
+         "-m", "training", "--config", str(config)],
         env={**env, "KUBETRAIN_FAULT": fault}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for is_host, fault in (("true", ""), ("false", "hang:step=12")))
     records: list[dict] = []
